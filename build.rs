@@ -1,0 +1,210 @@
+//! Builds the device crate `kernel/` to PTX with rustc's nvptx backend, once per GPU architecture.
+//!
+//! For each target in [`TARGETS`]: `cargo rustc -Zbuild-std=core --target nvptx64-nvidia-cuda
+//! --crate-type staticlib -- --emit=asm=…` with Debian's rustc (see `host/tools.rs` and
+//! `../shared/docs/toolchain.md`), then launch bounds from `nvfp4_kernel::launch` are inserted into
+//! the PTX text, then ptxas assembles it when found. The host crate embeds the result from
+//! `OUT_DIR`. Without an nvptx toolchain the PTX committed under `kernel/ptx/` is used instead, so
+//! that stable Rust alone builds the library; `NVFP4_REQUIRE_TOOLS=1` makes that an error, and
+//! `NVFP4_UPDATE_PTX=1` copies a fresh build over the committed files.
+
+#[path = "host/tools.rs"]
+mod tools;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use nvfp4_kernel::launch::{ENTRY_POINTS, EntryPoint};
+
+/// One PTX module to build.
+struct Target {
+    /// `-C target-cpu` and the `nvfp4_arch` cfg value.
+    arch: &'static str,
+    /// Extra `-C target-feature`s (the PTX ISA version).
+    features: &'static str,
+    /// File name in `OUT_DIR` and `kernel/ptx/`.
+    file: &'static str,
+}
+
+const TARGETS: [Target; 2] = [
+    Target {
+        arch: "sm_90a",
+        features: "",
+        file: "nvfp4_sm90a.ptx",
+    },
+    // `.kind::mxf4nvf4` needs PTX 8.7 and `.block16` 8.8 (ptx-facts.md §0).
+    Target {
+        arch: "sm_100a",
+        features: "+ptx88",
+        file: "nvfp4_sm100a.ptx",
+    },
+];
+
+const UPDATE_PTX_ENV: &str = "NVFP4_UPDATE_PTX";
+
+fn main() {
+    for path in ["kernel/src", "kernel/Cargo.toml", "kernel/ptx", "host/tools.rs"] {
+        println!("cargo:rerun-if-changed={path}");
+    }
+    for var in [
+        tools::REQUIRE_TOOLS_ENV,
+        tools::NVPTX_RUSTC_ENV,
+        tools::PTXAS_ENV,
+        UPDATE_PTX_ENV,
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    if let Err(message) = run() {
+        eprintln!("error: {message}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
+    let committed_dir = manifest_dir.join("kernel/ptx");
+    let origin = match tools::find_nvptx_rustc() {
+        Ok(rustc) => {
+            for target in &TARGETS {
+                let ptx = build_ptx(&rustc, &manifest_dir, &out_dir, target)?;
+                write(&out_dir.join(target.file), &ptx)?;
+                if std::env::var_os(UPDATE_PTX_ENV).is_some() {
+                    write(&committed_dir.join(target.file), &ptx)?;
+                }
+            }
+            "fresh"
+        }
+        Err(why) if tools::tools_required() => {
+            return Err(format!("{why} ({} is set)", tools::REQUIRE_TOOLS_ENV));
+        }
+        Err(why) => {
+            println!("cargo:warning=using the PTX committed under kernel/ptx/: {why}");
+            for target in &TARGETS {
+                let committed = committed_dir.join(target.file);
+                let ptx = std::fs::read_to_string(&committed)
+                    .map_err(|e| format!("cannot read {}: {e}", committed.display()))?;
+                write(&out_dir.join(target.file), &ptx)?;
+            }
+            "committed"
+        }
+    };
+    println!("cargo:rustc-env=NVFP4_PTX_ORIGIN={origin}");
+    assemble_with_ptxas(&out_dir)
+}
+
+fn build_ptx(rustc: &Path, manifest_dir: &Path, out_dir: &Path, target: &Target) -> Result<String, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // One nvptx target dir per outer profile (…/target/<profile>/nvptx-kernel), so that test,
+    // clippy and build runs of the same profile reuse the compiled `core`.
+    let target_dir = out_dir
+        .ancestors()
+        .nth(3)
+        .unwrap_or(out_dir)
+        .join("nvptx-kernel")
+        .join(target.arch);
+    let raw_ptx = target_dir.join(target.file);
+    let mut rustflags = format!(
+        "-C target-cpu={} --cfg nvfp4_arch=\"{}\"",
+        target.arch, target.arch
+    );
+    if !target.features.is_empty() {
+        rustflags += &format!(" -C target-feature={}", target.features);
+    }
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(manifest_dir.join("kernel"))
+        .args(["rustc", "--quiet", "--release", "-Zbuild-std=core"])
+        .args(["--target", "nvptx64-nvidia-cuda", "--crate-type", "staticlib"])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .arg("--")
+        .arg(format!("--emit=asm={}", raw_ptx.display()))
+        .env("RUSTC", rustc)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("RUSTFLAGS", rustflags);
+    // The outer cargo's settings must not leak into the device build.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        command.env_remove(var);
+    }
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run cargo for {}: {e}", target.arch))?;
+    if !status.success() {
+        return Err(format!("building the {} kernels failed ({status})", target.arch));
+    }
+    let ptx =
+        std::fs::read_to_string(&raw_ptx).map_err(|e| format!("cannot read {}: {e}", raw_ptx.display()))?;
+    insert_launch_bounds(&ptx, ENTRY_POINTS)
+}
+
+/// Writes `.maxntid` (and `.minnctapersm`) after the parameter list of each entry in `entries`
+/// that the module defines.
+fn insert_launch_bounds(ptx: &str, entries: &[EntryPoint]) -> Result<String, String> {
+    let mut out = String::with_capacity(ptx.len() + 64 * entries.len());
+    let mut pending: Option<&EntryPoint> = None;
+    for line in ptx.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if let Some(name) = line
+            .strip_prefix(".visible .entry ")
+            .and_then(|s| s.strip_suffix('('))
+        {
+            pending = entries.iter().find(|e| e.name == name);
+        } else if line.trim() == ")"
+            && let Some(entry) = pending.take()
+        {
+            out.push_str(&format!(".maxntid {}, 1, 1\n", entry.threads_per_block));
+            if let Some(blocks) = entry.min_blocks_per_sm {
+                out.push_str(&format!(".minnctapersm {blocks}\n"));
+            }
+        }
+    }
+    if let Some(entry) = pending {
+        return Err(format!("no parameter list end found for entry {}", entry.name));
+    }
+    Ok(out)
+}
+
+fn assemble_with_ptxas(out_dir: &Path) -> Result<(), String> {
+    let ptxas = match tools::find_cuda_tool("ptxas") {
+        Ok(path) => path,
+        Err(why) if tools::tools_required() => {
+            return Err(format!("{why} ({} is set)", tools::REQUIRE_TOOLS_ENV));
+        }
+        Err(why) => {
+            println!("cargo:warning=PTX not validated: {why}");
+            return Ok(());
+        }
+    };
+    for target in &TARGETS {
+        let ptx = out_dir.join(target.file);
+        let output = Command::new(&ptxas)
+            .arg(format!("-arch={}", target.arch))
+            .arg(&ptx)
+            .arg("-o")
+            .arg(out_dir.join(target.file).with_extension("cubin"))
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", ptxas.display()))?;
+        if !output.status.success() {
+            return Err(format!(
+                "ptxas rejected {} for {}:\n{}",
+                ptx.display(),
+                target.arch,
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

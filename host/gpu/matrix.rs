@@ -1,0 +1,63 @@
+//! [`DeviceNvFp4Matrix`]: an NVFP4 matrix in device memory.
+
+use cudarc::driver::CudaSlice;
+
+use super::Gpu;
+use crate::error::Result;
+use crate::matrix::NvFp4Matrix;
+
+/// An NVFP4 matrix in device memory, with the same layout as [`NvFp4Matrix`].
+pub struct DeviceNvFp4Matrix {
+    rows: usize,
+    k: usize,
+    data: CudaSlice<u8>,
+    scales: CudaSlice<u8>,
+    global_scale: Option<f32>,
+}
+
+impl DeviceNvFp4Matrix {
+    /// Rows of the matrix.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// fp4 elements per row (K).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// The fp32 global scale, if any.
+    pub fn global_scale(&self) -> Option<f32> {
+        self.global_scale
+    }
+
+    /// Packed e2m1 data, `rows × k/2` bytes.
+    pub fn data_buffer(&self) -> &CudaSlice<u8> {
+        &self.data
+    }
+
+    /// Scales in the blocked layout.
+    pub fn scales_buffer(&self) -> &CudaSlice<u8> {
+        &self.scales
+    }
+}
+
+impl Gpu {
+    /// Copies `m` to the device (stream-ordered).
+    pub fn upload(&self, m: &NvFp4Matrix) -> Result<DeviceNvFp4Matrix> {
+        Ok(DeviceNvFp4Matrix {
+            rows: m.rows(),
+            k: m.k(),
+            data: self.stream().clone_htod(m.data())?,
+            scales: self.stream().clone_htod(m.scales())?,
+            global_scale: m.global_scale(),
+        })
+    }
+
+    /// Copies `m` back to the host (waits for the stream).
+    pub fn download(&self, m: &DeviceNvFp4Matrix) -> Result<NvFp4Matrix> {
+        let data = self.stream().clone_dtoh(&m.data)?;
+        let scales = self.stream().clone_dtoh(&m.scales)?;
+        NvFp4Matrix::from_parts(m.rows, m.k, data, scales, m.global_scale)
+    }
+}

@@ -1,0 +1,189 @@
+//! GPU runtime: opening a device, choosing the kernels for its architecture, NVFP4 matrices in
+//! device memory, and the dequantization kernel.
+//!
+//! Everything goes through `cudarc`'s driver API with dynamic loading, so the library builds and
+//! its CPU paths run on machines without a GPU or driver; [`Gpu::open`] reports those cases as
+//! typed errors.
+
+mod matrix;
+
+pub use matrix::DeviceNvFp4Matrix;
+
+use std::sync::Arc;
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
+use half::{bf16, f16};
+use nvfp4_kernel::launch::{DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint};
+use nvfp4_kernel::layout::SCALE_BLOCK_K;
+
+use crate::error::{Error, Result};
+use crate::kernels::{PTX_SM90A, PTX_SM100A};
+
+/// The GPU architectures this library has kernels for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    /// Hopper, compute capability 9.0 (H100, H200): wgmma on fp16 with in-kernel fp4 decoding.
+    Sm90a,
+    /// Blackwell, compute capability 10.x (B200, B300): tcgen05 block-scaled fp4 MMA.
+    Sm100a,
+}
+
+impl Arch {
+    /// The architecture for a compute capability, or [`Error::UnsupportedGpu`].
+    pub fn from_compute_capability(name: &str, major: i32, minor: i32) -> Result<Self> {
+        match (major, minor) {
+            (9, 0) => Ok(Arch::Sm90a),
+            (10, _) => Ok(Arch::Sm100a),
+            _ => Err(Error::UnsupportedGpu {
+                name: name.to_string(),
+                major,
+                minor,
+            }),
+        }
+    }
+
+    /// The PTX module for this architecture.
+    pub fn ptx(self) -> &'static str {
+        match self {
+            Arch::Sm90a => PTX_SM90A,
+            Arch::Sm100a => PTX_SM100A,
+        }
+    }
+}
+
+/// Whether a CUDA driver library can be loaded on this machine.
+pub fn driver_available() -> bool {
+    // SAFETY: only tries to dlopen libcuda by its usual names.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// An open GPU: its context, a stream, and the kernel module for its architecture.
+pub struct Gpu {
+    stream: Arc<CudaStream>,
+    arch: Arch,
+    name: String,
+    multiprocessors: u32,
+    dequantize_f16: CudaFunction,
+    dequantize_bf16: CudaFunction,
+    _module: Arc<CudaModule>,
+}
+
+impl Gpu {
+    /// Opens device `ordinal`, checks its architecture and loads the matching kernels.
+    pub fn open(ordinal: usize) -> Result<Self> {
+        if !driver_available() {
+            return Err(Error::NoDriver);
+        }
+        let context = CudaContext::new(ordinal)?;
+        let name = context.name()?;
+        let (major, minor) = context.compute_capability()?;
+        let arch = Arch::from_compute_capability(&name, major, minor)?;
+        let multiprocessors = context
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+            as u32;
+        let module = context.load_module(cudarc::nvrtc::Ptx::from_src(arch.ptx()))?;
+        let load = |entry: EntryPoint| module.load_function(entry.name);
+        Ok(Self {
+            stream: context.default_stream(),
+            arch,
+            name,
+            multiprocessors,
+            dequantize_f16: load(DEQUANTIZE_F16)?,
+            dequantize_bf16: load(DEQUANTIZE_BF16)?,
+            _module: module,
+        })
+    }
+
+    /// The device's architecture.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// The device's name as the driver reports it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Streaming multiprocessors on the device.
+    pub fn multiprocessors(&self) -> u32 {
+        self.multiprocessors
+    }
+
+    /// The stream this handle issues work on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Dequantizes `m` to a new row-major fp16 buffer (`rows × k`), stream-ordered.
+    pub fn dequantize_f16(&self, m: &DeviceNvFp4Matrix) -> Result<CudaSlice<f16>> {
+        // SAFETY: every element is written by the kernel before the buffer can be read.
+        let mut out = unsafe { self.stream.alloc::<f16>(m.rows() * m.k()) }?;
+        self.dequantize_f16_into(m, &mut out)?;
+        Ok(out)
+    }
+
+    /// Dequantizes `m` into `out` (`rows × k` fp16, row-major), stream-ordered.
+    pub fn dequantize_f16_into(&self, m: &DeviceNvFp4Matrix, out: &mut CudaSlice<f16>) -> Result<()> {
+        self.launch_dequantize(&self.dequantize_f16, DEQUANTIZE_F16, m, out)
+    }
+
+    /// Dequantizes `m` to a new row-major bf16 buffer (`rows × k`), stream-ordered.
+    pub fn dequantize_bf16(&self, m: &DeviceNvFp4Matrix) -> Result<CudaSlice<bf16>> {
+        // SAFETY: every element is written by the kernel before the buffer can be read.
+        let mut out = unsafe { self.stream.alloc::<bf16>(m.rows() * m.k()) }?;
+        self.dequantize_bf16_into(m, &mut out)?;
+        Ok(out)
+    }
+
+    /// Dequantizes `m` into `out` (`rows × k` bf16, row-major), stream-ordered.
+    pub fn dequantize_bf16_into(&self, m: &DeviceNvFp4Matrix, out: &mut CudaSlice<bf16>) -> Result<()> {
+        self.launch_dequantize(&self.dequantize_bf16, DEQUANTIZE_BF16, m, out)
+    }
+
+    fn launch_dequantize<T: cudarc::driver::DeviceRepr>(
+        &self,
+        function: &CudaFunction,
+        entry: EntryPoint,
+        m: &DeviceNvFp4Matrix,
+        out: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        if out.len() != m.rows() * m.k() {
+            return Err(Error::BufferLength {
+                arg: "out",
+                expected: m.rows() * m.k(),
+                got: out.len(),
+            });
+        }
+        let blocks = m.rows() * m.k() / SCALE_BLOCK_K;
+        if blocks >= 1 << 31 {
+            return Err(Error::invalid(
+                "rows × k / 16",
+                "must be below 2^31 for the dequantization kernel",
+                blocks,
+            ));
+        }
+        let threads = entry.threads_per_block;
+        let grid = (blocks as u32).div_ceil(threads).min(self.multiprocessors * 16);
+        let config = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (rows, k) = (m.rows() as u32, m.k() as u32);
+        let global_scale = m.global_scale().unwrap_or(1.0);
+        let mut launch = self.stream.launch_builder(function);
+        launch
+            .arg(m.data_buffer())
+            .arg(m.scales_buffer())
+            .arg(out)
+            .arg(&rows)
+            .arg(&k)
+            .arg(&global_scale);
+        // SAFETY: parameter order and types match `nvfp4_kernel::dequant`; the buffers have the
+        // lengths the kernel reads and writes (checked by DeviceNvFp4Matrix and the allocation).
+        unsafe { launch.launch(config) }?;
+        Ok(())
+    }
+}

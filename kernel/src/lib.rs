@@ -1,0 +1,34 @@
+//! Device code of the NVFP4 dual GEMM, written in `no_std` Rust for rustc's nvptx backend.
+//!
+//! The crate is compiled in two ways:
+//! * for the host (any target, stable Rust): only the pure modules ([`layout`], [`fp4`]), which
+//!   the host library and its tests call, so that every layout or bit trick has one definition;
+//! * for `nvptx64-nvidia-cuda` by the host crate's `build.rs`, once per GPU architecture, with
+//!   `--cfg nvfp4_arch="sm_90a"` or `"sm_100a"`: the pure modules plus [`ptx`] (one wrapper per PTX
+//!   instruction) and the kernel entry points.
+//!
+//! Kernels (exported PTX entry names):
+//! * `nvfp4_dequantize_f16`, `nvfp4_dequantize_bf16` ([`dequant`]): NVFP4 matrix → row-major
+//!   fp16/bf16, used to feed library baselines and to prove the toolchain end to end.
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)
+)]
+
+pub mod fp4;
+pub mod launch;
+pub mod layout;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod ptx;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod dequant;
+
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: `trap` aborts the kernel; nothing after it runs.
+    unsafe { core::arch::nvptx::trap() }
+}

@@ -1,0 +1,43 @@
+//! Conversions between fp32, fp16, bf16 and e4m3 (`cvt`).
+//!
+//! fp16/bf16 values travel as their raw `u16` bit patterns: Rust's `f16` type is unstable and
+//! the kernels only move these values, they never compute with them.
+
+use core::arch::asm;
+
+/// `cvt.rn.f16.f32`: round an f32 to the nearest fp16 (ties to even); NaN gives the canonical NaN.
+#[inline(always)]
+pub fn f32_to_f16_rn(x: f32) -> u16 {
+    let h: u16;
+    // SAFETY: pure register arithmetic.
+    unsafe { asm!("cvt.rn.f16.f32 {h}, {x};", h = out(reg16) h, x = in(reg32) x) };
+    h
+}
+
+/// `cvt.rn.bf16.f32`: round an f32 to the nearest bf16 (ties to even); NaN gives the canonical NaN.
+#[inline(always)]
+pub fn f32_to_bf16_rn(x: f32) -> u16 {
+    let h: u16;
+    // SAFETY: pure register arithmetic.
+    unsafe { asm!("cvt.rn.bf16.f32 {h}, {x};", h = out(reg16) h, x = in(reg32) x) };
+    h
+}
+
+/// `cvt.f32.f16`: widen an fp16 (exact).
+#[inline(always)]
+pub fn f16_to_f32(h: u16) -> f32 {
+    let x: f32;
+    // SAFETY: pure register arithmetic.
+    unsafe { asm!("cvt.f32.f16 {x}, {h};", x = out(reg32) x, h = in(reg16) h) };
+    x
+}
+
+/// `cvt.rn.f16x2.e4m3x2`: two e4m3 (e4m3fn) bytes to two fp16 (exact: every e4m3 value,
+/// subnormals included, is an fp16; 0x7F/0xFF give NaN). Byte 0 → low half, byte 1 → high half.
+#[inline(always)]
+pub fn e4m3x2_to_f16x2(pair: u16) -> u32 {
+    let h: u32;
+    // SAFETY: pure register arithmetic (sm_89+).
+    unsafe { asm!("cvt.rn.f16x2.e4m3x2 {h}, {p};", h = out(reg32) h, p = in(reg16) pair) };
+    h
+}

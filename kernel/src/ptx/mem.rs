@@ -1,0 +1,53 @@
+//! Global-memory loads and stores wider than Rust's scalar types.
+
+use core::arch::asm;
+
+/// `st.global.v4.b32`: store 16 bytes.
+///
+/// # Safety
+/// `ptr` must be a valid, 16-byte aligned global address for a 16-byte write.
+#[inline(always)]
+pub unsafe fn st_global_v4_b32(ptr: *mut u32, v: [u32; 4]) {
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!(
+            "st.global.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) ptr,
+            a = in(reg32) v[0],
+            b = in(reg32) v[1],
+            c = in(reg32) v[2],
+            d = in(reg32) v[3],
+        )
+    };
+}
+
+/// `ld.global.nc.v2.b32`: load 8 read-only bytes through the non-coherent cache.
+///
+/// # Safety
+/// `ptr` must be a valid, 8-byte aligned global address that no thread writes during the kernel.
+#[inline(always)]
+pub unsafe fn ld_global_nc_v2_b32(ptr: *const u32) -> [u32; 2] {
+    let (a, b): (u32, u32);
+    // SAFETY: the caller guarantees the address and that it is read-only.
+    unsafe {
+        asm!(
+            "ld.global.nc.v2.b32 {{{a}, {b}}}, [{p}];",
+            p = in(reg64) ptr,
+            a = out(reg32) a,
+            b = out(reg32) b,
+        )
+    };
+    [a, b]
+}
+
+/// `ld.global.nc.u8`: load one read-only byte through the non-coherent cache.
+///
+/// # Safety
+/// `ptr` must be a valid global address that no thread writes during the kernel.
+#[inline(always)]
+pub unsafe fn ld_global_nc_u8(ptr: *const u8) -> u8 {
+    let v: u16;
+    // SAFETY: the caller guarantees the address and that it is read-only.
+    unsafe { asm!("ld.global.nc.u8 {v}, [{p}];", p = in(reg64) ptr, v = out(reg16) v) };
+    v as u8
+}

@@ -1,0 +1,8 @@
+//! One small `#[inline(always)]` function per PTX instruction the kernels use, grouped by family.
+//!
+//! Each wrapper documents its operands and contract. The text between the `asm!` quotes is copied
+//! verbatim into the PTX by rustc's nvptx backend; operands become `%r`/`%rd`/`%rs` registers.
+
+pub mod cvt;
+pub mod mem;
+pub mod sreg;

@@ -1,0 +1,73 @@
+//! The blocked scale layout against task.md's formula and the PyTorch permutation that defines it.
+
+use nvfp4::BlockedScales;
+use nvfp4_kernel::layout::{ATOM_BYTES, ATOM_K, ATOM_ROWS};
+
+/// task.md: off(i, j) = (i/128)·(rest_k·512) + (j/4)·512 + (i%32)·16 + ((i/32)%4)·4 + (j%4).
+fn task_formula(i: usize, j: usize, rest_k: usize) -> usize {
+    (i / 128) * (rest_k * 512) + (j / 4) * 512 + (i % 32) * 16 + ((i / 32) % 4) * 4 + (j % 4)
+}
+
+/// The reference builds the blocked tensor by permuting a contiguous
+/// (rest_mn, rest_k, 32, 4, 4) array; index it directly.
+fn contiguous_permutation(i: usize, j: usize, rest_k: usize) -> usize {
+    let (mb, r32, i4) = (i / 128, i % 32, (i / 32) % 4);
+    let (kb, g4) = (j / 4, j % 4);
+    (((mb * rest_k + kb) * 32 + r32) * 4 + i4) * 4 + g4
+}
+
+const SHAPES: [(usize, usize); 6] = [(1, 16), (7, 64), (128, 256), (130, 80), (300, 7168), (4096, 512)];
+
+#[test]
+fn offsets_match_the_task_formula_and_the_reference_permutation() {
+    for (rows, k) in SHAPES {
+        let layout = BlockedScales::new(rows, k);
+        for i in 0..rows {
+            for j in 0..k / 16 {
+                let off = layout.offset(i, j);
+                assert_eq!(
+                    off,
+                    task_formula(i, j, layout.k_blocks),
+                    "rows {rows}, k {k}, ({i}, {j})"
+                );
+                assert_eq!(
+                    off,
+                    contiguous_permutation(i, j, layout.k_blocks),
+                    "rows {rows}, k {k}, ({i}, {j})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_byte_of_the_buffer_belongs_to_exactly_one_padded_position() {
+    for (rows, k) in SHAPES {
+        let layout = BlockedScales::new(rows, k);
+        let mut hits = vec![0u8; layout.len()];
+        for i in 0..layout.row_blocks * ATOM_ROWS {
+            for j in 0..layout.k_blocks * 4 {
+                hits[layout.offset(i, j)] += 1;
+            }
+        }
+        assert!(hits.iter().all(|&h| h == 1), "rows {rows}, k {k}");
+    }
+}
+
+#[test]
+fn one_row_blocks_scales_for_a_256_wide_k_tile_are_2048_contiguous_bytes() {
+    let layout = BlockedScales::new(256, 7168);
+    let first = layout.atom_offset(1, 8);
+    for kb in 8..12 {
+        assert_eq!(layout.atom_offset(1, kb), first + (kb - 8) * ATOM_BYTES);
+    }
+    assert_eq!(4 * ATOM_K, 256);
+}
+
+#[test]
+fn sizes_round_rows_up_to_128_and_k_up_to_64() {
+    assert_eq!(BlockedScales::new(1, 16).len(), 512);
+    assert_eq!(BlockedScales::new(129, 64).len(), 1024);
+    assert_eq!(BlockedScales::new(256, 7168).len(), 2 * 112 * 512);
+    assert_eq!(BlockedScales::new(128, 80).len(), 2 * 512);
+}

@@ -1,0 +1,175 @@
+//! NVFP4 matrices: validation, scale-layout conversion, quantization and dequantization.
+
+use half::{bf16, f16};
+use nvfp4::codec::{e2m1_to_f32, e4m3_to_f32};
+use nvfp4::problem::{Rng, random_matrix};
+use nvfp4::{BlockedScales, Distribution, Error, GlobalScale, NvFp4Matrix};
+
+fn assert_invalid<T: std::fmt::Debug>(result: nvfp4::Result<T>, arg: &str) {
+    match result {
+        Err(Error::InvalidArgument { arg: a, .. }) | Err(Error::BufferLength { arg: a, .. }) => {
+            assert_eq!(a, arg)
+        }
+        other => panic!("expected an error naming `{arg}`, got {other:?}"),
+    }
+}
+
+#[test]
+fn from_parts_rejects_bad_shapes_and_lengths_naming_the_argument() {
+    let scales = |rows, k| vec![0u8; BlockedScales::new(rows, k).len()];
+    assert_invalid(NvFp4Matrix::from_parts(0, 16, vec![], vec![], None), "rows");
+    assert_invalid(NvFp4Matrix::from_parts(1, 0, vec![], vec![], None), "k");
+    assert_invalid(
+        NvFp4Matrix::from_parts(1, 24, vec![0; 12], scales(1, 24), None),
+        "k",
+    );
+    assert_invalid(
+        NvFp4Matrix::from_parts(2, 32, vec![0; 31], scales(2, 32), None),
+        "data",
+    );
+    assert_invalid(
+        NvFp4Matrix::from_parts(2, 32, vec![0; 32], vec![0; 100], None),
+        "scales",
+    );
+    for g in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        assert_invalid(
+            NvFp4Matrix::from_parts(2, 32, vec![0; 32], scales(2, 32), Some(g)),
+            "global_scale",
+        );
+    }
+    assert!(NvFp4Matrix::from_parts(2, 32, vec![0; 32], scales(2, 32), Some(0.5)).is_ok());
+}
+
+#[test]
+fn plain_and_blocked_scale_layouts_convert_both_ways() {
+    let mut rng = Rng::new(3);
+    let m = random_matrix(200, 96, Distribution::Task, &mut rng).unwrap();
+    let plain = m.plain_scales();
+    assert_eq!(plain.len(), 200 * 6);
+    for (i, &s) in plain.iter().enumerate() {
+        assert_eq!(s, m.scale_code(i / 6, i % 6));
+    }
+    let rebuilt = NvFp4Matrix::from_plain_scales(200, 96, m.data().to_vec(), &plain, None).unwrap();
+    assert_eq!(rebuilt.plain_scales(), plain);
+    assert_eq!(rebuilt.dequantize_f32(), m.dequantize_f32());
+}
+
+#[test]
+fn element_codes_are_low_nibble_first() {
+    let layout = BlockedScales::new(1, 16);
+    let data = vec![0x21, 0x43, 0x65, 0x87, 0xA9, 0xCB, 0xED, 0x0F];
+    let m = NvFp4Matrix::from_parts(1, 16, data, vec![0x38; layout.len()], None).unwrap();
+    let codes: Vec<u8> = (0..16).map(|c| m.code(0, c)).collect();
+    assert_eq!(codes, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0]);
+}
+
+#[test]
+fn dequantize_multiplies_code_scale_and_global_scale() {
+    let mut rng = Rng::new(11);
+    let m = random_matrix(130, 64, Distribution::FullRange, &mut rng).unwrap();
+    let g = m.global_scale().unwrap();
+    let values = m.dequantize_f32();
+    for r in [0, 1, 127, 128, 129] {
+        for c in [0, 15, 16, 63] {
+            let want = e2m1_to_f32(m.code(r, c)) * e4m3_to_f32(m.scale_code(r, c / 16)) * g;
+            assert_eq!(values[r * 64 + c].to_bits(), want.to_bits(), "({r}, {c})");
+        }
+    }
+    let f16s = m.dequantize_f16();
+    let bf16s = m.dequantize_bf16();
+    for (i, &v) in values.iter().enumerate() {
+        assert_eq!(f16s[i], f16::from_f32(v));
+        assert_eq!(bf16s[i], bf16::from_f32(v));
+    }
+}
+
+#[test]
+fn quantize_is_lossless_for_values_on_the_nvfp4_grid() {
+    // Each block holds a ±6 so that amax / 6 is exactly its e4m3 scale.
+    let (rows, k) = (3, 64);
+    let mut rng = Rng::new(5);
+    let mut values = vec![0f32; rows * k];
+    for (b, block) in values.chunks_exact_mut(16).enumerate() {
+        let scale = e4m3_to_f32(1 + (rng.next_u64() % 0x7E) as u8);
+        for (i, v) in block.iter_mut().enumerate() {
+            let code = if i == b % 16 {
+                7 | ((rng.next_u64() as u8) & 8)
+            } else {
+                (rng.next_u64() & 0xF) as u8
+            };
+            *v = e2m1_to_f32(code) * scale;
+        }
+    }
+    let m = NvFp4Matrix::quantize(rows, k, &values, GlobalScale::None).unwrap();
+    assert_eq!(m.dequantize_f32(), values);
+}
+
+#[test]
+fn quantize_error_is_at_most_one_e2m1_unit_of_the_block_scale() {
+    let (rows, k) = (5, 256);
+    let mut rng = Rng::new(9);
+    let values: Vec<f32> = (0..rows * k).map(|_| (rng.next_f32() - 0.5) * 300.0).collect();
+    for global in [GlobalScale::None, GlobalScale::Auto, GlobalScale::Fixed(0.25)] {
+        let m = NvFp4Matrix::quantize(rows, k, &values, global).unwrap();
+        let g = m.global_scale().unwrap_or(1.0);
+        let back = m.dequantize_f32();
+        for (i, (&x, &y)) in values.iter().zip(&back).enumerate() {
+            let unit = e4m3_to_f32(m.scale_code(i / k, (i % k) / 16)) * g;
+            assert!(
+                (x - y).abs() <= unit * 1.0001,
+                "{global:?}: element {i}: {x} → {y} (unit {unit})"
+            );
+        }
+    }
+}
+
+#[test]
+fn auto_global_scale_puts_the_largest_block_scale_at_448() {
+    let mut rng = Rng::new(13);
+    let values: Vec<f32> = (0..4 * 64).map(|_| (rng.next_f32() - 0.5) * 1e5).collect();
+    let m = NvFp4Matrix::quantize(4, 64, &values, GlobalScale::Auto).unwrap();
+    let max_scale = m.plain_scales().into_iter().map(e4m3_to_f32).fold(0f32, f32::max);
+    assert_eq!(max_scale, 448.0);
+}
+
+#[test]
+fn quantize_accepts_f16_and_bf16_like_their_f32_values() {
+    let mut rng = Rng::new(17);
+    let values: Vec<f32> = (0..2 * 32).map(|_| (rng.next_f32() - 0.5) * 20.0).collect();
+    let halves: Vec<f16> = values.iter().map(|&v| f16::from_f32(v)).collect();
+    let brains: Vec<bf16> = values.iter().map(|&v| bf16::from_f32(v)).collect();
+    let widened = |v: Vec<f32>| NvFp4Matrix::quantize(2, 32, &v, GlobalScale::Auto).unwrap();
+    assert_eq!(
+        NvFp4Matrix::quantize(2, 32, &halves, GlobalScale::Auto).unwrap(),
+        widened(halves.iter().map(|h| h.to_f32()).collect())
+    );
+    assert_eq!(
+        NvFp4Matrix::quantize(2, 32, &brains, GlobalScale::Auto).unwrap(),
+        widened(brains.iter().map(|h| h.to_f32()).collect())
+    );
+}
+
+#[test]
+fn quantize_rejects_non_finite_values_and_bad_arguments() {
+    let mut values = vec![1f32; 32];
+    values[7] = f32::NAN;
+    match NvFp4Matrix::quantize(1, 32, &values, GlobalScale::None) {
+        Err(Error::NonFinite { index: 7, .. }) => {}
+        other => panic!("expected NonFinite at 7, got {other:?}"),
+    }
+    assert_invalid(
+        NvFp4Matrix::quantize(1, 32, &[0f32; 31], GlobalScale::None),
+        "values",
+    );
+    assert_invalid(
+        NvFp4Matrix::quantize(1, 32, &[0f32; 32], GlobalScale::Fixed(-2.0)),
+        "global_scale",
+    );
+}
+
+#[test]
+fn all_zero_input_quantizes_to_zero_with_unit_auto_scale() {
+    let m = NvFp4Matrix::quantize(2, 16, &[0f32; 32], GlobalScale::Auto).unwrap();
+    assert_eq!(m.global_scale(), Some(1.0));
+    assert!(m.dequantize_f32().iter().all(|&v| v == 0.0));
+}
