@@ -8,6 +8,24 @@
 //! * [`gpu`]: device selection (sm_90a / sm_100a), device matrices, the dequantization kernel.
 //! * [`problem`]: shapes and random inputs.
 //!
+//! ```
+//! use nvfp4::reference::{self, TASK_TOLERANCE};
+//! use nvfp4::{GlobalScale, NvFp4Matrix};
+//!
+//! // Quantize 2 × 32 activations and 3 × 32 gate/up weights (K = 32: two scale blocks per row).
+//! let values = |rows: usize| (0..rows * 32).map(|i| ((i * 7 % 13) as f32 - 6.0) / 4.0).collect::<Vec<_>>();
+//! let a = NvFp4Matrix::quantize(2, 32, &values(2), GlobalScale::None)?;
+//! let b1 = NvFp4Matrix::quantize(3, 32, &values(3), GlobalScale::Auto)?;
+//! let b2 = NvFp4Matrix::quantize(3, 32, &values(3), GlobalScale::Auto)?;
+//!
+//! // C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ) on the CPU, checked against the f64 evaluation.
+//! let c = reference::dual_gemm(&a, &b1, &b2)?;
+//! let oracle = reference::dual_gemm_f64(&a, &b1, &b2)?;
+//! assert_eq!(c.len(), 2 * 3);
+//! assert!(reference::check(&c, &oracle, 3, TASK_TOLERANCE)?.passed());
+//! # Ok::<(), nvfp4::Error>(())
+//! ```
+//!
 //! The scale-factor layout has one definition, [`nvfp4_kernel::layout::BlockedScales`], used by
 //! the host, the kernels and the tests.
 
