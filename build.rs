@@ -14,7 +14,7 @@ mod tools;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use nvfp4_kernel::launch::{ENTRY_POINTS, EntryPoint};
+use nvfp4_kernel::launch::{EntryPoint, entry_points};
 
 /// One PTX module to build.
 struct Target {
@@ -142,14 +142,16 @@ fn build_ptx(rustc: &Path, manifest_dir: &Path, out_dir: &Path, target: &Target)
     }
     let ptx =
         std::fs::read_to_string(&raw_ptx).map_err(|e| format!("cannot read {}: {e}", raw_ptx.display()))?;
-    insert_launch_bounds(&ptx, ENTRY_POINTS)
+    insert_launch_bounds(&ptx, target.arch)
 }
 
-/// Writes `.maxntid` (and `.minnctapersm`) after the parameter list of each entry in `entries`
-/// that the module defines.
-fn insert_launch_bounds(ptx: &str, entries: &[EntryPoint]) -> Result<String, String> {
+/// Writes `.maxntid` (and `.minnctapersm`) after the parameter list of each entry point that
+/// `launch.rs` declares for `arch`; every declared entry must be in the module.
+fn insert_launch_bounds(ptx: &str, arch: &str) -> Result<String, String> {
+    let entries: Vec<&EntryPoint> = entry_points(arch).collect();
     let mut out = String::with_capacity(ptx.len() + 64 * entries.len());
     let mut pending: Option<&EntryPoint> = None;
+    let mut written = 0;
     for line in ptx.lines() {
         out.push_str(line);
         out.push('\n');
@@ -157,7 +159,7 @@ fn insert_launch_bounds(ptx: &str, entries: &[EntryPoint]) -> Result<String, Str
             .strip_prefix(".visible .entry ")
             .and_then(|s| s.strip_suffix('('))
         {
-            pending = entries.iter().find(|e| e.name == name);
+            pending = entries.iter().copied().find(|e| e.name == name);
         } else if line.trim() == ")"
             && let Some(entry) = pending.take()
         {
@@ -165,10 +167,17 @@ fn insert_launch_bounds(ptx: &str, entries: &[EntryPoint]) -> Result<String, Str
             if let Some(blocks) = entry.min_blocks_per_sm {
                 out.push_str(&format!(".minnctapersm {blocks}\n"));
             }
+            written += 1;
         }
     }
     if let Some(entry) = pending {
         return Err(format!("no parameter list end found for entry {}", entry.name));
+    }
+    if written != entries.len() {
+        return Err(format!(
+            "{arch}: {} entry points declared in launch.rs, {written} found in the PTX",
+            entries.len()
+        ));
     }
     Ok(out)
 }

@@ -1,28 +1,41 @@
-//! Runs one random NVFP4 dual GEMM `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` on the best available backend,
-//! checks it against an independent reference and prints the time and the error.
+//! Runs the NVFP4 dual GEMM `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` on random inputs with the best available
+//! backend, checks it against an independent reference and prints the time and the error.
 //!
 //! ```text
 //! cargo run --release --example dual_gemm -- [--m M] [--n N] [--k K] [--seed S]
-//!                                            [--dist task|full] [--backend auto|cpu]
+//!     [--dist task|full] [--backend auto|gpu|cpu] [--sets S]
 //! ```
 //!
-//! Backends: `cpu` is the multi-threaded f32 reference, checked here against the f64 oracle.
-//! The GPU dual-GEMM kernels are not implemented yet, so `auto` runs the CPU backend, on a
-//! smaller default shape (M=128, N=2048, K=7168) than the benchmark's (M=256, N=4096, K=7168).
+//! * `gpu` (the default on a compute capability 9.0 device): the fused sm_90a kernel, checked
+//!   against the CPU reference, then timed with CUDA events around `--sets` (default 50)
+//!   back-to-back calls on distinct input sets (launch cost included), median of 5 batches.
+//! * `cpu` (the default elsewhere, with the reason printed): the multi-threaded f32 reference,
+//!   checked against the f64 oracle, on a smaller default shape (M=128, N=2048, K=7168) than the
+//!   GPU's (M=256, N=4096, K=7168, the first benchmark shape).
 
 use std::process::ExitCode;
 use std::time::Instant;
 
+use cudarc::driver::CudaSlice;
+use half::f16;
+use nvfp4::gpu::{Arch, DeviceNvFp4Matrix, Gpu};
 use nvfp4::progress::Reporter;
 use nvfp4::reference::{self, TASK_TOLERANCE};
 use nvfp4::{Distribution, DualGemmShape, Problem};
+use rayon::prelude::*;
 
-/// Default shape of the CPU backend (the GPU default, 256×4096×7168, takes minutes on 2 cores).
+const GPU_DEFAULT_SHAPE: DualGemmShape = DualGemmShape {
+    m: 256,
+    n: 4096,
+    k: 7168,
+};
 const CPU_DEFAULT_SHAPE: DualGemmShape = DualGemmShape {
     m: 128,
     n: 2048,
     k: 7168,
 };
+const USAGE: &str = "usage: dual_gemm [--m M] [--n N] [--k K] [--seed S] [--dist task|full] \
+                     [--backend auto|gpu|cpu] [--sets S]";
 
 struct Args {
     m: Option<usize>,
@@ -31,6 +44,7 @@ struct Args {
     seed: u64,
     distribution: Distribution,
     backend: String,
+    sets: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -41,6 +55,7 @@ fn parse_args() -> Result<Args, String> {
         seed: 1,
         distribution: Distribution::Task,
         backend: "auto".into(),
+        sets: 50,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -53,17 +68,13 @@ fn parse_args() -> Result<Args, String> {
             "--m" => args.m = Some(number(&value)?),
             "--n" => args.n = Some(number(&value)?),
             "--k" => args.k = Some(number(&value)?),
+            "--sets" => args.sets = number(&value)?.max(1),
             "--seed" => args.seed = value.parse().map_err(|e| format!("--seed {value}: {e}"))?,
             "--dist" => args.distribution = value.parse().map_err(|e: nvfp4::Error| e.to_string())?,
-            "--backend" => args.backend = value,
+            "--backend" if ["auto", "gpu", "cpu"].contains(&value.as_str()) => args.backend = value,
+            "--backend" => return Err(format!("--backend {value}: must be auto, gpu or cpu")),
             _ => return Err(format!("unknown flag {flag}")),
         }
-    }
-    if args.backend != "auto" && args.backend != "cpu" {
-        return Err(format!(
-            "--backend {}: must be `auto` or `cpu` (no GPU dual-GEMM kernel yet)",
-            args.backend
-        ));
     }
     Ok(args)
 }
@@ -72,13 +83,16 @@ fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(args) => args,
         Err(message) => {
-            eprintln!(
-                "{message}\nusage: dual_gemm [--m M] [--n N] [--k K] [--seed S] [--dist task|full] [--backend auto|cpu]"
-            );
+            eprintln!("{message}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
-    match run(&args) {
+    let result = match select_gpu(&args.backend) {
+        Ok(Some(gpu)) => run_gpu(&args, &gpu),
+        Ok(None) => run_cpu(&args),
+        Err(e) => Err(e),
+    };
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
@@ -88,26 +102,118 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &Args) -> nvfp4::Result<bool> {
-    let shape = DualGemmShape {
-        m: args.m.unwrap_or(CPU_DEFAULT_SHAPE.m),
-        n: args.n.unwrap_or(CPU_DEFAULT_SHAPE.n),
-        k: args.k.unwrap_or(CPU_DEFAULT_SHAPE.k),
-    };
+/// The GPU to run on, `None` for the CPU backend (printing why when it was not asked for).
+fn select_gpu(backend: &str) -> nvfp4::Result<Option<Gpu>> {
+    if backend == "cpu" {
+        return Ok(None);
+    }
+    let opened = Gpu::open(0).and_then(|gpu| match gpu.arch() {
+        Arch::Sm90a => Ok(gpu),
+        Arch::Sm100a => Err(nvfp4::Error::KernelUnavailable {
+            operation: "dual-GEMM",
+            arch: "sm_100a",
+        }),
+    });
+    match opened {
+        Ok(gpu) => Ok(Some(gpu)),
+        Err(e) if backend == "auto" => {
+            println!("backend: cpu ({e})");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn shape(args: &Args, default: DualGemmShape) -> DualGemmShape {
+    DualGemmShape {
+        m: args.m.unwrap_or(default.m),
+        n: args.n.unwrap_or(default.n),
+        k: args.k.unwrap_or(default.k),
+    }
+}
+
+fn run_gpu(args: &Args, gpu: &Gpu) -> nvfp4::Result<bool> {
+    let shape = shape(args, GPU_DEFAULT_SHAPE);
+    let plan = gpu.plan_dual_gemm(shape)?;
     println!(
-        "backend: cpu (the GPU dual-GEMM kernels are not implemented yet); default shape on CPU is \
-         M={} N={} K={}",
-        CPU_DEFAULT_SHAPE.m, CPU_DEFAULT_SHAPE.n, CPU_DEFAULT_SHAPE.k
+        "backend: gpu, {} ({:?}), tile {} tokens × 64 outputs, {} CTAs",
+        gpu.name(),
+        gpu.arch(),
+        plan.geometry().tile.tokens,
+        plan.geometry().grid
+    );
+    println!(
+        "problem: M={} N={} K={}, {:?} inputs, seed {}, {} input sets",
+        shape.m, shape.n, shape.k, args.distribution, args.seed, args.sets
+    );
+
+    let t = Instant::now();
+    let problems: Vec<Problem> = (0..args.sets as u64)
+        .into_par_iter()
+        .map(|i| Problem::random(shape, args.distribution, args.seed + i))
+        .collect::<nvfp4::Result<_>>()?;
+    let inputs: Vec<[DeviceNvFp4Matrix; 3]> = problems
+        .iter()
+        .map(|p| Ok([gpu.upload(&p.a)?, gpu.upload(&p.b1)?, gpu.upload(&p.b2)?]))
+        .collect::<nvfp4::Result<_>>()?;
+    println!(
+        "generated and uploaded {} input sets in {:.1} s",
+        args.sets,
+        t.elapsed().as_secs_f64()
+    );
+
+    let mut c: CudaSlice<f16> = gpu.stream().clone_htod(&vec![f16::NAN; shape.m * shape.n])?;
+    let [a, b1, b2] = &inputs[0];
+    plan.launch(gpu, a, b1, b2, &mut c)?;
+    let got = gpu.stream().clone_dtoh(&c)?;
+    let reporter = Reporter::new("cpu reference");
+    let p = &problems[0];
+    let want = reference::dual_gemm_with_progress(&p.a, &p.b1, &p.b2, &|d, n| reporter.update(d, n))?;
+    let report = reference::check(&got, &want, shape.n, TASK_TOLERANCE)?;
+    println!("check against the CPU reference (rtol = atol = 1e-3): {report}");
+
+    let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let mut batches = Vec::new();
+    for batch in 0..6 {
+        let start = gpu.stream().record_event(timing)?;
+        for [a, b1, b2] in &inputs {
+            plan.launch(gpu, a, b1, b2, &mut c)?;
+        }
+        let end = gpu.stream().record_event(timing)?;
+        end.synchronize()?;
+        if batch > 0 {
+            batches.push(start.elapsed_ms(&end)? as f64 * 1e3 / inputs.len() as f64);
+        }
+    }
+    batches.sort_by(f64::total_cmp);
+    let median = batches[batches.len() / 2];
+    println!(
+        "gpu: {median:.1} µs per call (median of {} batches of {}; best {:.1}), {:.0} TFLOP/s, {:.0} GB/s",
+        batches.len(),
+        inputs.len(),
+        batches[0],
+        shape.flops() / median / 1e6,
+        shape.bytes() as f64 / median / 1e3
+    );
+    Ok(report.passed())
+}
+
+fn run_cpu(args: &Args) -> nvfp4::Result<bool> {
+    let shape = shape(args, CPU_DEFAULT_SHAPE);
+    println!(
+        "backend: cpu; default shape on CPU is M={} N={} K={} (GPU: M={} N={} K={})",
+        CPU_DEFAULT_SHAPE.m,
+        CPU_DEFAULT_SHAPE.n,
+        CPU_DEFAULT_SHAPE.k,
+        GPU_DEFAULT_SHAPE.m,
+        GPU_DEFAULT_SHAPE.n,
+        GPU_DEFAULT_SHAPE.k
     );
     println!(
         "problem: M={} N={} K={}, {:?} inputs, seed {}",
         shape.m, shape.n, shape.k, args.distribution, args.seed
     );
-
-    let t = Instant::now();
     let problem = Problem::random(shape, args.distribution, args.seed)?;
-    println!("generated inputs in {:.2} s", t.elapsed().as_secs_f64());
-
     let reporter = Reporter::new("cpu dual gemm");
     let t = Instant::now();
     let c = reference::dual_gemm_with_progress(&problem.a, &problem.b1, &problem.b2, &|d, n| {
@@ -120,7 +226,6 @@ fn run(args: &Args) -> nvfp4::Result<bool> {
         seconds * 1e3,
         shape.flops() / seconds / 1e9
     );
-
     let t = Instant::now();
     let oracle = reference::dual_gemm_f64(&problem.a, &problem.b1, &problem.b2)?;
     println!("f64 oracle: {:.1} ms", t.elapsed().as_secs_f64() * 1e3);

@@ -54,6 +54,14 @@ pub enum Error {
         /// Compute capability, minor.
         minor: i32,
     },
+    /// The device's architecture has no kernel for this operation yet.
+    #[error("no {operation} kernel for {arch} yet; use the CPU reference (`nvfp4::reference::dual_gemm`)")]
+    KernelUnavailable {
+        /// The operation.
+        operation: &'static str,
+        /// The architecture, e.g. `sm_100a`.
+        arch: &'static str,
+    },
     /// A CUDA driver call failed.
     #[error("CUDA driver error: {0}")]
     Cuda(#[from] cudarc::driver::DriverError),

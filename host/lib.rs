@@ -6,6 +6,7 @@
 //! * [`codec`]: e2m1 and e4m3fn scalar codecs.
 //! * [`reference`]: the multi-threaded CPU reference, an f64 oracle and the tolerance check.
 //! * [`gpu`]: device selection (sm_90a / sm_100a), device matrices, the dequantization kernel.
+//! * [`dual_gemm`]: the fused GPU kernel: a plan per shape, launched on the GPU's stream.
 //! * [`problem`]: shapes and random inputs.
 //!
 //! ```
@@ -30,6 +31,7 @@
 //! the host, the kernels and the tests.
 
 pub mod codec;
+pub mod dual_gemm;
 pub mod error;
 pub mod gpu;
 pub mod kernels;

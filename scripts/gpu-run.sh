@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runner for the binaries that scripts/gpu-bundle.sh bundles; runs on the GPU machine.
 #   bash .gpu-bundle/run.sh [tests|examples|benches|all] [FILTER]
-# GPU tests must not skip there (NVFP4_REQUIRE_GPU=1). Logs go to $OUT (or /tmp) and a summary
-# table is printed last.
+# GPU tests must not skip there (NVFP4_REQUIRE_GPU=1). Each binary is killed after
+# $NVFP4_RUN_TIMEOUT seconds (default 300), so a hung kernel cannot eat the whole lease.
+# Logs go to $OUT (or /tmp) and a summary table is printed last.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 what="${1:-all}"
@@ -18,7 +19,7 @@ run_one() { # kind name args...
   local kind=$1 name=$2; shift 2
   local log="$logs/$kind-$name.log"
   local start=$SECONDS
-  "$here/$kind/$name" "$@" 2>&1 | tee "$log"
+  timeout "${NVFP4_RUN_TIMEOUT:-300}" "$here/$kind/$name" "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   summary+=("$(printf '%-9s %-28s %-6s %4ss' "$kind" "$name" "$([ "$rc" = 0 ] && echo ok || echo FAIL:$rc)" $((SECONDS - start)))")
 }

@@ -6,7 +6,7 @@ mod common;
 use std::process::Command;
 
 use nvfp4::kernels::{PTX_ORIGIN, PTX_SM90A, PTX_SM100A, PtxOrigin};
-use nvfp4_kernel::launch::ENTRY_POINTS;
+use nvfp4_kernel::launch::entry_points;
 
 const COMMITTED: [(&str, &str, &str); 2] = [
     ("sm_90a", PTX_SM90A, include_str!("../kernel/ptx/nvfp4_sm90a.ptx")),
@@ -51,7 +51,7 @@ fn committed_ptx_matches_a_fresh_build() {
 #[test]
 fn every_entry_point_has_launch_bounds_in_both_modules() {
     for (arch, ptx, _) in COMMITTED {
-        for entry in ENTRY_POINTS {
+        for entry in entry_points(arch) {
             let start = ptx
                 .find(&format!(".visible .entry {}(", entry.name))
                 .unwrap_or_else(|| panic!("{arch}: entry {} missing", entry.name));
@@ -65,6 +65,72 @@ fn every_entry_point_has_launch_bounds_in_both_modules() {
             );
         }
     }
+}
+
+#[test]
+fn sm90_module_has_a_dual_gemm_entry_for_every_tile() {
+    for tile in nvfp4_kernel::sm90::config::TILES {
+        assert!(
+            PTX_SM90A.contains(&format!(".visible .entry {}(", tile.entry_name())),
+            "{tile:?}"
+        );
+    }
+}
+
+#[test]
+fn sm90_dual_gemm_sass_uses_hgmma_for_every_tile() {
+    let test = "sm90_dual_gemm_sass_uses_hgmma_for_every_tile";
+    let (Some(ptxas), Some(cuobjdump)) = (
+        common::cuda_tool_or_skip("ptxas", test),
+        common::cuda_tool_or_skip("cuobjdump", test),
+    ) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("nvfp4-sass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ptx, cubin) = (dir.join("sm90a.ptx"), dir.join("sm90a.cubin"));
+    std::fs::write(&ptx, PTX_SM90A).unwrap();
+    let status = Command::new(&ptxas)
+        .arg("-arch=sm_90a")
+        .arg(&ptx)
+        .arg("-o")
+        .arg(&cubin)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // cuobjdump finds nvdisasm next to itself or on PATH.
+    let path = format!(
+        "{}:{}",
+        cuobjdump.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new(&cuobjdump)
+        .arg("-sass")
+        .arg(&cubin)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let sass = String::from_utf8_lossy(&output.stdout);
+    for tile in nvfp4_kernel::sm90::config::TILES {
+        let start = sass
+            .find(&format!("Function : {}", tile.entry_name()))
+            .unwrap_or_else(|| panic!("{tile:?}"));
+        let body = &sass[start..];
+        let body = &body[..body[1..].find("Function : ").map_or(body.len(), |e| e + 1)];
+        let hgmma = format!("HGMMA.64x{}x16.F32", tile.tokens);
+        assert!(body.contains(&hgmma), "{}: no {hgmma}", tile.entry_name());
+        assert!(
+            !body.contains("LDL") && !body.contains("STL"),
+            "{}: local memory",
+            tile.entry_name()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -2,17 +2,19 @@
 
 use cudarc::driver::CudaSlice;
 
-use super::Gpu;
+use super::{Gpu, tensor_map};
 use crate::error::Result;
 use crate::matrix::NvFp4Matrix;
 
-/// An NVFP4 matrix in device memory, with the same layout as [`NvFp4Matrix`].
+/// An NVFP4 matrix in device memory, with the same layout as [`NvFp4Matrix`], and (when K is a
+/// multiple of 32) the TMA tensor map through which kernels read it as activations.
 pub struct DeviceNvFp4Matrix {
     rows: usize,
     k: usize,
     data: CudaSlice<u8>,
     scales: CudaSlice<u8>,
     global_scale: Option<f32>,
+    packed_rows_map: Option<CudaSlice<u8>>,
 }
 
 impl DeviceNvFp4Matrix {
@@ -40,17 +42,35 @@ impl DeviceNvFp4Matrix {
     pub fn scales_buffer(&self) -> &CudaSlice<u8> {
         &self.scales
     }
+
+    /// The 128-byte TMA tensor map of the packed data (box 128 bytes × 64 rows, 128-byte
+    /// swizzle) in device memory; `None` when K is not a multiple of 32.
+    pub fn packed_rows_map(&self) -> Option<&CudaSlice<u8>> {
+        self.packed_rows_map.as_ref()
+    }
 }
 
 impl Gpu {
     /// Copies `m` to the device (stream-ordered).
     pub fn upload(&self, m: &NvFp4Matrix) -> Result<DeviceNvFp4Matrix> {
+        let data = self.stream().clone_htod(m.data())?;
+        let packed_rows_map = if m.k().is_multiple_of(32) {
+            Some(tensor_map::packed_rows_map(
+                self.stream(),
+                &data,
+                m.rows(),
+                m.k(),
+            )?)
+        } else {
+            None
+        };
         Ok(DeviceNvFp4Matrix {
             rows: m.rows(),
             k: m.k(),
-            data: self.stream().clone_htod(m.data())?,
+            data,
             scales: self.stream().clone_htod(m.scales())?,
             global_scale: m.global_scale(),
+            packed_rows_map,
         })
     }
 

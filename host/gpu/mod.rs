@@ -6,17 +6,22 @@
 //! typed errors.
 
 mod matrix;
+mod tensor_map;
 
 pub use matrix::DeviceNvFp4Matrix;
 
 use std::sync::Arc;
 
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 use half::{bf16, f16};
-use nvfp4_kernel::launch::{DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint};
+use nvfp4_kernel::launch::{
+    DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint, sm90_dual_gemm as sm90_dual_gemm_entry,
+};
 use nvfp4_kernel::layout::SCALE_BLOCK_K;
+use nvfp4_kernel::sm90::config::{self as sm90, Tile};
 
 use crate::error::{Error, Result};
 use crate::kernels::{PTX_SM90A, PTX_SM100A};
@@ -67,6 +72,7 @@ pub struct Gpu {
     multiprocessors: u32,
     dequantize_f16: CudaFunction,
     dequantize_bf16: CudaFunction,
+    sm90_dual_gemm: Vec<(Tile, CudaFunction)>,
     _module: Arc<CudaModule>,
 }
 
@@ -85,6 +91,17 @@ impl Gpu {
             as u32;
         let module = context.load_module(cudarc::nvrtc::Ptx::from_src(arch.ptx()))?;
         let load = |entry: EntryPoint| module.load_function(entry.name);
+        let mut sm90_dual_gemm = Vec::new();
+        if arch == Arch::Sm90a {
+            for tile in sm90::TILES {
+                let function = load(sm90_dual_gemm_entry(tile))?;
+                function.set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    crate::dual_gemm::sm90_max_shared_bytes(tile) as i32,
+                )?;
+                sm90_dual_gemm.push((tile, function));
+            }
+        }
         Ok(Self {
             stream: context.default_stream(),
             arch,
@@ -92,6 +109,7 @@ impl Gpu {
             multiprocessors,
             dequantize_f16: load(DEQUANTIZE_F16)?,
             dequantize_bf16: load(DEQUANTIZE_BF16)?,
+            sm90_dual_gemm,
             _module: module,
         })
     }
@@ -140,6 +158,17 @@ impl Gpu {
     /// Dequantizes `m` into `out` (`rows × k` bf16, row-major), stream-ordered.
     pub fn dequantize_bf16_into(&self, m: &DeviceNvFp4Matrix, out: &mut CudaSlice<bf16>) -> Result<()> {
         self.launch_dequantize(&self.dequantize_bf16, DEQUANTIZE_BF16, m, out)
+    }
+
+    pub(crate) fn sm90_dual_gemm_function(&self, tile: Tile) -> Result<CudaFunction> {
+        self.sm90_dual_gemm
+            .iter()
+            .find(|(t, _)| *t == tile)
+            .map(|(_, f)| f.clone())
+            .ok_or(Error::KernelUnavailable {
+                operation: "dual-GEMM",
+                arch: "sm_100a",
+            })
     }
 
     fn launch_dequantize<T: cudarc::driver::DeviceRepr>(

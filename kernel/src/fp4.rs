@@ -18,3 +18,28 @@ pub const E2M1_F16_RESCALE: f32 = 16384.0;
 pub const fn e2m1_to_f16_bits_scaled(code: u32) -> u16 {
     (((code & 0x8) << 12) | ((code & 0x7) << 9)) as u16
 }
+
+/// Scale-block elements (indices 0..16 within one 16-element block) carried by each of the eight
+/// fp16 pairs that [`e2m1x8_to_f16x2_pairs`] produces from the block's two words: pair `p`
+/// holds elements `PAIR_ELEMENTS[p][0]` (low half) and `PAIR_ELEMENTS[p][1]` (high half).
+///
+/// This order is the K permutation of the Hopper kernel: a dot product may sum K in any order as
+/// long as both operands use the same one, so the register operand keeps the pairs as they come
+/// out of the shift trick and the shared-memory operand is written in the same order.
+pub const PAIR_ELEMENTS: [[usize; 2]; 8] =
+    [[3, 7], [2, 6], [1, 5], [0, 4], [11, 15], [10, 14], [9, 13], [8, 12]];
+
+/// Four fp16x2 words, each `e2m1 · 2^−14` of two codes, from one word of eight e2m1 codes
+/// (`n0` in bits 0..3 … `n7` in bits 28..31): `[(n3, n7), (n2, n6), (n1, n5), (n0, n4)]`.
+///
+/// In each 16-bit half, the code whose bits sit at 12..15 is moved to the layout of
+/// [`e2m1_to_f16_bits_scaled`]: its sign stays at bit 15 and its three low bits move down by 3
+/// to 9..11; shifting the word left by 4 brings the next code of each half into place (Marlin's
+/// trick; about three integer instructions per pair).
+#[inline(always)]
+pub const fn e2m1x8_to_f16x2_pairs(word: u32) -> [u32; 4] {
+    const fn pair(x: u32) -> u32 {
+        (x & 0x8000_8000) | ((x >> 3) & 0x0E00_0E00)
+    }
+    [pair(word), pair(word << 4), pair(word << 8), pair(word << 12)]
+}

@@ -29,5 +29,39 @@ pub const DEQUANTIZE_BF16: EntryPoint = EntryPoint {
     min_blocks_per_sm: None,
 };
 
-/// Every entry point, in the order the build post-processes them.
-pub const ENTRY_POINTS: &[EntryPoint] = &[DEQUANTIZE_F16, DEQUANTIZE_BF16];
+/// The sm_90a dual GEMM, one entry per token tile (`sm90::config::TILES`). `.minnctapersm 1`
+/// lets `setmaxnreg` move registers between its warpgroups.
+pub const fn sm90_dual_gemm(tile: crate::sm90::config::Tile) -> EntryPoint {
+    EntryPoint {
+        name: tile.entry_name(),
+        threads_per_block: crate::sm90::config::THREADS,
+        min_blocks_per_sm: Some(1),
+    }
+}
+
+const SM90_TILES: [crate::sm90::config::Tile; 5] = crate::sm90::config::TILES;
+
+/// Entry points of both modules.
+pub const COMMON_ENTRY_POINTS: &[EntryPoint] = &[DEQUANTIZE_F16, DEQUANTIZE_BF16];
+
+/// Entry points of the sm_90a module only.
+pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[
+    sm90_dual_gemm(SM90_TILES[0]),
+    sm90_dual_gemm(SM90_TILES[1]),
+    sm90_dual_gemm(SM90_TILES[2]),
+    sm90_dual_gemm(SM90_TILES[3]),
+    sm90_dual_gemm(SM90_TILES[4]),
+];
+
+/// Entry points of the sm_100a module only.
+pub const SM100_ENTRY_POINTS: &[EntryPoint] = &[];
+
+/// The entry points of the module for `arch` (`"sm_90a"` or `"sm_100a"`).
+pub fn entry_points(arch: &str) -> impl Iterator<Item = &'static EntryPoint> {
+    let specific = match arch {
+        "sm_90a" => SM90_ENTRY_POINTS,
+        "sm_100a" => SM100_ENTRY_POINTS,
+        _ => &[],
+    };
+    COMMON_ENTRY_POINTS.iter().chain(specific)
+}

@@ -10,15 +10,21 @@
 //! Kernels (exported PTX entry names):
 //! * `nvfp4_dequantize_f16`, `nvfp4_dequantize_bf16` ([`dequant`]): NVFP4 matrix → row-major
 //!   fp16/bf16, used to feed library baselines and to prove the toolchain end to end.
+//! * `nvfp4_dual_gemm_sm90_t{8,16,32,64,128}` (`sm90::dual_gemm`, sm_90a only): the fused dual
+//!   GEMM for Hopper, one entry per token-tile size ([`sm90::config`]).
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
     feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)
 )]
 
+pub mod desc;
 pub mod fp4;
 pub mod launch;
 pub mod layout;
+pub mod ring;
+pub mod schedule;
+pub mod sm90;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod ptx;

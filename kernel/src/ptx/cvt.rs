@@ -41,3 +41,36 @@ pub fn e4m3x2_to_f16x2(pair: u16) -> u32 {
     unsafe { asm!("cvt.rn.f16x2.e4m3x2 {h}, {p};", h = out(reg32) h, p = in(reg16) pair) };
     h
 }
+
+/// `mul.rn.f16x2`: lane-wise fp16 product (subnormals kept; no flush).
+#[inline(always)]
+pub fn mul_f16x2(a: u32, b: u32) -> u32 {
+    let d: u32;
+    // SAFETY: pure register arithmetic.
+    unsafe { asm!("mul.rn.f16x2 {d}, {a}, {b};", d = out(reg32) d, a = in(reg32) a, b = in(reg32) b) };
+    d
+}
+
+/// An e4m3 byte as fp16 in both halves of an fp16x2 (exact).
+#[inline(always)]
+pub fn e4m3_to_f16x2_broadcast(code: u32) -> u32 {
+    e4m3x2_to_f16x2(((code & 0xFF) * 0x101) as u16)
+}
+
+/// `ex2.approx.ftz.f32`: 2^x (max relative error about 2⁻²²; +inf for large x).
+#[inline(always)]
+pub fn exp2_approx(x: f32) -> f32 {
+    let y: f32;
+    // SAFETY: pure register arithmetic.
+    unsafe { asm!("ex2.approx.ftz.f32 {y}, {x};", y = out(reg32) y, x = in(reg32) x) };
+    y
+}
+
+/// `rcp.approx.ftz.f32`: 1/x (max relative error about 2⁻²³; 0 for +inf).
+#[inline(always)]
+pub fn rcp_approx(x: f32) -> f32 {
+    let y: f32;
+    // SAFETY: pure register arithmetic.
+    unsafe { asm!("rcp.approx.ftz.f32 {y}, {x};", y = out(reg32) y, x = in(reg32) x) };
+    y
+}

@@ -51,3 +51,32 @@ pub unsafe fn ld_global_nc_u8(ptr: *const u8) -> u8 {
     unsafe { asm!("ld.global.nc.u8 {v}, [{p}];", p = in(reg64) ptr, v = out(reg16) v) };
     v as u8
 }
+
+/// `st.global.b16`: store 2 bytes.
+///
+/// # Safety
+/// `ptr` must be a valid, 2-byte aligned global address.
+#[inline(always)]
+pub unsafe fn st_global_b16(ptr: *mut u16, v: u16) {
+    // SAFETY: the caller guarantees the address.
+    unsafe { asm!("st.global.b16 [{p}], {v};", p = in(reg64) ptr, v = in(reg16) v) };
+}
+
+/// `ld.global.nc.L1::no_allocate.v2.b32`: 8 read-only bytes that are used once (streamed).
+///
+/// # Safety
+/// `ptr` must be a valid, 8-byte aligned global address that no thread writes during the kernel.
+#[inline(always)]
+pub unsafe fn ld_global_stream_v2_b32(ptr: *const u32) -> [u32; 2] {
+    let (a, b): (u32, u32);
+    // SAFETY: the caller guarantees the address and that it is read-only.
+    unsafe {
+        asm!(
+            "ld.global.nc.L1::no_allocate.v2.b32 {{{a}, {b}}}, [{p}];",
+            p = in(reg64) ptr,
+            a = out(reg32) a,
+            b = out(reg32) b,
+        )
+    };
+    [a, b]
+}

@@ -29,3 +29,12 @@ pub fn grid_dim_x() -> u32 {
     // SAFETY: reading a special register has no side effects.
     unsafe { nvptx::_grid_dim_x() as u32 }
 }
+
+/// `%laneid`: this thread's lane in its warp.
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    let lane: u32;
+    // SAFETY: reading a special register has no side effects.
+    unsafe { core::arch::asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane) };
+    lane
+}

@@ -1,0 +1,216 @@
+//! The fused dual GEMM on the GPU: `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` from device NVFP4 matrices to a
+//! device fp16 buffer.
+//!
+//! A [`DualGemmPlan`] is built once per (M, N, K) on a [`Gpu`]: it checks the shape against the
+//! kernel's rules, picks the tile and the persistent grid, and holds the kernel function. Each
+//! [`DualGemmPlan::launch`] checks the operands against the plan and enqueues one kernel on the
+//! GPU's stream, without synchronizing the host.
+
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use half::f16;
+use nvfp4_kernel::schedule::TileGrid;
+use nvfp4_kernel::sm90::config::{self as sm90, K_PER_STAGE, THREADS, TILE_N, Tile};
+
+use crate::error::{Error, Result};
+use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu};
+use crate::problem::DualGemmShape;
+
+/// The scale the sm_90a kernel's fp16 operands carry: each is `value · 2⁻¹⁴`, so each product
+/// is `2⁻²⁸` too small and the epilogue multiplies by this.
+const SM90_OPERAND_RESCALE: f32 = (1u64 << 28) as f32;
+
+/// Launch geometry of the sm_90a kernel for one shape (pure; no GPU needed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sm90Geometry {
+    /// Token tile (wgmma N).
+    pub tile: Tile,
+    /// Output tiles.
+    pub tiles: TileGrid,
+    /// Persistent CTAs: `min(tiles, multiprocessors)`.
+    pub grid: u32,
+    /// Dynamic shared memory per CTA.
+    pub shared_bytes: u32,
+}
+
+impl Sm90Geometry {
+    /// Checks `shape` against the sm_90a kernel's rules and picks tile and grid for a GPU with
+    /// `multiprocessors` SMs.
+    pub fn new(shape: DualGemmShape, multiprocessors: u32) -> Result<Self> {
+        let DualGemmShape { m, n, k } = shape;
+        let limit = i32::MAX as usize;
+        if m == 0 || m > limit {
+            return Err(Error::invalid("m", format!("must be in 1..={limit}"), m));
+        }
+        if n == 0 || !n.is_multiple_of(TILE_N as usize) || n > limit {
+            return Err(Error::invalid(
+                "n",
+                format!("must be a positive multiple of {TILE_N}"),
+                n,
+            ));
+        }
+        if k == 0 || !k.is_multiple_of(K_PER_STAGE as usize) || k > limit {
+            return Err(Error::invalid(
+                "k",
+                format!("must be a positive multiple of {K_PER_STAGE}"),
+                k,
+            ));
+        }
+        if m.checked_mul(n).is_none_or(|mn| mn > isize::MAX as usize / 2) {
+            return Err(Error::invalid(
+                "m × n",
+                "must fit in memory",
+                format!("{m} × {n}"),
+            ));
+        }
+        let tile = Tile::for_tokens(m as u32);
+        let tiles = TileGrid::new(m as u32, n as u32, tile.tokens, TILE_N);
+        Ok(Self {
+            tile,
+            tiles,
+            grid: tiles.len().min(multiprocessors.max(1)),
+            shared_bytes: tile.shared().total,
+        })
+    }
+}
+
+/// A validated dual-GEMM launch for one shape on one GPU.
+pub struct DualGemmPlan {
+    shape: DualGemmShape,
+    geometry: Sm90Geometry,
+    function: CudaFunction,
+}
+
+impl Gpu {
+    /// Plans `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` for `shape` on this GPU.
+    pub fn plan_dual_gemm(&self, shape: DualGemmShape) -> Result<DualGemmPlan> {
+        if self.arch() != Arch::Sm90a {
+            return Err(Error::KernelUnavailable {
+                operation: "dual-GEMM",
+                arch: "sm_100a",
+            });
+        }
+        let geometry = Sm90Geometry::new(shape, self.multiprocessors())?;
+        let function = self.sm90_dual_gemm_function(geometry.tile)?;
+        Ok(DualGemmPlan {
+            shape,
+            geometry,
+            function,
+        })
+    }
+
+    /// Plans, allocates C and launches in one call (see [`DualGemmPlan::launch`]).
+    pub fn dual_gemm(
+        &self,
+        a: &DeviceNvFp4Matrix,
+        b1: &DeviceNvFp4Matrix,
+        b2: &DeviceNvFp4Matrix,
+    ) -> Result<CudaSlice<f16>> {
+        let shape = DualGemmShape {
+            m: a.rows(),
+            n: b1.rows(),
+            k: a.k(),
+        };
+        let plan = self.plan_dual_gemm(shape)?;
+        // SAFETY: the kernel writes every element of C before anyone can read it.
+        let mut c = unsafe { self.stream().alloc::<f16>(shape.m * shape.n) }?;
+        plan.launch(self, a, b1, b2, &mut c)?;
+        Ok(c)
+    }
+}
+
+impl DualGemmPlan {
+    /// The planned shape.
+    pub fn shape(&self) -> DualGemmShape {
+        self.shape
+    }
+
+    /// The launch geometry.
+    pub fn geometry(&self) -> Sm90Geometry {
+        self.geometry
+    }
+
+    /// Enqueues `c = silu(a·b1ᵀ) ⊙ (a·b2ᵀ)` (`c`: M × N fp16, row-major) on `gpu`'s stream.
+    /// Operands must have the planned shape; global scales are applied to each product.
+    pub fn launch(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceNvFp4Matrix,
+        b1: &DeviceNvFp4Matrix,
+        b2: &DeviceNvFp4Matrix,
+        c: &mut CudaSlice<f16>,
+    ) -> Result<()> {
+        let DualGemmShape { m, n, k } = self.shape;
+        for (name, matrix, rows) in [("a", a, m), ("b1", b1, n), ("b2", b2, n)] {
+            if matrix.rows() != rows || matrix.k() != k {
+                return Err(Error::ShapeMismatch(format!(
+                    "`{name}` is {} × {}, the plan needs {rows} × {k}",
+                    matrix.rows(),
+                    matrix.k()
+                )));
+            }
+        }
+        if c.len() != m * n {
+            return Err(Error::BufferLength {
+                arg: "c",
+                expected: m * n,
+                got: c.len(),
+            });
+        }
+        let stream = gpu.stream();
+        for (name, buffer) in [
+            ("a.data", a.data_buffer()),
+            ("b1.data", b1.data_buffer()),
+            ("b2.data", b2.data_buffer()),
+        ] {
+            check_alignment(name, buffer.device_ptr(stream).0, 16)?;
+        }
+        let a_map = a
+            .packed_rows_map()
+            .ok_or_else(|| Error::invalid("a", "needs a tensor map (K a multiple of 32)", k))?;
+        let global = |x: &DeviceNvFp4Matrix| x.global_scale().unwrap_or(1.0);
+        let alpha_gate = SM90_OPERAND_RESCALE * global(a) * global(b1);
+        let alpha_up = SM90_OPERAND_RESCALE * global(a) * global(b2);
+        let (m32, n32, k32) = (m as u32, n as u32, k as u32);
+        let config = LaunchConfig {
+            grid_dim: (self.geometry.grid, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: self.geometry.shared_bytes,
+        };
+        let mut launch = stream.launch_builder(&self.function);
+        launch
+            .arg(a_map)
+            .arg(a.scales_buffer())
+            .arg(b1.data_buffer())
+            .arg(b1.scales_buffer())
+            .arg(b2.data_buffer())
+            .arg(b2.scales_buffer())
+            .arg(c)
+            .arg(&m32)
+            .arg(&n32)
+            .arg(&k32)
+            .arg(&alpha_gate)
+            .arg(&alpha_up);
+        // SAFETY: arguments follow `nvfp4_kernel::sm90::dual_gemm`'s order and contract, checked
+        // above and by `Sm90Geometry::new`.
+        unsafe { launch.launch(config) }?;
+        Ok(())
+    }
+}
+
+fn check_alignment(arg: &'static str, address: u64, bytes: u64) -> Result<()> {
+    if address.is_multiple_of(bytes) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            arg,
+            format!("device address must be {bytes}-byte aligned"),
+            format!("{address:#x}"),
+        ))
+    }
+}
+
+/// Shared memory the largest sm_90a tile needs (for the function attribute).
+pub(crate) fn sm90_max_shared_bytes(tile: Tile) -> u32 {
+    debug_assert!(tile.shared().total <= sm90::MAX_SHARED_BYTES);
+    tile.shared().total
+}

@@ -1,0 +1,64 @@
+//! TMA tensor maps (`cuTensorMapEncodeTiled`), kept in device global memory.
+//!
+//! A kernel parameter cannot carry a 128-byte tensor map from Rust (rustc copies by-value
+//! structs to local memory, which TMA cannot read), so each map is encoded on the host, copied to
+//! a 128-byte device buffer, and the kernel receives its address.
+
+use cudarc::driver::sys::{
+    self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+    CUtensorMapL2promotion, CUtensorMapSwizzle,
+};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+
+use crate::error::{Error, Result};
+
+/// Token rows per box of the activation map (`nvfp4_kernel::sm90::config::TOKEN_BOX_ROWS`).
+const BOX_ROWS: u32 = nvfp4_kernel::sm90::config::TOKEN_BOX_ROWS;
+/// Bytes per box row: 256 fp4 values, the span of the 128-byte swizzle.
+const BOX_ROW_BYTES: u32 = 128;
+
+/// Encodes the map the sm_90a kernel reads activations through: packed fp4 bytes as UINT8,
+/// dims `{k/2, rows}`, box `{128, 64}`, 128-byte swizzle, zeros outside the matrix. Returns the
+/// device buffer holding it.
+pub(crate) fn packed_rows_map(
+    stream: &std::sync::Arc<CudaStream>,
+    data: &CudaSlice<u8>,
+    rows: usize,
+    k: usize,
+) -> Result<CudaSlice<u8>> {
+    let row_bytes = k / 2;
+    if !row_bytes.is_multiple_of(16) {
+        return Err(Error::invalid(
+            "k",
+            "must be a multiple of 32 for a TMA tensor map (16-byte row pitch)",
+            k,
+        ));
+    }
+    let (address, _sync) = data.device_ptr(stream);
+    let dims = [row_bytes as u64, rows as u64];
+    let strides = [row_bytes as u64];
+    let boxes = [BOX_ROW_BYTES, BOX_ROWS];
+    let element_strides = [1u32, 1];
+    let mut map = CUtensorMap { opaque: [0; 16] };
+    // SAFETY: every pointer refers to a live local array of the rank the call states; the address
+    // is a device allocation of rows × k/2 bytes.
+    let status = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            2,
+            address as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            element_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    status.result()?;
+    let bytes: Vec<u8> = map.opaque.iter().flat_map(|w| w.to_le_bytes()).collect();
+    Ok(stream.clone_htod(&bytes)?)
+}

@@ -1,0 +1,35 @@
+//! Shared-memory matrix descriptors and the 128-byte swizzle, for wgmma (sm_90a).
+//!
+//! A K-major operand tile with 128-byte swizzle is stored as 8-row × 128-byte atoms (1024 bytes,
+//! 1024-byte aligned) stacked along the rows; within an atom, 16-byte chunk `c` of row `r` lives
+//! at chunk `c ^ (r % 8)` (the layout TMA's SWIZZLE_128B writes and wgmma's descriptor reads).
+
+/// Bytes per swizzled row (one K=64 slice of fp16, or K=256 of packed fp4).
+pub const SW128_ROW_BYTES: u32 = 128;
+/// Rows per swizzle atom.
+pub const SW128_ATOM_ROWS: u32 = 8;
+/// Bytes per swizzle atom: the stride between 8-row groups (SBO).
+pub const SW128_ATOM_BYTES: u32 = SW128_ROW_BYTES * SW128_ATOM_ROWS;
+
+/// Byte offset of 16-byte chunk `chunk` of row `row` in a 1024-byte-aligned SW128 tile.
+#[inline(always)]
+pub const fn sw128_offset(row: u32, chunk: u32) -> u32 {
+    (row / SW128_ATOM_ROWS) * SW128_ATOM_BYTES
+        + (row % SW128_ATOM_ROWS) * SW128_ROW_BYTES
+        + ((chunk ^ (row % SW128_ATOM_ROWS)) * 16)
+}
+
+/// wgmma (sm_90) descriptor of a K-major SW128 tile starting at shared address `addr`
+/// (PTX ISA "Matrix Descriptor Format"): start address >> 4 in bits 0..13, leading byte offset
+/// 16 B (ignored for swizzled K-major) in 16..29, stride byte offset 1024 B in 32..45, base
+/// offset 0 (tiles are 1024-aligned; steps along K add to the start address only), 128-byte
+/// swizzle (1) in bits 62..63.
+#[inline(always)]
+pub const fn wgmma_desc_sw128_k_major(addr: u32) -> u64 {
+    const LEADING_BYTE_OFFSET: u64 = 16;
+    const SWIZZLE_128B: u64 = 1;
+    ((addr as u64 & 0x3_FFFF) >> 4)
+        | ((LEADING_BYTE_OFFSET >> 4) << 16)
+        | (((SW128_ATOM_BYTES as u64) >> 4) << 32)
+        | (SWIZZLE_128B << 62)
+}

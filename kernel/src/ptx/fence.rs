@@ -1,0 +1,26 @@
+//! Memory fences and CTA barriers.
+
+use core::arch::asm;
+
+/// `fence.mbarrier_init.release.cluster`: makes mbarrier initializations visible to the async
+/// proxy (TMA completions); follow it with a CTA barrier.
+#[inline(always)]
+pub fn mbarrier_init() {
+    // SAFETY: a fence has no operands.
+    unsafe { asm!("fence.mbarrier_init.release.cluster;") };
+}
+
+/// `fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared-memory writes
+/// before later async-proxy reads (wgmma operands, bulk copies).
+#[inline(always)]
+pub fn proxy_async_shared() {
+    // SAFETY: a fence has no operands.
+    unsafe { asm!("fence.proxy.async.shared::cta;") };
+}
+
+/// `bar.sync 0`: all threads of the CTA (must be reached by every thread, warp-uniformly).
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: a barrier has no memory operands.
+    unsafe { asm!("bar.sync 0;") };
+}

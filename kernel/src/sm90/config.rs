@@ -1,0 +1,169 @@
+//! Tile configuration and shared-memory plan of the sm_90a dual-GEMM kernel (see
+//! `sm90::dual_gemm` for the design). Pure: the host uses it to pick a tile, size shared memory
+//! and count tiles; the kernel uses it for every offset.
+
+use crate::layout::ATOM_BYTES;
+
+/// Threads in a warpgroup.
+pub const WARPGROUP_THREADS: u32 = 128;
+/// Warpgroups that issue wgmma (0 and 1).
+pub const CONSUMER_WARPGROUPS: u32 = 2;
+/// The warpgroup that decodes token tiles into shared memory.
+pub const DECODER_WARPGROUP: u32 = 2;
+/// The warpgroup whose first thread issues the bulk copies (its other warps exit).
+pub const PRODUCER_WARPGROUP: u32 = 3;
+/// Threads per CTA.
+pub const THREADS: u32 = 4 * WARPGROUP_THREADS;
+
+/// Registers per consumer thread after `setmaxnreg` (one CTA per SM owns all 65536 registers:
+/// 128 × (2 × 208 + 64 + 32) = 65536).
+pub const CONSUMER_REGISTERS: u32 = 208;
+/// Registers per decoder thread after `setmaxnreg`.
+pub const DECODER_REGISTERS: u32 = 64;
+/// Registers per producer thread after `setmaxnreg`.
+pub const PRODUCER_REGISTERS: u32 = 32;
+const _: () = assert!(
+    WARPGROUP_THREADS * (CONSUMER_WARPGROUPS * CONSUMER_REGISTERS + DECODER_REGISTERS + PRODUCER_REGISTERS)
+        <= 65536,
+    "register budget exceeds the register file"
+);
+const _: () = assert!(
+    CONSUMER_REGISTERS % 8 == 0 && DECODER_REGISTERS % 8 == 0 && PRODUCER_REGISTERS % 8 == 0,
+    "setmaxnreg counts are multiples of 8"
+);
+
+/// Output columns (n values) per consumer warp: its 16 wgmma rows are 8 gate rows (B1) and the
+/// same 8 rows of B2, so each thread holds gate and up of the same outputs.
+pub const N_PER_WARP: u32 = 8;
+/// Output columns per consumer warpgroup.
+pub const N_PER_WARPGROUP: u32 = 4 * N_PER_WARP;
+/// Output columns per tile: N must be a multiple of this.
+pub const TILE_N: u32 = CONSUMER_WARPGROUPS * N_PER_WARPGROUP;
+
+/// K per raw stage: one 128-byte row of packed fp4 per token. K must be a multiple of this.
+pub const K_PER_STAGE: u32 = 256;
+/// K per decoded slice: one 128-byte swizzled row of fp16 per token.
+pub const K_PER_SLICE: u32 = 64;
+/// Decoded slices per raw stage.
+pub const SLICES_PER_STAGE: u32 = K_PER_STAGE / K_PER_SLICE;
+/// wgmma k16 steps per decoded slice.
+pub const STEPS_PER_SLICE: u32 = K_PER_SLICE / 16;
+/// Token rows per TMA box (the box is 128 bytes × this many rows, 128-byte swizzled).
+pub const TOKEN_BOX_ROWS: u32 = 64;
+/// Bytes of token scales per 128 token rows and raw stage: 4 consecutive 512-byte atoms.
+pub const SCALE_GROUP_BYTES: u32 = (K_PER_STAGE / 64) * ATOM_BYTES as u32;
+/// Stages of the raw ring (TMA → decoder).
+pub const RAW_STAGES: u32 = 4;
+/// Stages of the decoded ring (decoder → consumers).
+pub const DECODED_STAGES: u32 = 4;
+/// Largest dynamic shared memory per block on sm_90.
+pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
+
+/// One tile shape: `TOKENS` tokens (wgmma N) × [`TILE_N`] outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tile {
+    /// Tokens per tile (the wgmma N dimension): 8, 16, 32, 64 or 128.
+    pub tokens: u32,
+}
+
+/// The tile shapes the kernel is built for, smallest first.
+pub const TILES: [Tile; 5] =
+    [Tile { tokens: 8 }, Tile { tokens: 16 }, Tile { tokens: 32 }, Tile { tokens: 64 }, Tile { tokens: 128 }];
+
+/// Byte offsets of the regions of dynamic shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedPlan {
+    /// Decoded token slices, `DECODED_STAGES × tokens × 128` bytes (1024-aligned).
+    pub decoded: u32,
+    /// Raw (packed fp4) token stages, `RAW_STAGES × raw_rows × 128` bytes (1024-aligned).
+    pub raw_tokens: u32,
+    /// Raw token-scale stages, `RAW_STAGES × scale_groups × 2048` bytes.
+    pub raw_scales: u32,
+    /// mbarriers: full/empty of the raw ring, then full/empty of the decoded ring (8 bytes each).
+    pub barriers: u32,
+    /// Total bytes.
+    pub total: u32,
+}
+
+impl Tile {
+    /// The smallest tile that covers `m` tokens in one tile, else the largest.
+    pub const fn for_tokens(m: u32) -> Tile {
+        let mut i = 0;
+        while i < TILES.len() {
+            if TILES[i].tokens >= m {
+                return TILES[i];
+            }
+            i += 1;
+        }
+        TILES[TILES.len() - 1]
+    }
+
+    /// Raw token rows per stage (a whole number of TMA boxes).
+    pub const fn raw_rows(&self) -> u32 {
+        if self.tokens > TOKEN_BOX_ROWS { self.tokens } else { TOKEN_BOX_ROWS }
+    }
+
+    /// TMA boxes per raw stage.
+    pub const fn token_boxes(&self) -> u32 {
+        self.raw_rows() / TOKEN_BOX_ROWS
+    }
+
+    /// 128-row scale groups a tile touches.
+    pub const fn scale_groups(&self) -> u32 {
+        self.tokens.div_ceil(128)
+    }
+
+    /// Bytes of one decoded slice.
+    pub const fn decoded_slice_bytes(&self) -> u32 {
+        self.tokens * 128
+    }
+
+    /// Bytes of one raw token stage.
+    pub const fn raw_token_bytes(&self) -> u32 {
+        self.raw_rows() * 128
+    }
+
+    /// Bytes of one raw scale stage.
+    pub const fn raw_scale_bytes(&self) -> u32 {
+        self.scale_groups() * SCALE_GROUP_BYTES
+    }
+
+    /// The shared-memory plan.
+    pub const fn shared(&self) -> SharedPlan {
+        let decoded = 0;
+        let raw_tokens = decoded + DECODED_STAGES * self.decoded_slice_bytes();
+        let raw_scales = raw_tokens + RAW_STAGES * self.raw_token_bytes();
+        let barriers = raw_scales + RAW_STAGES * self.raw_scale_bytes();
+        let total = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
+        SharedPlan { decoded, raw_tokens, raw_scales, barriers, total }
+    }
+
+    /// PTX entry name of the kernel for this tile.
+    pub const fn entry_name(&self) -> &'static str {
+        match self.tokens {
+            8 => "nvfp4_dual_gemm_sm90_t8",
+            16 => "nvfp4_dual_gemm_sm90_t16",
+            32 => "nvfp4_dual_gemm_sm90_t32",
+            64 => "nvfp4_dual_gemm_sm90_t64",
+            _ => "nvfp4_dual_gemm_sm90_t128",
+        }
+    }
+}
+
+const fn check_tiles() {
+    let mut i = 0;
+    while i < TILES.len() {
+        let tile = TILES[i];
+        let plan = tile.shared();
+        assert!(plan.total <= MAX_SHARED_BYTES, "a tile's shared memory exceeds 227 KB");
+        assert!(tile.tokens % 8 == 0 && tile.tokens <= 128, "wgmma N must be a multiple of 8, ≤ 128 here");
+        assert!(
+            tile.decoded_slice_bytes() % 1024 == 0 && plan.raw_tokens % 1024 == 0,
+            "swizzled regions must stay 1024-byte aligned"
+        );
+        assert!(plan.raw_scales % 16 == 0 && plan.barriers % 8 == 0, "bulk-copy and mbarrier alignment");
+        assert!(128 % tile.tokens == 0 || tile.tokens % 128 == 0, "token tiles must not straddle scale groups");
+        i += 1;
+    }
+}
+const _: () = check_tiles();

@@ -1,0 +1,495 @@
+//! Fused NVFP4 dual GEMM for Hopper (sm_90a): `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)`, fp16 out.
+//!
+//! Hopper has no fp4 tensor cores, so every fp4 value is decoded to fp16 (×its e4m3 scale) and
+//! multiplied on fp16 wgmma with fp32 accumulators; both products of a tile live in one CTA so the
+//! epilogue gates without a second pass.
+//!
+//! # Design
+//! * **Swap AB.** The kernel computes tiles of `Cᵀ`: the weights (B1, B2: N rows, the big stream)
+//!   are wgmma's A operand, decoded from global loads *straight into registers* (no shared-memory
+//!   round trip), and the tokens (A: M rows) are wgmma's B operand in shared memory, decoded once
+//!   per CTA and read by both consumer warpgroups and both products. wgmma's N is the token tile
+//!   (8…128, see [`config::TILES`]), which fits decode-sized M as well as prefill.
+//! * **Gate and up in one accumulator.** A consumer warp's 16 wgmma rows are 8 rows of B1 and the
+//!   same 8 rows of B2 (rows `g` and `g + 8` of the fragment), so one `m64nT` accumulator holds
+//!   gate and up of the same outputs in the same thread: no exchange before SiLU·up.
+//! * **K-order freedom.** A thread decodes whole 16-element scale blocks with the shift trick of
+//!   [`crate::fp4::e2m1x8_to_f16x2_pairs`], whose pairs come out as elements (3,7), (2,6), … of
+//!   the block ([`crate::fp4::PAIR_ELEMENTS`]); pair `p` of the block of quad lane `t` becomes
+//!   fragment k-pair `8·(p % 2) + 2t` of k16 step `p / 2`. The token decoder writes shared memory
+//!   in the same permuted K order, so the dot products are unchanged. Within a 256-K stage,
+//!   slice `j` (64 K, one 128-byte swizzled row per token) holds blocks `4j .. 4j + 3`.
+//! * **Exact fp16 operands.** The trick yields `e2m1 · 2⁻¹⁴`; one `mul.f16x2` by the e4m3 scale
+//!   gives `e2m1 · scale · 2⁻¹⁴` exactly (a multiple of 2⁻²⁴ below 0.17: subnormals included).
+//!   The epilogue multiplies each fp32 sum by `alpha = 2²⁸ · g_A · g_B`.
+//!
+//! # Roles (512 threads, one CTA per SM, persistent over tiles)
+//! 1. Warpgroups 0–1, **consumers** (`setmaxnreg` 208): per 64-K slice, decode 16 fragment
+//!    registers (2 rows × 16 K per thread) from prefetched registers, wait for the decoded token
+//!    slice, issue 4 `wgmma m64nTk16`, release the previous slice; epilogue from registers.
+//! 2. Warpgroup 2, **decoder** (64 registers): per 256-K stage, waits for the raw token tile,
+//!    decodes one 64-K slice at a time into a 128-byte-swizzled fp16 tile.
+//! 3. Warpgroup 3, **producer** (32 registers): one thread issues the TMA load of the packed
+//!    token tile (128-byte swizzle) and the 1-D bulk copy of its scale atoms per stage.
+//!
+//! Rings: raw (TMA → decoder, [`config::RAW_STAGES`] × 256 K) and decoded (decoder → consumers,
+//! [`config::DECODED_STAGES`] × 64 K), each with full/empty mbarriers ([`RingPosition`]).
+//!
+//! # Cost per 64-K slice, T = 128 tokens (the benchmark tile), per CTA
+//! * Tensor: 2 warpgroups × 4 × `m64n128k16` = 2 · 4 · 64 · 128 · 16 = 1 Mi FMA ≈ 512 clocks at
+//!   the H100's 2048 dense fp16 FMA/clock/SM.
+//! * Decode: weights 2 × 64 rows × 64 K = 8192 values into registers, tokens 128 × 64 = 8192
+//!   values into shared memory: 16 Ki values ≈ 32 per clock of tensor time, at about 1.5 integer
+//!   instructions + 0.5 `mul.f16x2` per value (the integer pipe is 64 lanes/clock/SM): decode is
+//!   the second limit after the tensor cores and must overlap them.
+//! * Shared memory: TMA writes 4 KiB of packed tokens (+ 512 B of scales); the decoder reads
+//!   them and writes 16 KiB of fp16; wgmma reads 2 × 16 KiB: ≈ 53 KiB per 512 clocks ≈
+//!   104 B/clock of the ≈ 128 B/clock the SM can move — the third limit.
+//! * Global: weights 2 × 64 rows × 32 B = 4 KiB per slice per CTA, streamed through registers.
+//!
+//! # Contract (checked by the host plan before launch)
+//! `m ≥ 1`; `n` a multiple of [`config::TILE_N`]; `k` a positive multiple of
+//! [`config::K_PER_STAGE`]; `a_map` the generic address of a tensor map of A's packed bytes
+//! (UINT8, dims {k/2, m}, box {128, 64}, 128-byte swizzle); scale buffers in the blocked layout;
+//! all pointers aligned for their accesses; grid ≤ tiles, 512 threads, [`SharedPlan::total`]
+//! bytes of dynamic shared memory.
+
+use crate::desc::{sw128_offset, wgmma_desc_sw128_k_major};
+use crate::fp4::e2m1x8_to_f16x2_pairs;
+use crate::layout::{ATOM_BYTES, BlockedScales};
+use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, wgmma};
+use crate::ring::RingPosition;
+use crate::schedule::TileGrid;
+use crate::sm90::config::{
+    self, CONSUMER_REGISTERS, DECODED_STAGES, DECODER_REGISTERS, DECODER_WARPGROUP, K_PER_STAGE,
+    PRODUCER_REGISTERS, PRODUCER_WARPGROUP, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan,
+    TILE_N, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS,
+};
+
+/// Kernel arguments, in launch order.
+struct Params {
+    a_map: u64,
+    a_scales: *const u8,
+    b1: *const u8,
+    b1_scales: *const u8,
+    b2: *const u8,
+    b2_scales: *const u8,
+    out: *mut u16,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha_gate: f32,
+    alpha_up: f32,
+}
+
+/// Shared addresses of everything in dynamic shared memory.
+#[derive(Clone, Copy)]
+struct Shared {
+    tile: Tile,
+    plan: SharedPlan,
+    base: u32,
+}
+
+impl Shared {
+    fn decoded_slice(&self, stage: u32) -> u32 {
+        self.base + self.plan.decoded + stage * self.tile.decoded_slice_bytes()
+    }
+    fn raw_tokens(&self, stage: u32) -> u32 {
+        self.base + self.plan.raw_tokens + stage * self.tile.raw_token_bytes()
+    }
+    fn raw_scales(&self, stage: u32) -> u32 {
+        self.base + self.plan.raw_scales + stage * self.tile.raw_scale_bytes()
+    }
+    fn raw_full(&self, stage: u32) -> u32 {
+        self.base + self.plan.barriers + 8 * stage
+    }
+    fn raw_empty(&self, stage: u32) -> u32 {
+        self.raw_full(RAW_STAGES + stage)
+    }
+    fn decoded_full(&self, stage: u32) -> u32 {
+        self.raw_full(2 * RAW_STAGES + stage)
+    }
+    fn decoded_empty(&self, stage: u32) -> u32 {
+        self.raw_full(2 * RAW_STAGES + DECODED_STAGES + stage)
+    }
+}
+
+/// Arrivals that complete each barrier's phase.
+const RAW_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the copies' bytes)
+const RAW_EMPTY_ARRIVALS: u32 = WARPGROUP_THREADS; // every decoder thread
+const DECODED_FULL_ARRIVALS: u32 = WARPGROUP_THREADS; // every decoder thread, after its proxy fence
+const DECODED_EMPTY_ARRIVALS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS; // every consumer thread
+
+#[inline(always)]
+unsafe fn dual_gemm<const ACC: usize>(p: &Params, mma: impl Fn(&mut [f32; ACC], [u32; 4], u64)) {
+    let tile = Tile { tokens: 2 * ACC as u32 };
+    let shared = Shared { tile, plan: tile.shared(), base: smem::base() };
+    let thread = sreg::thread_idx_x();
+    if thread == 0 {
+        for stage in 0..RAW_STAGES {
+            // SAFETY: barrier slots are inside the plan; only thread 0 touches them here.
+            unsafe {
+                mbarrier::init(shared.raw_full(stage), RAW_FULL_ARRIVALS);
+                mbarrier::init(shared.raw_empty(stage), RAW_EMPTY_ARRIVALS);
+            }
+        }
+        for stage in 0..DECODED_STAGES {
+            // SAFETY: as above.
+            unsafe {
+                mbarrier::init(shared.decoded_full(stage), DECODED_FULL_ARRIVALS);
+                mbarrier::init(shared.decoded_empty(stage), DECODED_EMPTY_ARRIVALS);
+            }
+        }
+        fence::mbarrier_init();
+    }
+    fence::sync_threads();
+
+    let grid = TileGrid::new(p.m, p.n, tile.tokens, TILE_N);
+    if grid.m_tiles == 0 || grid.n_tiles == 0 {
+        return; // never with a valid plan; also proves the tile divisions cannot panic
+    }
+    let warpgroup = thread / WARPGROUP_THREADS;
+    if warpgroup == PRODUCER_WARPGROUP {
+        reg::decrease::<PRODUCER_REGISTERS>();
+        if thread == PRODUCER_WARPGROUP * WARPGROUP_THREADS {
+            // SAFETY: the host plan checked the contract of the module doc.
+            unsafe { produce(p, &shared, &grid) };
+        }
+    } else if warpgroup == DECODER_WARPGROUP {
+        reg::decrease::<DECODER_REGISTERS>();
+        // SAFETY: as above.
+        unsafe { decode_tokens(p, &shared, &grid, thread % WARPGROUP_THREADS) };
+    } else {
+        reg::increase::<CONSUMER_REGISTERS>();
+        // SAFETY: as above.
+        unsafe { consume(p, &shared, &grid, thread, &mma) };
+    }
+}
+
+/// The producer thread: per tile and 256-K stage, one TMA box per 64 token rows and one bulk
+/// copy per 128-row scale group into the raw ring.
+#[inline(always)]
+unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
+    let tile = shared.tile;
+    let scales = BlockedScales::new(p.m as usize, p.k as usize);
+    let stages = p.k / K_PER_STAGE;
+    // SAFETY: the host passes a valid tensor map.
+    unsafe { copy::prefetch_tensor_map(p.a_map) };
+    let mut ring = RingPosition::<RAW_STAGES>::new();
+    let mut index = sreg::block_idx_x();
+    while index < grid.len() {
+        let m0 = grid.coords(index).0 * tile.tokens;
+        let first_group = m0 / 128;
+        let groups = tile.scale_groups().min(scales.row_blocks as u32 - first_group);
+        let bytes = tile.raw_token_bytes() + groups * SCALE_GROUP_BYTES;
+        for stage in 0..stages {
+            let full = shared.raw_full(ring.stage);
+            // SAFETY: barriers are initialized; copies stay inside the stage buffers and inside
+            // A's scales (only existing row blocks are copied); the box may run past M (zeros).
+            unsafe {
+                mbarrier::wait(shared.raw_empty(ring.stage), ring.empty_parity());
+                mbarrier::arrive_expect_tx(full, bytes);
+                for b in 0..tile.token_boxes() {
+                    let dst = shared.raw_tokens(ring.stage) + b * TOKEN_BOX_ROWS * 128;
+                    copy::tensor_2d(dst, p.a_map, (stage * 128) as i32, (m0 + b * TOKEN_BOX_ROWS) as i32, full);
+                }
+                for g in 0..groups {
+                    let src = p.a_scales.add(scales.atom_offset((first_group + g) as usize, (stage * 4) as usize));
+                    copy::bulk(shared.raw_scales(ring.stage) + g * SCALE_GROUP_BYTES, src, SCALE_GROUP_BYTES, full);
+                }
+            }
+            ring.advance();
+        }
+        index += sreg::grid_dim_x();
+    }
+}
+
+/// The decoder warpgroup: turns each raw 256-K stage into four decoded 64-K slices.
+#[inline(always)]
+unsafe fn decode_tokens(p: &Params, shared: &Shared, grid: &TileGrid, thread: u32) {
+    let tile = shared.tile;
+    let stages = p.k / K_PER_STAGE;
+    let mut raw = RingPosition::<RAW_STAGES>::new();
+    let mut decoded = RingPosition::<DECODED_STAGES>::new();
+    let mut index = sreg::block_idx_x();
+    while index < grid.len() {
+        let m0 = grid.coords(index).0 * tile.tokens;
+        for _ in 0..stages {
+            // SAFETY: barriers are initialized; the producer fills this raw stage.
+            unsafe { mbarrier::wait(shared.raw_full(raw.stage), raw.full_parity()) };
+            for slice in 0..SLICES_PER_STAGE {
+                // SAFETY: as above; consumers release decoded slices.
+                unsafe { mbarrier::wait(shared.decoded_empty(decoded.stage), decoded.empty_parity()) };
+                let mut row = thread;
+                while row < tile.tokens {
+                    // SAFETY: row < tokens ≤ raw rows; offsets stay inside the stage buffers.
+                    unsafe { decode_token_block(shared, raw.stage, decoded.stage, m0, row, slice) };
+                    row += WARPGROUP_THREADS;
+                }
+                fence::proxy_async_shared();
+                // SAFETY: barrier initialized.
+                unsafe { mbarrier::arrive(shared.decoded_full(decoded.stage)) };
+                decoded.advance();
+            }
+            // SAFETY: barrier initialized; this thread's reads of the raw stage are done.
+            unsafe { mbarrier::arrive(shared.raw_empty(raw.stage)) };
+            raw.advance();
+        }
+        index += sreg::grid_dim_x();
+    }
+}
+
+/// Decodes token `row`'s 64 values of slice `slice` (blocks `4·slice .. 4·slice + 3` of the
+/// stage) into decoded row `row`: chunk `p` gets pair `p` of blocks 0..3 (one fp16x2 each).
+#[inline(always)]
+unsafe fn decode_token_block(shared: &Shared, raw_stage: u32, decoded_stage: u32, m0: u32, row: u32, slice: u32) {
+    let raw_row = shared.raw_tokens(raw_stage) + (row / TOKEN_BOX_ROWS) * TOKEN_BOX_ROWS * 128 + (row % TOKEN_BOX_ROWS) * 128;
+    let swizzle = row % 8;
+    // SAFETY: inside the raw stage (the caller's contract).
+    let (lo, hi) = unsafe {
+        (
+            smem::ld_v4(raw_row + ((2 * slice) ^ swizzle) * 16),
+            smem::ld_v4(raw_row + ((2 * slice + 1) ^ swizzle) * 16),
+        )
+    };
+    let words = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
+    let token = m0 + row;
+    let in_block = token % 128;
+    let scale_addr = shared.raw_scales(raw_stage)
+        + (token / 128 - m0 / 128) * SCALE_GROUP_BYTES
+        + slice * ATOM_BYTES as u32
+        + (in_block % 32) * 16
+        + (in_block / 32) * 4;
+    // SAFETY: inside the raw scale stage.
+    let scales = unsafe { smem::ld_b32(scale_addr) };
+    let mut pairs = [[0u32; 8]; 4];
+    for (block, block_pairs) in pairs.iter_mut().enumerate() {
+        *block_pairs = scaled_block_pairs(words[2 * block], words[2 * block + 1], scales >> (8 * block));
+    }
+    let dst = shared.decoded_slice(decoded_stage);
+    for pair in 0..8 {
+        // SAFETY: row < tokens and chunk < 8 stay inside the decoded slice.
+        unsafe {
+            smem::st_v4(
+                dst + sw128_offset(row, pair as u32),
+                [pairs[0][pair], pairs[1][pair], pairs[2][pair], pairs[3][pair]],
+            )
+        };
+    }
+}
+
+/// The eight fp16x2 pairs of one 16-element block (`lo` = elements 0..7, `hi` = 8..15), each
+/// `e2m1 · scale · 2⁻¹⁴`, in [`crate::fp4::PAIR_ELEMENTS`] order; the scale is the low byte of
+/// `scale_code`.
+#[inline(always)]
+fn scaled_block_pairs(lo: u32, hi: u32, scale_code: u32) -> [u32; 8] {
+    let scale = cvt::e4m3_to_f16x2_broadcast(scale_code);
+    let (a, b) = (e2m1x8_to_f16x2_pairs(lo), e2m1x8_to_f16x2_pairs(hi));
+    let mut out = [0u32; 8];
+    for i in 0..4 {
+        out[i] = cvt::mul_f16x2(a[i], scale);
+        out[4 + i] = cvt::mul_f16x2(b[i], scale);
+    }
+    out
+}
+
+/// One thread's weights for one 256-K stage: for the gate row (B1) and the up row (B2), the
+/// 8 bytes of block `4j + t` and its scale code, for slices `j = 0..3`.
+#[derive(Clone, Copy)]
+struct WeightStage {
+    gate: [[u32; 2]; 4],
+    up: [[u32; 2]; 4],
+    gate_scale: [u32; 4],
+    up_scale: [u32; 4],
+}
+
+/// Where one consumer thread's weights are: its gate and up rows, already offset to its block
+/// within each slice (`8·t` bytes) and its scale column (`t`).
+struct WeightRows {
+    gate: *const u8,
+    up: *const u8,
+    gate_scales: *const u8,
+    up_scales: *const u8,
+}
+
+impl WeightRows {
+    /// Issues the loads of stage `stage` (they complete while earlier stages compute).
+    #[inline(always)]
+    unsafe fn load(&self, stage: u32) -> WeightStage {
+        let mut w = WeightStage { gate: [[0; 2]; 4], up: [[0; 2]; 4], gate_scale: [0; 4], up_scale: [0; 4] };
+        for j in 0..SLICES_PER_STAGE as usize {
+            let data = (stage * 128) as usize + 32 * j;
+            let scale = (stage * SLICES_PER_STAGE) as usize * ATOM_BYTES + j * ATOM_BYTES;
+            // SAFETY: rows and offsets are inside B1/B2 and their scales (host contract).
+            unsafe {
+                w.gate[j] = mem::ld_global_stream_v2_b32(self.gate.add(data) as *const u32);
+                w.up[j] = mem::ld_global_stream_v2_b32(self.up.add(data) as *const u32);
+                w.gate_scale[j] = mem::ld_global_nc_u8(self.gate_scales.add(scale)) as u32;
+                w.up_scale[j] = mem::ld_global_nc_u8(self.up_scales.add(scale)) as u32;
+            }
+        }
+        w
+    }
+}
+
+/// The 16 fragment registers of one 64-K slice: for each of its 4 k16 steps, `[a0, a1, a2, a3]`
+/// = (gate, pair 2s), (up, pair 2s), (gate, pair 2s + 1), (up, pair 2s + 1).
+#[inline(always)]
+fn slice_fragments(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
+    let gate = scaled_block_pairs(w.gate[j][0], w.gate[j][1], w.gate_scale[j]);
+    let up = scaled_block_pairs(w.up[j][0], w.up[j][1], w.up_scale[j]);
+    let mut steps = [[0u32; 4]; 4];
+    for (s, step) in steps.iter_mut().enumerate() {
+        *step = [gate[2 * s], up[2 * s], gate[2 * s + 1], up[2 * s + 1]];
+    }
+    steps
+}
+
+/// A consumer thread: mainloop over 64-K slices, then the SiLU·up epilogue.
+#[inline(always)]
+unsafe fn consume<const ACC: usize>(
+    p: &Params,
+    shared: &Shared,
+    grid: &TileGrid,
+    thread: u32,
+    mma: &impl Fn(&mut [f32; ACC], [u32; 4], u64),
+) {
+    let tile = shared.tile;
+    let (warpgroup, warp, lane) = (thread / WARPGROUP_THREADS, (thread / 32) % 4, sreg::lane_id());
+    let (g, t) = (lane / 4, lane % 4);
+    let n_in_tile = warpgroup * config::N_PER_WARPGROUP + warp * config::N_PER_WARP + g;
+    let stages = p.k / K_PER_STAGE;
+    let b_scales = BlockedScales::new(p.n as usize, p.k as usize);
+    let mut decoded = RingPosition::<DECODED_STAGES>::new();
+    let mut index = sreg::block_idx_x();
+    while index < grid.len() {
+        let (m_tile, n_tile) = grid.coords(index);
+        let (m0, n) = (m_tile * tile.tokens, n_tile * TILE_N + n_in_tile);
+        let row_bytes = (n as usize) * (p.k as usize / 2) + 8 * t as usize;
+        let scale_col = b_scales.offset(n as usize, t as usize);
+        // SAFETY: n < N (N is a multiple of TILE_N) and the offsets are inside the buffers.
+        let rows = unsafe {
+            WeightRows {
+                gate: p.b1.add(row_bytes),
+                up: p.b2.add(row_bytes),
+                gate_scales: p.b1_scales.add(scale_col),
+                up_scales: p.b2_scales.add(scale_col),
+            }
+        };
+        let mut acc = [0f32; ACC];
+        // SAFETY: stage 0 exists (K ≥ 256).
+        let mut current = unsafe { rows.load(0) };
+        let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
+        for stage in 0..stages {
+            // SAFETY: clamped to the last stage; loads in flight while this stage computes.
+            let next = unsafe { rows.load((stage + 1).min(stages - 1)) };
+            // One 64-K slice; written out four times so that every fragment index is a constant
+            // (a run-time index would move the fragment registers to local memory).
+            macro_rules! slice {
+                ($j:literal, $decode_next:expr) => {{
+                    let b = shared.decoded_slice(decoded.stage);
+                    // SAFETY: barrier initialized; the decoder fills the slice.
+                    unsafe { mbarrier::wait(shared.decoded_full(decoded.stage), decoded.full_parity()) };
+                    wgmma::fence();
+                    let steps = &fragments[$j % 2];
+                    mma(&mut acc, steps[0], wgmma_desc_sw128_k_major(b));
+                    mma(&mut acc, steps[1], wgmma_desc_sw128_k_major(b + 32));
+                    mma(&mut acc, steps[2], wgmma_desc_sw128_k_major(b + 64));
+                    mma(&mut acc, steps[3], wgmma_desc_sw128_k_major(b + 96));
+                    wgmma::commit_group();
+                    // Decode the next slice while this one runs: its registers were last read by
+                    // the slice before, which `wait_group::<1>` below retires.
+                    fragments[($j + 1) % 2] = $decode_next;
+                    wgmma::wait_group::<1>();
+                    if stage > 0 || $j > 0 {
+                        release_previous(shared, &decoded);
+                    }
+                    decoded.advance();
+                }};
+            }
+            slice!(0, slice_fragments(&current, 1));
+            slice!(1, slice_fragments(&current, 2));
+            slice!(2, slice_fragments(&current, 3));
+            slice!(3, slice_fragments(&next, 0));
+            current = next;
+        }
+        wgmma::wait_group::<0>();
+        release_previous(shared, &decoded);
+        // SAFETY: output indices are checked against M; N is exact.
+        unsafe { epilogue(p, &acc, m0, n, t) };
+        index += sreg::grid_dim_x();
+    }
+}
+
+/// Releases the decoded slice before `position` (its wgmmas have completed).
+#[inline(always)]
+fn release_previous(shared: &Shared, position: &RingPosition<DECODED_STAGES>) {
+    let previous = (position.stage + DECODED_STAGES - 1) % DECODED_STAGES;
+    // SAFETY: barrier initialized.
+    unsafe { mbarrier::arrive(shared.decoded_empty(previous)) };
+}
+
+/// `C[token][n] = silu(alpha_gate · gate) · (alpha_up · up)` for this thread's outputs:
+/// accumulator `4q + e` is the gate and `4q + 2 + e` the up value of token `8q + 2t + e`.
+#[inline(always)]
+unsafe fn epilogue<const ACC: usize>(p: &Params, acc: &[f32; ACC], m0: u32, n: u32, t: u32) {
+    let store = |q: usize| {
+        for e in 0..2 {
+            let token = m0 + 8 * q as u32 + 2 * t + e as u32;
+            if token < p.m {
+                let gate = acc[4 * q + e] * p.alpha_gate;
+                let up = acc[4 * q + 2 + e] * p.alpha_up;
+                let value = cvt::f32_to_f16_rn(silu(gate) * up);
+                // SAFETY: token < M, n < N.
+                unsafe { mem::st_global_b16(p.out.add(token as usize * p.n as usize + n as usize), value) };
+            }
+        }
+    };
+    // Literal indices: LLVM does not fully unroll a 16-trip loop of this size, and a run-time
+    // index would move the accumulators to local memory.
+    macro_rules! unrolled {
+        ($($q:literal)*) => { $( if $q < ACC / 4 { store($q) } )* };
+    }
+    unrolled!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+}
+
+/// `x / (1 + 2^(−x·log2 e))` with the approximate exp2 and reciprocal (relative error ≈ 1e-6).
+#[inline(always)]
+fn silu(x: f32) -> f32 {
+    x * cvt::rcp_approx(1.0 + cvt::exp2_approx(-x * core::f32::consts::LOG2_E))
+}
+
+macro_rules! entry_point {
+    ($name:ident, $acc:literal, $mma:path) => {
+        /// The sm_90a dual GEMM for one token-tile width (see the module doc for the contract).
+        ///
+        /// # Safety
+        /// Arguments must satisfy the module contract.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            a_map: u64,
+            a_scales: *const u8,
+            b1: *const u8,
+            b1_scales: *const u8,
+            b2: *const u8,
+            b2_scales: *const u8,
+            out: *mut u16,
+            m: u32,
+            n: u32,
+            k: u32,
+            alpha_gate: f32,
+            alpha_up: f32,
+        ) {
+            let p = Params { a_map, a_scales, b1, b1_scales, b2, b2_scales, out, m, n, k, alpha_gate, alpha_up };
+            // SAFETY (both): forwarded contract; descriptors point into the decoded slices.
+            let mma = |acc: &mut [f32; $acc], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
+            unsafe { dual_gemm::<$acc>(&p, mma) }
+        }
+    };
+}
+
+entry_point!(nvfp4_dual_gemm_sm90_t8, 4, wgmma::m64n8k16);
+entry_point!(nvfp4_dual_gemm_sm90_t16, 8, wgmma::m64n16k16);
+entry_point!(nvfp4_dual_gemm_sm90_t32, 16, wgmma::m64n32k16);
+entry_point!(nvfp4_dual_gemm_sm90_t64, 32, wgmma::m64n64k16);
+entry_point!(nvfp4_dual_gemm_sm90_t128, 64, wgmma::m64n128k16);

@@ -1,0 +1,226 @@
+//! The kernels' pure logic, on the host: fp4 pair decoding, descriptors, swizzle, scheduling,
+//! ring bookkeeping and the sm_90a plan rules.
+
+use half::f16;
+use nvfp4::codec::e2m1_to_f32;
+use nvfp4::dual_gemm::Sm90Geometry;
+use nvfp4::{DualGemmShape, Error};
+use nvfp4_kernel::desc::{sw128_offset, wgmma_desc_sw128_k_major};
+use nvfp4_kernel::fp4::{PAIR_ELEMENTS, e2m1_to_f16_bits_scaled, e2m1x8_to_f16x2_pairs};
+use nvfp4_kernel::ring::RingPosition;
+use nvfp4_kernel::schedule::TileGrid;
+use nvfp4_kernel::sm90::config::{TILES, Tile};
+
+fn scaled_f16(code: u32) -> u16 {
+    f16::from_f32(e2m1_to_f32(code as u8) * 2f32.powi(-14)).to_bits()
+}
+
+#[test]
+fn single_code_trick_is_exactly_e2m1_times_2_pow_minus_14() {
+    for code in 0..16 {
+        assert_eq!(e2m1_to_f16_bits_scaled(code), scaled_f16(code), "code {code}");
+    }
+}
+
+#[test]
+fn pair_trick_decodes_every_code_in_every_position_in_pair_element_order() {
+    for position in 0..16u32 {
+        for code in 0..16u32 {
+            // The code under test at `position`, a different code everywhere else.
+            let mut block = [0u32; 16];
+            for (i, c) in block.iter_mut().enumerate() {
+                *c = if i as u32 == position {
+                    code
+                } else {
+                    (i as u32 * 7 + 3) % 16
+                };
+            }
+            let word = |half: usize| (0..8).fold(0u32, |w, i| w | (block[8 * half + i] << (4 * i)));
+            let pairs: Vec<u32> = [word(0), word(1)]
+                .iter()
+                .flat_map(|&w| e2m1x8_to_f16x2_pairs(w))
+                .collect();
+            for (p, elements) in PAIR_ELEMENTS.iter().enumerate() {
+                assert_eq!(pairs[p] as u16, scaled_f16(block[elements[0]]), "pair {p} low");
+                assert_eq!(
+                    (pairs[p] >> 16) as u16,
+                    scaled_f16(block[elements[1]]),
+                    "pair {p} high"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn pair_elements_are_a_permutation_of_the_block() {
+    let mut seen = [false; 16];
+    for e in PAIR_ELEMENTS.iter().flatten() {
+        assert!(!seen[*e], "element {e} twice");
+        seen[*e] = true;
+    }
+    assert!(seen.iter().all(|&s| s));
+}
+
+#[test]
+fn wgmma_descriptor_matches_the_documented_sw128_constant() {
+    // ptx-facts.md §3: sm90 SW128 K-major = 0x4000_0040_0001_0000 | (addr >> 4).
+    for addr in [0u32, 1024, 0x1_2400, 0x3_FC00] {
+        assert_eq!(
+            wgmma_desc_sw128_k_major(addr),
+            0x4000_0040_0001_0000 | (addr as u64 >> 4),
+            "{addr:#x}"
+        );
+    }
+    assert_eq!(
+        wgmma_desc_sw128_k_major(1024 + 32) - wgmma_desc_sw128_k_major(1024),
+        2,
+        "a k16 step adds 32 B"
+    );
+}
+
+#[test]
+fn sw128_offsets_follow_tmas_xor_rule_and_cover_each_chunk_once() {
+    let mut seen = [false; 16 * 128 / 16];
+    for row in 0..16 {
+        for chunk in 0..8 {
+            let off = sw128_offset(row, chunk);
+            let linear = row * 128 + chunk * 16;
+            assert_eq!(
+                off,
+                linear ^ (((linear >> 7) & 7) << 4),
+                "row {row} chunk {chunk}"
+            );
+            assert!(!std::mem::replace(&mut seen[(off / 16) as usize], true));
+        }
+    }
+}
+
+#[test]
+fn tile_grid_numbers_every_tile_once_token_tiles_fastest() {
+    let grid = TileGrid::new(300, 4096, 128, 64);
+    assert_eq!((grid.m_tiles, grid.n_tiles), (3, 64));
+    let mut seen = vec![false; grid.len() as usize];
+    for ctas in [1u32, 7, 132] {
+        seen.iter_mut().for_each(|s| *s = false);
+        for cta in 0..ctas {
+            let mut index = cta;
+            while index < grid.len() {
+                let (m, n) = grid.coords(index);
+                let slot = (n * grid.m_tiles + m) as usize;
+                assert!(
+                    !std::mem::replace(&mut seen[slot], true),
+                    "tile ({m}, {n}) twice with {ctas} CTAs"
+                );
+                index += ctas;
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "a tile was missed with {ctas} CTAs");
+    }
+    assert_eq!(grid.coords(1), (1, 0));
+}
+
+#[test]
+fn ring_flips_parity_after_each_pass() {
+    let mut ring = RingPosition::<3>::new();
+    let mut visited = Vec::new();
+    for _ in 0..7 {
+        visited.push((ring.stage, ring.full_parity(), ring.empty_parity()));
+        ring.advance();
+    }
+    assert_eq!(
+        visited,
+        [
+            (0, 0, 1),
+            (1, 0, 1),
+            (2, 0, 1),
+            (0, 1, 0),
+            (1, 1, 0),
+            (2, 1, 0),
+            (0, 0, 1)
+        ]
+    );
+}
+
+#[test]
+fn ring_producer_and_consumer_never_share_a_stage_and_never_deadlock() {
+    // mbarrier model: `completed` phases per barrier; `try_wait.parity(p)` passes iff the current
+    // (in-progress) phase's parity differs from p. Random interleavings of a producer that waits
+    // empty[s] then completes full[s], and a consumer that waits full[s] then completes empty[s].
+    const STAGES: u32 = 4;
+    let passes = |completed: u32, parity: u32| completed % 2 != parity;
+    let mut rng = nvfp4::problem::Rng::new(5);
+    for _ in 0..20 {
+        let (mut full, mut empty) = ([0u32; STAGES as usize], [0u32; STAGES as usize]);
+        let (mut producer, mut consumer) = (RingPosition::<STAGES>::new(), RingPosition::<STAGES>::new());
+        let (mut produced, mut consumed, total) = (0u32, 0u32, 200u32);
+        while consumed < total {
+            let producer_can =
+                produced < total && passes(empty[producer.stage as usize], producer.empty_parity());
+            let consumer_can = passes(full[consumer.stage as usize], consumer.full_parity());
+            assert!(
+                producer_can || consumer_can,
+                "deadlock at produced {produced}, consumed {consumed}"
+            );
+            if producer_can && (!consumer_can || rng.next_u64() & 1 == 0) {
+                assert!(
+                    produced - consumed < STAGES,
+                    "producer refilled a stage not yet consumed"
+                );
+                full[producer.stage as usize] += 1;
+                producer.advance();
+                produced += 1;
+            } else {
+                assert!(consumed < produced, "consumer read a stage not yet filled");
+                empty[consumer.stage as usize] += 1;
+                consumer.advance();
+                consumed += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn sm90_tiles_cover_small_m_in_one_tile_and_large_m_with_128() {
+    assert_eq!(Tile::for_tokens(1).tokens, 8);
+    assert_eq!(Tile::for_tokens(9).tokens, 16);
+    assert_eq!(Tile::for_tokens(33).tokens, 64);
+    assert_eq!(Tile::for_tokens(100).tokens, 128);
+    assert_eq!(Tile::for_tokens(1000).tokens, 128);
+    for tile in TILES {
+        assert!(tile.shared().total <= 227 * 1024, "{tile:?}");
+    }
+}
+
+#[test]
+fn sm90_geometry_fills_the_h100_on_the_benchmark_shapes() {
+    for (m, n, k, ctas) in [
+        (256, 4096, 7168, 128),
+        (512, 4096, 7168, 132),
+        (256, 3072, 4096, 96),
+        (512, 3072, 7168, 132),
+    ] {
+        let g = Sm90Geometry::new(DualGemmShape { m, n, k }, 132).unwrap();
+        assert_eq!(g.grid, ctas, "{m}×{n}×{k}");
+    }
+}
+
+#[test]
+fn sm90_geometry_rejects_shapes_naming_the_dimension_and_rule() {
+    let bad = [
+        ((0, 64, 256), "m"),
+        ((1, 96, 256), "n"),
+        ((1, 0, 256), "n"),
+        ((1, 64, 128), "k"),
+        ((1, 64, 0), "k"),
+    ];
+    for ((m, n, k), arg) in bad {
+        match Sm90Geometry::new(DualGemmShape { m, n, k }, 132) {
+            Err(Error::InvalidArgument { arg: a, rule, .. }) => {
+                assert_eq!(a, arg, "{m}×{n}×{k}");
+                assert!(rule.contains("multiple") || rule.contains("1..="), "{rule}");
+            }
+            other => panic!("{m}×{n}×{k}: expected an error naming `{arg}`, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The sm_90a fused dual-GEMM kernel against the CPU reference (task tolerance), on the shapes
+//! issue 3 lists, for the reference harness's inputs and the full e2m1/e4m3 range. Outputs are
+//! poisoned with NaN before every launch. Skipped with a printed reason without an sm_90 GPU.
+
+mod common;
+
+use std::time::Instant;
+
+use cudarc::driver::CudaSlice;
+use half::f16;
+use nvfp4::gpu::{Arch, Gpu};
+use nvfp4::reference::{self, TASK_TOLERANCE};
+use nvfp4::{Distribution, DualGemmShape, Error, Problem};
+
+fn hopper_or_skip(test: &str) -> Option<Gpu> {
+    let gpu = common::gpu_or_skip(test)?;
+    if gpu.arch() == Arch::Sm90a {
+        Some(gpu)
+    } else {
+        common::skip_because(test, "needs a compute capability 9.0 GPU");
+        None
+    }
+}
+
+/// Runs the kernel on a NaN-poisoned C and returns it.
+fn run(gpu: &Gpu, problem: &Problem) -> Vec<f16> {
+    let shape = problem.shape();
+    let plan = gpu.plan_dual_gemm(shape).unwrap();
+    let (a, b1, b2) = (
+        gpu.upload(&problem.a).unwrap(),
+        gpu.upload(&problem.b1).unwrap(),
+        gpu.upload(&problem.b2).unwrap(),
+    );
+    let mut c: CudaSlice<f16> = gpu
+        .stream()
+        .clone_htod(&vec![f16::NAN; shape.m * shape.n])
+        .unwrap();
+    plan.launch(gpu, &a, &b1, &b2, &mut c).unwrap();
+    gpu.stream().clone_dtoh(&c).unwrap()
+}
+
+fn check_shapes(gpu: &Gpu, shapes: &[(usize, usize, usize)]) {
+    let mut failures = Vec::new();
+    for &(m, n, k) in shapes {
+        for distribution in [Distribution::Task, Distribution::FullRange] {
+            let shape = DualGemmShape { m, n, k };
+            let seed = (m * 31 + n * 7 + k) as u64 ^ distribution as u64;
+            let problem = Problem::random(shape, distribution, seed).unwrap();
+            let start = Instant::now();
+            let got = run(gpu, &problem);
+            let want = reference::dual_gemm(&problem.a, &problem.b1, &problem.b2).unwrap();
+            let report = reference::check(&got, &want, n, TASK_TOLERANCE).unwrap();
+            println!(
+                "{m:>5} × {n:>5} × {k:>5} {distribution:?}: {report} ({:.1} s)",
+                start.elapsed().as_secs_f64()
+            );
+            if !report.passed() {
+                failures.push(format!("{m}×{n}×{k} {distribution:?}: {report}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn matches_the_reference_on_the_benchmark_shapes() {
+    let Some(gpu) = hopper_or_skip("matches_the_reference_on_the_benchmark_shapes") else {
+        return;
+    };
+    check_shapes(
+        &gpu,
+        &[
+            (256, 4096, 7168),
+            (512, 4096, 7168),
+            (256, 3072, 4096),
+            (512, 3072, 7168),
+        ],
+    );
+}
+
+#[test]
+fn matches_the_reference_on_the_reference_correctness_shapes() {
+    let Some(gpu) = hopper_or_skip("matches_the_reference_on_the_reference_correctness_shapes") else {
+        return;
+    };
+    check_shapes(
+        &gpu,
+        &[
+            (1536, 512, 7168),
+            (256, 512, 256),
+            (3072, 1024, 1536),
+            (7168, 1024, 256),
+            (7168, 2304, 2048),
+            (4608, 384, 7168),
+            (7168, 384, 2304),
+            (512, 768, 7168),
+            (4096, 768, 512),
+        ],
+    );
+}
+
+#[test]
+fn matches_the_reference_for_decode_and_odd_token_counts() {
+    let Some(gpu) = hopper_or_skip("matches_the_reference_for_decode_and_odd_token_counts") else {
+        return;
+    };
+    let shapes: Vec<_> = [1, 2, 7, 16, 33, 64, 100, 128, 200, 1000]
+        .iter()
+        .map(|&m| (m, 4096, 7168))
+        .collect();
+    check_shapes(&gpu, &shapes);
+}
+
+#[test]
+fn same_inputs_give_bitwise_identical_outputs() {
+    let Some(gpu) = hopper_or_skip("same_inputs_give_bitwise_identical_outputs") else {
+        return;
+    };
+    for (m, n, k) in [(256, 4096, 7168), (7, 512, 1024)] {
+        let problem = Problem::random(DualGemmShape { m, n, k }, Distribution::FullRange, 99).unwrap();
+        let (first, second) = (run(&gpu, &problem), run(&gpu, &problem));
+        let same = first.iter().zip(&second).all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(same, "{m}×{n}×{k}: two runs differ");
+    }
+}
+
+#[test]
+fn launch_rejects_operands_that_do_not_match_the_plan() {
+    let Some(gpu) = hopper_or_skip("launch_rejects_operands_that_do_not_match_the_plan") else {
+        return;
+    };
+    let problem = Problem::random(DualGemmShape { m: 8, n: 64, k: 256 }, Distribution::Task, 1).unwrap();
+    let (a, b1, b2) = (
+        gpu.upload(&problem.a).unwrap(),
+        gpu.upload(&problem.b1).unwrap(),
+        gpu.upload(&problem.b2).unwrap(),
+    );
+    let plan = gpu
+        .plan_dual_gemm(DualGemmShape { m: 8, n: 128, k: 256 })
+        .unwrap();
+    let mut c: CudaSlice<f16> = gpu.stream().clone_htod(&vec![f16::ZERO; 8 * 128]).unwrap();
+    assert!(matches!(
+        plan.launch(&gpu, &a, &b1, &b2, &mut c),
+        Err(Error::ShapeMismatch(_))
+    ));
+    let plan = gpu.plan_dual_gemm(problem.shape()).unwrap();
+    assert!(matches!(
+        plan.launch(&gpu, &a, &b1, &b2, &mut c),
+        Err(Error::BufferLength { arg: "c", .. })
+    ));
+    assert!(matches!(
+        gpu.plan_dual_gemm(DualGemmShape { m: 8, n: 100, k: 256 }),
+        Err(Error::InvalidArgument { arg: "n", .. })
+    ));
+}
