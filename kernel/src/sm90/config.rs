@@ -8,24 +8,33 @@ use crate::layout::ATOM_BYTES;
 pub const WARPGROUP_THREADS: u32 = 128;
 /// Warpgroups that issue wgmma (0 and 1).
 pub const CONSUMER_WARPGROUPS: u32 = 2;
-/// The warpgroup that decodes token tiles into shared memory.
-pub const DECODER_WARPGROUP: u32 = 2;
-/// The warpgroup whose first thread issues the bulk copies (its other warps exit).
-pub const PRODUCER_WARPGROUP: u32 = 3;
+/// Warpgroups that decode token tiles into shared memory (2 and 3); decoder `d` takes the
+/// slices `j` with `j % DECODER_WARPGROUPS == d`. One was the bottleneck (a single warp per
+/// scheduler decoding 64 values per slice along a dependent load → decode → store chain).
+pub const DECODER_WARPGROUPS: u32 = 2;
+/// The first decoder warpgroup.
+pub const FIRST_DECODER_WARPGROUP: u32 = CONSUMER_WARPGROUPS;
+/// The warpgroup whose first thread issues the bulk copies (its other warps idle).
+pub const PRODUCER_WARPGROUP: u32 = FIRST_DECODER_WARPGROUP + DECODER_WARPGROUPS;
 /// Threads per CTA.
-pub const THREADS: u32 = 4 * WARPGROUP_THREADS;
+pub const THREADS: u32 = (PRODUCER_WARPGROUP + 1) * WARPGROUP_THREADS;
 
 /// Registers per consumer thread after `setmaxnreg` (one CTA per SM owns all 65536 registers:
-/// 128 × (2 × 208 + 64 + 32) = 65536).
-pub const CONSUMER_REGISTERS: u32 = 208;
+/// 128 × (2 × 184 + 2 × 56 + 32) = 65536).
+pub const CONSUMER_REGISTERS: u32 = 184;
 /// Registers per decoder thread after `setmaxnreg`.
-pub const DECODER_REGISTERS: u32 = 64;
+pub const DECODER_REGISTERS: u32 = 56;
 /// Registers per producer thread after `setmaxnreg`.
 pub const PRODUCER_REGISTERS: u32 = 32;
 const _: () = assert!(
-    WARPGROUP_THREADS * (CONSUMER_WARPGROUPS * CONSUMER_REGISTERS + DECODER_REGISTERS + PRODUCER_REGISTERS)
+    WARPGROUP_THREADS
+        * (CONSUMER_WARPGROUPS * CONSUMER_REGISTERS + DECODER_WARPGROUPS * DECODER_REGISTERS + PRODUCER_REGISTERS)
         <= 65536,
     "register budget exceeds the register file"
+);
+const _: () = assert!(
+    DECODED_STAGES % DECODER_WARPGROUPS == 0 && SLICES_PER_STAGE % DECODER_WARPGROUPS == 0,
+    "each decoded stage must always belong to the same decoder warpgroup"
 );
 const _: () = assert!(
     CONSUMER_REGISTERS % 8 == 0 && DECODER_REGISTERS % 8 == 0 && PRODUCER_REGISTERS % 8 == 0,

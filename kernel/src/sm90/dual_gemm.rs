@@ -23,13 +23,13 @@
 //!   gives `e2m1 · scale · 2⁻¹⁴` exactly (a multiple of 2⁻²⁴ below 0.17: subnormals included).
 //!   The epilogue multiplies each fp32 sum by `alpha = 2²⁸ · g_A · g_B`.
 //!
-//! # Roles (512 threads, one CTA per SM, persistent over tiles)
-//! 1. Warpgroups 0–1, **consumers** (`setmaxnreg` 208): per 64-K slice, decode 16 fragment
+//! # Roles (640 threads, one CTA per SM, persistent over tiles)
+//! 1. Warpgroups 0–1, **consumers** (`setmaxnreg` 184): per 64-K slice, decode 16 fragment
 //!    registers (2 rows × 16 K per thread) from prefetched registers, wait for the decoded token
 //!    slice, issue 4 `wgmma m64nTk16`, release the previous slice; epilogue from registers.
-//! 2. Warpgroup 2, **decoder** (64 registers): per 256-K stage, waits for the raw token tile,
-//!    decodes one 64-K slice at a time into a 128-byte-swizzled fp16 tile.
-//! 3. Warpgroup 3, **producer** (32 registers): one thread issues the TMA load of the packed
+//! 2. Warpgroups 2–3, **decoders** (56 registers): per 256-K stage, wait for the raw token tile
+//!    and decode alternate 64-K slices into 128-byte-swizzled fp16 tiles.
+//! 3. Warpgroup 4, **producer** (32 registers): one thread issues the TMA load of the packed
 //!    token tile (128-byte swizzle) and the 1-D bulk copy of its scale atoms per stage.
 //!
 //! Rings: raw (TMA → decoder, [`config::RAW_STAGES`] × 256 K) and decoded (decoder → consumers,
@@ -51,7 +51,7 @@
 //! `m ≥ 1`; `n` a multiple of [`config::TILE_N`]; `k` a positive multiple of
 //! [`config::K_PER_STAGE`]; `a_map` the generic address of a tensor map of A's packed bytes
 //! (UINT8, dims {k/2, m}, box {128, 64}, 128-byte swizzle); scale buffers in the blocked layout;
-//! all pointers aligned for their accesses; grid ≤ tiles, 512 threads, [`SharedPlan::total`]
+//! all pointers aligned for their accesses; grid ≤ tiles, [`config::THREADS`] threads, [`SharedPlan::total`]
 //! bytes of dynamic shared memory.
 
 use crate::desc::{sw128_offset, wgmma_desc_sw128_k_major};
@@ -61,7 +61,7 @@ use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, wgmma};
 use crate::ring::RingPosition;
 use crate::schedule::TileGrid;
 use crate::sm90::config::{
-    self, CONSUMER_REGISTERS, DECODED_STAGES, DECODER_REGISTERS, DECODER_WARPGROUP, K_PER_STAGE,
+    self, CONSUMER_REGISTERS, DECODED_STAGES, DECODER_REGISTERS, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP, K_PER_STAGE,
     PRODUCER_REGISTERS, PRODUCER_WARPGROUP, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan,
     TILE_N, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS,
 };
@@ -116,8 +116,8 @@ impl Shared {
 
 /// Arrivals that complete each barrier's phase.
 const RAW_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the copies' bytes)
-const RAW_EMPTY_ARRIVALS: u32 = WARPGROUP_THREADS; // every decoder thread
-const DECODED_FULL_ARRIVALS: u32 = WARPGROUP_THREADS; // every decoder thread, after its proxy fence
+const RAW_EMPTY_ARRIVALS: u32 = DECODER_WARPGROUPS * WARPGROUP_THREADS; // every decoder thread
+const DECODED_FULL_ARRIVALS: u32 = WARPGROUP_THREADS; // the slice's decoder warpgroup, after its proxy fence
 const DECODED_EMPTY_ARRIVALS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS; // every consumer thread
 
 #[inline(always)]
@@ -155,10 +155,11 @@ unsafe fn dual_gemm<const ACC: usize>(p: &Params, mma: impl Fn(&mut [f32; ACC], 
             // SAFETY: the host plan checked the contract of the module doc.
             unsafe { produce(p, &shared, &grid) };
         }
-    } else if warpgroup == DECODER_WARPGROUP {
+    } else if warpgroup >= FIRST_DECODER_WARPGROUP {
         reg::decrease::<DECODER_REGISTERS>();
+        let decoder = warpgroup - FIRST_DECODER_WARPGROUP;
         // SAFETY: as above.
-        unsafe { decode_tokens(p, &shared, &grid, thread % WARPGROUP_THREADS) };
+        unsafe { decode_tokens(p, &shared, &grid, decoder, thread % WARPGROUP_THREADS) };
     } else {
         reg::increase::<CONSUMER_REGISTERS>();
         // SAFETY: as above.
@@ -204,9 +205,10 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
     }
 }
 
-/// The decoder warpgroup: turns each raw 256-K stage into four decoded 64-K slices.
+/// Decoder warpgroup `decoder`: turns its share of each raw 256-K stage (slices `j` with
+/// `j % DECODER_WARPGROUPS == decoder`) into decoded 64-K slices.
 #[inline(always)]
-unsafe fn decode_tokens(p: &Params, shared: &Shared, grid: &TileGrid, thread: u32) {
+unsafe fn decode_tokens(p: &Params, shared: &Shared, grid: &TileGrid, decoder: u32, thread: u32) {
     let tile = shared.tile;
     let stages = p.k / K_PER_STAGE;
     let mut raw = RingPosition::<RAW_STAGES>::new();
@@ -218,6 +220,10 @@ unsafe fn decode_tokens(p: &Params, shared: &Shared, grid: &TileGrid, thread: u3
             // SAFETY: barriers are initialized; the producer fills this raw stage.
             unsafe { mbarrier::wait(shared.raw_full(raw.stage), raw.full_parity()) };
             for slice in 0..SLICES_PER_STAGE {
+                if slice % DECODER_WARPGROUPS != decoder {
+                    decoded.advance();
+                    continue;
+                }
                 // SAFETY: as above; consumers release decoded slices.
                 unsafe { mbarrier::wait(shared.decoded_empty(decoded.stage), decoded.empty_parity()) };
                 let mut row = thread;
