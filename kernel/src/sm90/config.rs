@@ -19,26 +19,32 @@ pub const PRODUCER_WARPGROUP: u32 = FIRST_DECODER_WARPGROUP + DECODER_WARPGROUPS
 /// Threads per CTA.
 pub const THREADS: u32 = (PRODUCER_WARPGROUP + 1) * WARPGROUP_THREADS;
 
-/// Registers per consumer thread after `setmaxnreg` (one CTA per SM owns all 65536 registers:
-/// 128 × (2 × 184 + 2 × 56 + 32) = 65536).
-pub const CONSUMER_REGISTERS: u32 = 184;
-/// Registers per decoder thread after `setmaxnreg`.
-pub const DECODER_REGISTERS: u32 = 56;
-/// Registers per producer thread after `setmaxnreg`.
-pub const PRODUCER_REGISTERS: u32 = 32;
-const _: () = assert!(
-    WARPGROUP_THREADS
-        * (CONSUMER_WARPGROUPS * CONSUMER_REGISTERS + DECODER_WARPGROUPS * DECODER_REGISTERS + PRODUCER_REGISTERS)
-        <= 65536,
-    "register budget exceeds the register file"
-);
+/// Registers per thread at launch: ptxas gives a `.maxntid THREADS, .minnctapersm 1` kernel
+/// 65536 / THREADS rounded down to a multiple of 8, and the CTA's `setmaxnreg` pool is exactly
+/// THREADS × this — not the whole register file. (Asking for more than the pool holds makes
+/// `setmaxnreg.inc` wait forever.)
+pub const ENTRY_REGISTERS: u32 = 65536 / THREADS / 8 * 8;
+/// Per-thread registers of each role after `setmaxnreg`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegisterSplit {
+    /// Consumer warpgroups (accumulators, fragments, prefetched weights).
+    pub consumer: u32,
+    /// Decoder warpgroups.
+    pub decoder: u32,
+    /// The producer warpgroup.
+    pub producer: u32,
+}
+
+impl RegisterSplit {
+    /// Registers of the whole CTA under this split.
+    pub const fn total(&self) -> u32 {
+        WARPGROUP_THREADS
+            * (CONSUMER_WARPGROUPS * self.consumer + DECODER_WARPGROUPS * self.decoder + self.producer)
+    }
+}
 const _: () = assert!(
     DECODED_STAGES % DECODER_WARPGROUPS == 0 && SLICES_PER_STAGE % DECODER_WARPGROUPS == 0,
     "each decoded stage must always belong to the same decoder warpgroup"
-);
-const _: () = assert!(
-    CONSUMER_REGISTERS % 8 == 0 && DECODER_REGISTERS % 8 == 0 && PRODUCER_REGISTERS % 8 == 0,
-    "setmaxnreg counts are multiples of 8"
 );
 
 /// Output columns (n values) per consumer warp: its 16 wgmma rows are 8 gate rows (B1) and the
@@ -147,6 +153,17 @@ impl Tile {
         SharedPlan { decoded, raw_tokens, raw_scales, barriers, total }
     }
 
+    /// Registers per role: T = 128 needs 176 per consumer (64 accumulators, 2 × 16 fragment and
+    /// 2 × 24 prefetched weight registers; 168 spilled), smaller tiles have ≤ 32 accumulators and
+    /// give the decoders room (48 spilled there).
+    pub const fn registers(&self) -> RegisterSplit {
+        if self.tokens >= 128 {
+            RegisterSplit { consumer: 176, decoder: 48, producer: 32 }
+        } else {
+            RegisterSplit { consumer: 160, decoder: 64, producer: 32 }
+        }
+    }
+
     /// PTX entry name of the kernel for this tile.
     pub const fn entry_name(&self) -> &'static str {
         match self.tokens {
@@ -172,6 +189,16 @@ const fn check_tiles() {
         );
         assert!(plan.raw_scales % 16 == 0 && plan.barriers % 8 == 0, "bulk-copy and mbarrier alignment");
         assert!(128 % tile.tokens == 0 || tile.tokens % 128 == 0, "token tiles must not straddle scale groups");
+        let registers = tile.registers();
+        assert!(
+            registers.total() <= THREADS * ENTRY_REGISTERS,
+            "setmaxnreg budget exceeds the CTA's launch allocation (setmaxnreg.inc would wait forever)"
+        );
+        assert!(
+            registers.consumer % 8 == 0 && registers.decoder % 8 == 0 && registers.producer % 8 == 0,
+            "setmaxnreg counts are multiples of 8"
+        );
+        assert!(registers.producer >= 24 && registers.consumer <= 256, "setmaxnreg range is 24..=256");
         i += 1;
     }
 }

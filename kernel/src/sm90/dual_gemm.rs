@@ -24,12 +24,12 @@
 //!   The epilogue multiplies each fp32 sum by `alpha = 2²⁸ · g_A · g_B`.
 //!
 //! # Roles (640 threads, one CTA per SM, persistent over tiles)
-//! 1. Warpgroups 0–1, **consumers** (`setmaxnreg` 184): per 64-K slice, decode 16 fragment
+//! 1. Warpgroups 0–1, **consumers** (`setmaxnreg`: [`Tile::registers`]): per 64-K slice, decode 16 fragment
 //!    registers (2 rows × 16 K per thread) from prefetched registers, wait for the decoded token
 //!    slice, issue 4 `wgmma m64nTk16`, release the previous slice; epilogue from registers.
-//! 2. Warpgroups 2–3, **decoders** (56 registers): per 256-K stage, wait for the raw token tile
+//! 2. Warpgroups 2–3, **decoders**: per 256-K stage, wait for the raw token tile
 //!    and decode alternate 64-K slices into 128-byte-swizzled fp16 tiles.
-//! 3. Warpgroup 4, **producer** (32 registers): one thread issues the TMA load of the packed
+//! 3. Warpgroup 4, **producer**: one thread issues the TMA load of the packed
 //!    token tile (128-byte swizzle) and the 1-D bulk copy of its scale atoms per stage.
 //!
 //! Rings: raw (TMA → decoder, [`config::RAW_STAGES`] × 256 K) and decoded (decoder → consumers,
@@ -61,8 +61,7 @@ use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, wgmma};
 use crate::ring::RingPosition;
 use crate::schedule::TileGrid;
 use crate::sm90::config::{
-    self, CONSUMER_REGISTERS, DECODED_STAGES, DECODER_REGISTERS, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP, K_PER_STAGE,
-    PRODUCER_REGISTERS, PRODUCER_WARPGROUP, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan,
+    self, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP, K_PER_STAGE, PRODUCER_WARPGROUP, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan,
     TILE_N, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS,
 };
 
@@ -120,8 +119,13 @@ const RAW_EMPTY_ARRIVALS: u32 = DECODER_WARPGROUPS * WARPGROUP_THREADS; // every
 const DECODED_FULL_ARRIVALS: u32 = WARPGROUP_THREADS; // the slice's decoder warpgroup, after its proxy fence
 const DECODED_EMPTY_ARRIVALS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS; // every consumer thread
 
+/// The kernel body for `2·ACC` tokens per tile; `CONSUMER`, `DECODER` and `PRODUCER` are that
+/// tile's [`config::RegisterSplit`] (const arguments, as `setmaxnreg` takes immediates).
 #[inline(always)]
-unsafe fn dual_gemm<const ACC: usize>(p: &Params, mma: impl Fn(&mut [f32; ACC], [u32; 4], u64)) {
+unsafe fn dual_gemm<const ACC: usize, const CONSUMER: u32, const DECODER: u32, const PRODUCER: u32>(
+    p: &Params,
+    mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
+) {
     let tile = Tile { tokens: 2 * ACC as u32 };
     let shared = Shared { tile, plan: tile.shared(), base: smem::base() };
     let thread = sreg::thread_idx_x();
@@ -150,18 +154,18 @@ unsafe fn dual_gemm<const ACC: usize>(p: &Params, mma: impl Fn(&mut [f32; ACC], 
     }
     let warpgroup = thread / WARPGROUP_THREADS;
     if warpgroup == PRODUCER_WARPGROUP {
-        reg::decrease::<PRODUCER_REGISTERS>();
+        reg::decrease::<PRODUCER>();
         if thread == PRODUCER_WARPGROUP * WARPGROUP_THREADS {
             // SAFETY: the host plan checked the contract of the module doc.
             unsafe { produce(p, &shared, &grid) };
         }
     } else if warpgroup >= FIRST_DECODER_WARPGROUP {
-        reg::decrease::<DECODER_REGISTERS>();
+        reg::decrease::<DECODER>();
         let decoder = warpgroup - FIRST_DECODER_WARPGROUP;
         // SAFETY: as above.
         unsafe { decode_tokens(p, &shared, &grid, decoder, thread % WARPGROUP_THREADS) };
     } else {
-        reg::increase::<CONSUMER_REGISTERS>();
+        reg::increase::<CONSUMER>();
         // SAFETY: as above.
         unsafe { consume(p, &shared, &grid, thread, &mma) };
     }
@@ -489,7 +493,8 @@ macro_rules! entry_point {
             let p = Params { a_map, a_scales, b1, b1_scales, b2, b2_scales, out, m, n, k, alpha_gate, alpha_up };
             // SAFETY (both): forwarded contract; descriptors point into the decoded slices.
             let mma = |acc: &mut [f32; $acc], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
-            unsafe { dual_gemm::<$acc>(&p, mma) }
+            const REGISTERS: config::RegisterSplit = Tile { tokens: 2 * $acc }.registers();
+            unsafe { dual_gemm::<$acc, { REGISTERS.consumer }, { REGISTERS.decoder }, { REGISTERS.producer }>(&p, mma) }
         }
     };
 }
