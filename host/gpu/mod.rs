@@ -18,7 +18,8 @@ use cudarc::driver::{
 };
 use half::{bf16, f16};
 use nvfp4_kernel::launch::{
-    DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint, sm90_dual_gemm as sm90_dual_gemm_entry,
+    DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint, SILU_MUL_BF16, SILU_MUL_F16,
+    sm90_dual_gemm as sm90_dual_gemm_entry,
 };
 use nvfp4_kernel::layout::SCALE_BLOCK_K;
 use nvfp4_kernel::sm90::config::{self as sm90, Tile};
@@ -72,6 +73,8 @@ pub struct Gpu {
     multiprocessors: u32,
     dequantize_f16: CudaFunction,
     dequantize_bf16: CudaFunction,
+    silu_mul_f16: CudaFunction,
+    silu_mul_bf16: CudaFunction,
     sm90_dual_gemm: Vec<(Tile, CudaFunction)>,
     _module: Arc<CudaModule>,
 }
@@ -109,6 +112,8 @@ impl Gpu {
             multiprocessors,
             dequantize_f16: load(DEQUANTIZE_F16)?,
             dequantize_bf16: load(DEQUANTIZE_BF16)?,
+            silu_mul_f16: load(SILU_MUL_F16)?,
+            silu_mul_bf16: load(SILU_MUL_BF16)?,
             sm90_dual_gemm,
             _module: module,
         })
@@ -158,6 +163,70 @@ impl Gpu {
     /// Dequantizes `m` into `out` (`rows × k` bf16, row-major), stream-ordered.
     pub fn dequantize_bf16_into(&self, m: &DeviceNvFp4Matrix, out: &mut CudaSlice<bf16>) -> Result<()> {
         self.launch_dequantize(&self.dequantize_bf16, DEQUANTIZE_BF16, m, out)
+    }
+
+    /// `out = silu(gate) ⊙ up` element-wise on fp16 buffers of one length (a multiple of 8),
+    /// stream-ordered: the last step of an unfused gate/up projection.
+    pub fn silu_mul_f16(
+        &self,
+        gate: &CudaSlice<f16>,
+        up: &CudaSlice<f16>,
+        out: &mut CudaSlice<f16>,
+    ) -> Result<()> {
+        self.launch_silu_mul(&self.silu_mul_f16, SILU_MUL_F16, gate, up, out)
+    }
+
+    /// `out = silu(gate) ⊙ up` element-wise on bf16 buffers (see [`Self::silu_mul_f16`]).
+    pub fn silu_mul_bf16(
+        &self,
+        gate: &CudaSlice<bf16>,
+        up: &CudaSlice<bf16>,
+        out: &mut CudaSlice<bf16>,
+    ) -> Result<()> {
+        self.launch_silu_mul(&self.silu_mul_bf16, SILU_MUL_BF16, gate, up, out)
+    }
+
+    fn launch_silu_mul<T: cudarc::driver::DeviceRepr>(
+        &self,
+        function: &CudaFunction,
+        entry: EntryPoint,
+        gate: &CudaSlice<T>,
+        up: &CudaSlice<T>,
+        out: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let len = gate.len();
+        if up.len() != len {
+            return Err(Error::BufferLength {
+                arg: "up",
+                expected: len,
+                got: up.len(),
+            });
+        }
+        if out.len() != len {
+            return Err(Error::BufferLength {
+                arg: "out",
+                expected: len,
+                got: out.len(),
+            });
+        }
+        if !len.is_multiple_of(8) || len >= 1 << 31 {
+            return Err(Error::invalid("len", "must be a multiple of 8 below 2^31", len));
+        }
+        let threads = entry.threads_per_block;
+        let grid = ((len / 8) as u32)
+            .div_ceil(threads)
+            .clamp(1, self.multiprocessors * 16);
+        let config = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let len32 = len as u32;
+        let mut launch = self.stream.launch_builder(function);
+        launch.arg(gate).arg(up).arg(out).arg(&len32);
+        // SAFETY: parameter order and types match `nvfp4_kernel::elementwise`; lengths checked.
+        unsafe { launch.launch(config) }?;
+        Ok(())
     }
 
     pub(crate) fn sm90_dual_gemm_function(&self, tile: Tile) -> Result<CudaFunction> {

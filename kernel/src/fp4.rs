@@ -26,8 +26,16 @@ pub const fn e2m1_to_f16_bits_scaled(code: u32) -> u16 {
 /// This order is the K permutation of the Hopper kernel: a dot product may sum K in any order as
 /// long as both operands use the same one, so the register operand keeps the pairs as they come
 /// out of the shift trick and the shared-memory operand is written in the same order.
-pub const PAIR_ELEMENTS: [[usize; 2]; 8] =
-    [[3, 7], [2, 6], [1, 5], [0, 4], [11, 15], [10, 14], [9, 13], [8, 12]];
+pub const PAIR_ELEMENTS: [[usize; 2]; 8] = [
+    [3, 7],
+    [2, 6],
+    [1, 5],
+    [0, 4],
+    [11, 15],
+    [10, 14],
+    [9, 13],
+    [8, 12],
+];
 
 /// Four fp16x2 words, each `e2m1 · 2^−14` of two codes, from one word of eight e2m1 codes
 /// (`n0` in bits 0..3 … `n7` in bits 28..31): `[(n3, n7), (n2, n6), (n1, n5), (n0, n4)]`.

@@ -29,6 +29,20 @@ pub const DEQUANTIZE_BF16: EntryPoint = EntryPoint {
     min_blocks_per_sm: None,
 };
 
+/// fp16 `silu(gate) · up` (the unfused baseline's last step).
+pub const SILU_MUL_F16: EntryPoint = EntryPoint {
+    name: "nvfp4_silu_mul_f16",
+    threads_per_block: 256,
+    min_blocks_per_sm: None,
+};
+
+/// bf16 `silu(gate) · up`.
+pub const SILU_MUL_BF16: EntryPoint = EntryPoint {
+    name: "nvfp4_silu_mul_bf16",
+    threads_per_block: 256,
+    min_blocks_per_sm: None,
+};
+
 /// The sm_90a dual GEMM, one entry per token tile (`sm90::config::TILES`). `.minnctapersm 1`
 /// lets `setmaxnreg` move registers between its warpgroups.
 pub const fn sm90_dual_gemm(tile: crate::sm90::config::Tile) -> EntryPoint {
@@ -42,7 +56,8 @@ pub const fn sm90_dual_gemm(tile: crate::sm90::config::Tile) -> EntryPoint {
 const SM90_TILES: [crate::sm90::config::Tile; 5] = crate::sm90::config::TILES;
 
 /// Entry points of both modules.
-pub const COMMON_ENTRY_POINTS: &[EntryPoint] = &[DEQUANTIZE_F16, DEQUANTIZE_BF16];
+pub const COMMON_ENTRY_POINTS: &[EntryPoint] =
+    &[DEQUANTIZE_F16, DEQUANTIZE_BF16, SILU_MUL_F16, SILU_MUL_BF16];
 
 /// Entry points of the sm_90a module only.
 pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[

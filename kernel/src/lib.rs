@@ -10,6 +10,8 @@
 //! Kernels (exported PTX entry names):
 //! * `nvfp4_dequantize_f16`, `nvfp4_dequantize_bf16` ([`dequant`]): NVFP4 matrix → row-major
 //!   fp16/bf16, used to feed library baselines and to prove the toolchain end to end.
+//! * `nvfp4_silu_mul_f16`, `nvfp4_silu_mul_bf16` ([`elementwise`]): `silu(gate) · up`, the
+//!   last step of the unfused baseline the benchmarks compare against.
 //! * `nvfp4_dual_gemm_sm90_t{8,16,32,64,128}` (`sm90::dual_gemm`, sm_90a only): the fused dual
 //!   GEMM for Hopper, one entry per token-tile size ([`sm90::config`]).
 #![no_std]
@@ -31,6 +33,12 @@ pub mod ptx;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod dequant;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod elementwise;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod epilogue;
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

@@ -15,7 +15,10 @@ pub struct TileGrid {
 impl TileGrid {
     /// Tiles covering `m × n` with `tile_m × tile_n` tiles (M rounded up, N exact).
     pub const fn new(m: u32, n: u32, tile_m: u32, tile_n: u32) -> Self {
-        Self { m_tiles: m.div_ceil(tile_m), n_tiles: n.div_ceil(tile_n) }
+        Self {
+            m_tiles: m.div_ceil(tile_m),
+            n_tiles: n.div_ceil(tile_n),
+        }
     }
 
     /// Number of tiles.

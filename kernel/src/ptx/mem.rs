@@ -80,3 +80,24 @@ pub unsafe fn ld_global_stream_v2_b32(ptr: *const u32) -> [u32; 2] {
     };
     [a, b]
 }
+
+/// `ld.global.nc.v4.b32`: load 16 read-only bytes through the non-coherent cache.
+///
+/// # Safety
+/// `ptr` must be a valid, 16-byte aligned global address that no thread writes during the kernel.
+#[inline(always)]
+pub unsafe fn ld_global_nc_v4_b32(ptr: *const u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees the address and that it is read-only.
+    unsafe {
+        asm!(
+            "ld.global.nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            p = in(reg64) ptr,
+            a = out(reg32) a,
+            b = out(reg32) b,
+            c = out(reg32) c,
+            d = out(reg32) d,
+        )
+    };
+    [a, b, c, d]
+}

@@ -82,8 +82,13 @@ pub struct Tile {
 }
 
 /// The tile shapes the kernel is built for, smallest first.
-pub const TILES: [Tile; 5] =
-    [Tile { tokens: 8 }, Tile { tokens: 16 }, Tile { tokens: 32 }, Tile { tokens: 64 }, Tile { tokens: 128 }];
+pub const TILES: [Tile; 5] = [
+    Tile { tokens: 8 },
+    Tile { tokens: 16 },
+    Tile { tokens: 32 },
+    Tile { tokens: 64 },
+    Tile { tokens: 128 },
+];
 
 /// Byte offsets of the regions of dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,7 +120,11 @@ impl Tile {
 
     /// Raw token rows per stage (a whole number of TMA boxes).
     pub const fn raw_rows(&self) -> u32 {
-        if self.tokens > TOKEN_BOX_ROWS { self.tokens } else { TOKEN_BOX_ROWS }
+        if self.tokens > TOKEN_BOX_ROWS {
+            self.tokens
+        } else {
+            TOKEN_BOX_ROWS
+        }
     }
 
     /// TMA boxes per raw stage.
@@ -150,7 +159,13 @@ impl Tile {
         let raw_scales = raw_tokens + RAW_STAGES * self.raw_token_bytes();
         let barriers = raw_scales + RAW_STAGES * self.raw_scale_bytes();
         let total = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
-        SharedPlan { decoded, raw_tokens, raw_scales, barriers, total }
+        SharedPlan {
+            decoded,
+            raw_tokens,
+            raw_scales,
+            barriers,
+            total,
+        }
     }
 
     /// Registers per role: T = 128 needs 176 per consumer (64 accumulators, 2 × 16 fragment and
@@ -158,9 +173,17 @@ impl Tile {
     /// give the decoders room (48 spilled there).
     pub const fn registers(&self) -> RegisterSplit {
         if self.tokens >= 128 {
-            RegisterSplit { consumer: 176, decoder: 48, producer: 32 }
+            RegisterSplit {
+                consumer: 176,
+                decoder: 48,
+                producer: 32,
+            }
         } else {
-            RegisterSplit { consumer: 160, decoder: 64, producer: 32 }
+            RegisterSplit {
+                consumer: 160,
+                decoder: 64,
+                producer: 32,
+            }
         }
     }
 
@@ -181,14 +204,26 @@ const fn check_tiles() {
     while i < TILES.len() {
         let tile = TILES[i];
         let plan = tile.shared();
-        assert!(plan.total <= MAX_SHARED_BYTES, "a tile's shared memory exceeds 227 KB");
-        assert!(tile.tokens % 8 == 0 && tile.tokens <= 128, "wgmma N must be a multiple of 8, ≤ 128 here");
+        assert!(
+            plan.total <= MAX_SHARED_BYTES,
+            "a tile's shared memory exceeds 227 KB"
+        );
+        assert!(
+            tile.tokens % 8 == 0 && tile.tokens <= 128,
+            "wgmma N must be a multiple of 8, ≤ 128 here"
+        );
         assert!(
             tile.decoded_slice_bytes() % 1024 == 0 && plan.raw_tokens % 1024 == 0,
             "swizzled regions must stay 1024-byte aligned"
         );
-        assert!(plan.raw_scales % 16 == 0 && plan.barriers % 8 == 0, "bulk-copy and mbarrier alignment");
-        assert!(128 % tile.tokens == 0 || tile.tokens % 128 == 0, "token tiles must not straddle scale groups");
+        assert!(
+            plan.raw_scales % 16 == 0 && plan.barriers % 8 == 0,
+            "bulk-copy and mbarrier alignment"
+        );
+        assert!(
+            128 % tile.tokens == 0 || tile.tokens % 128 == 0,
+            "token tiles must not straddle scale groups"
+        );
         let registers = tile.registers();
         assert!(
             registers.total() <= THREADS * ENTRY_REGISTERS,
@@ -198,7 +233,10 @@ const fn check_tiles() {
             registers.consumer % 8 == 0 && registers.decoder % 8 == 0 && registers.producer % 8 == 0,
             "setmaxnreg counts are multiples of 8"
         );
-        assert!(registers.producer >= 24 && registers.consumer <= 256, "setmaxnreg range is 24..=256");
+        assert!(
+            registers.producer >= 24 && registers.consumer <= 256,
+            "setmaxnreg range is 24..=256"
+        );
         i += 1;
     }
 }

@@ -55,14 +55,16 @@
 //! bytes of dynamic shared memory.
 
 use crate::desc::{sw128_offset, wgmma_desc_sw128_k_major};
+use crate::epilogue::silu;
 use crate::fp4::e2m1x8_to_f16x2_pairs;
 use crate::layout::{ATOM_BYTES, BlockedScales};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, wgmma};
 use crate::ring::RingPosition;
 use crate::schedule::TileGrid;
 use crate::sm90::config::{
-    self, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP, K_PER_STAGE, PRODUCER_WARPGROUP, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan,
-    TILE_N, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS,
+    self, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP, K_PER_STAGE, PRODUCER_WARPGROUP,
+    RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan, TILE_N, TOKEN_BOX_ROWS, Tile,
+    WARPGROUP_THREADS,
 };
 
 /// Kernel arguments, in launch order.
@@ -126,8 +128,14 @@ unsafe fn dual_gemm<const ACC: usize, const CONSUMER: u32, const DECODER: u32, c
     p: &Params,
     mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
-    let tile = Tile { tokens: 2 * ACC as u32 };
-    let shared = Shared { tile, plan: tile.shared(), base: smem::base() };
+    let tile = Tile {
+        tokens: 2 * ACC as u32,
+    };
+    let shared = Shared {
+        tile,
+        plan: tile.shared(),
+        base: smem::base(),
+    };
     let thread = sreg::thread_idx_x();
     if thread == 0 {
         for stage in 0..RAW_STAGES {
@@ -196,11 +204,24 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
                 mbarrier::arrive_expect_tx(full, bytes);
                 for b in 0..tile.token_boxes() {
                     let dst = shared.raw_tokens(ring.stage) + b * TOKEN_BOX_ROWS * 128;
-                    copy::tensor_2d(dst, p.a_map, (stage * 128) as i32, (m0 + b * TOKEN_BOX_ROWS) as i32, full);
+                    copy::tensor_2d(
+                        dst,
+                        p.a_map,
+                        (stage * 128) as i32,
+                        (m0 + b * TOKEN_BOX_ROWS) as i32,
+                        full,
+                    );
                 }
                 for g in 0..groups {
-                    let src = p.a_scales.add(scales.atom_offset((first_group + g) as usize, (stage * 4) as usize));
-                    copy::bulk(shared.raw_scales(ring.stage) + g * SCALE_GROUP_BYTES, src, SCALE_GROUP_BYTES, full);
+                    let src = p
+                        .a_scales
+                        .add(scales.atom_offset((first_group + g) as usize, (stage * 4) as usize));
+                    copy::bulk(
+                        shared.raw_scales(ring.stage) + g * SCALE_GROUP_BYTES,
+                        src,
+                        SCALE_GROUP_BYTES,
+                        full,
+                    );
                 }
             }
             ring.advance();
@@ -252,8 +273,17 @@ unsafe fn decode_tokens(p: &Params, shared: &Shared, grid: &TileGrid, decoder: u
 /// Decodes token `row`'s 64 values of slice `slice` (blocks `4·slice .. 4·slice + 3` of the
 /// stage) into decoded row `row`: chunk `p` gets pair `p` of blocks 0..3 (one fp16x2 each).
 #[inline(always)]
-unsafe fn decode_token_block(shared: &Shared, raw_stage: u32, decoded_stage: u32, m0: u32, row: u32, slice: u32) {
-    let raw_row = shared.raw_tokens(raw_stage) + (row / TOKEN_BOX_ROWS) * TOKEN_BOX_ROWS * 128 + (row % TOKEN_BOX_ROWS) * 128;
+unsafe fn decode_token_block(
+    shared: &Shared,
+    raw_stage: u32,
+    decoded_stage: u32,
+    m0: u32,
+    row: u32,
+    slice: u32,
+) {
+    let raw_row = shared.raw_tokens(raw_stage)
+        + (row / TOKEN_BOX_ROWS) * TOKEN_BOX_ROWS * 128
+        + (row % TOKEN_BOX_ROWS) * 128;
     let swizzle = row % 8;
     // SAFETY: inside the raw stage (the caller's contract).
     let (lo, hi) = unsafe {
@@ -326,7 +356,12 @@ impl WeightRows {
     /// Issues the loads of stage `stage` (they complete while earlier stages compute).
     #[inline(always)]
     unsafe fn load(&self, stage: u32) -> WeightStage {
-        let mut w = WeightStage { gate: [[0; 2]; 4], up: [[0; 2]; 4], gate_scale: [0; 4], up_scale: [0; 4] };
+        let mut w = WeightStage {
+            gate: [[0; 2]; 4],
+            up: [[0; 2]; 4],
+            gate_scale: [0; 4],
+            up_scale: [0; 4],
+        };
         for j in 0..SLICES_PER_STAGE as usize {
             let data = (stage * 128) as usize + 32 * j;
             let scale = (stage * SLICES_PER_STAGE) as usize * ATOM_BYTES + j * ATOM_BYTES;
@@ -463,12 +498,6 @@ unsafe fn epilogue<const ACC: usize>(p: &Params, acc: &[f32; ACC], m0: u32, n: u
     unrolled!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
 }
 
-/// `x / (1 + 2^(−x·log2 e))` with the approximate exp2 and reciprocal (relative error ≈ 1e-6).
-#[inline(always)]
-fn silu(x: f32) -> f32 {
-    x * cvt::rcp_approx(1.0 + cvt::exp2_approx(-x * core::f32::consts::LOG2_E))
-}
-
 macro_rules! entry_point {
     ($name:ident, $acc:literal, $mma:path) => {
         /// The sm_90a dual GEMM for one token-tile width (see the module doc for the contract).
@@ -490,11 +519,28 @@ macro_rules! entry_point {
             alpha_gate: f32,
             alpha_up: f32,
         ) {
-            let p = Params { a_map, a_scales, b1, b1_scales, b2, b2_scales, out, m, n, k, alpha_gate, alpha_up };
+            let p = Params {
+                a_map,
+                a_scales,
+                b1,
+                b1_scales,
+                b2,
+                b2_scales,
+                out,
+                m,
+                n,
+                k,
+                alpha_gate,
+                alpha_up,
+            };
             // SAFETY (both): forwarded contract; descriptors point into the decoded slices.
             let mma = |acc: &mut [f32; $acc], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
             const REGISTERS: config::RegisterSplit = Tile { tokens: 2 * $acc }.registers();
-            unsafe { dual_gemm::<$acc, { REGISTERS.consumer }, { REGISTERS.decoder }, { REGISTERS.producer }>(&p, mma) }
+            unsafe {
+                dual_gemm::<$acc, { REGISTERS.consumer }, { REGISTERS.decoder }, { REGISTERS.producer }>(
+                    &p, mma,
+                )
+            }
         }
     };
 }

@@ -1,0 +1,651 @@
+//! Benchmark of the fused NVFP4 dual GEMM against the unfused alternatives and the hardware floor,
+//! all measured side by side in one run on one GPU.
+//!
+//! ```text
+//! cargo bench --bench dual_gemm -- [--shapes LIST] [--sets 50] [--max-seconds 3] [--results DIR]
+//!   LIST: comma-separated groups or shapes: bench (the four task shapes), decode (M = 1, 16, 64,
+//!   128 at N=4096, K=7168), prefill (M = 4096), all (default), or MxNxK
+//! ```
+//!
+//! Method (the reference harness's, task.md): per shape and backend, `--sets` distinct input sets;
+//! before each timed batch the L2 is flushed (a 256 MiB memset); one event pair around one call per
+//! input set, back to back, launch cost included; batches repeat until the relative standard error
+//! of the mean is below 0.5 % (at least 5 batches) or `--max-seconds` pass.
+//!
+//! Backends: ours (the fused kernel on NVFP4); cuBLAS fp16 and bf16 (two GEMMs on weights and
+//! activations dequantized beforehand, then `silu·mul`: what a user without this library runs);
+//! PyTorch bf16 `silu(a@b1.T)*(a@b2.T)` through `benches/torch_baseline.py` when `python3` can
+//! import torch (same shapes and method, its own random bf16 inputs).
+//!
+//! Floor per shape: max(bytes / copy bandwidth, FLOPs / fp16 tensor rate), with both ceilings
+//! measured in this run (a 1 GiB device-to-device copy counted as read + write; a cuBLAS fp16
+//! 8192³ GEMM) and bytes/FLOPs counted as in task.md. Output: a markdown table on stdout, JSON and
+//! an SVG chart under `--results` (default `results/`). Without a supported GPU it prints why and
+//! exits successfully.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
+use cudarc::driver::{CudaSlice, DeviceRepr};
+use half::{bf16, f16};
+use nvfp4::gpu::{Arch, DeviceNvFp4Matrix, Gpu};
+use nvfp4::{Distribution, DualGemmShape, Problem};
+use rayon::prelude::*;
+
+type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+const BENCH_SHAPES: [(usize, usize, usize); 4] = [
+    (256, 4096, 7168),
+    (512, 4096, 7168),
+    (256, 3072, 4096),
+    (512, 3072, 7168),
+];
+const DECODE_SHAPES: [(usize, usize, usize); 4] = [
+    (1, 4096, 7168),
+    (16, 4096, 7168),
+    (64, 4096, 7168),
+    (128, 4096, 7168),
+];
+const PREFILL_SHAPES: [(usize, usize, usize); 1] = [(4096, 4096, 7168)];
+const FLUSH_BYTES: usize = 256 << 20;
+const TARGET_RELATIVE_ERROR: f64 = 0.005;
+const MIN_BATCHES: usize = 5;
+
+struct Options {
+    shapes: Vec<DualGemmShape>,
+    sets: usize,
+    max_seconds: f64,
+    results: String,
+}
+
+fn parse_options() -> Result<Options, String> {
+    let mut options = Options {
+        shapes: Vec::new(),
+        sets: 50,
+        max_seconds: 3.0,
+        results: "results".into(),
+    };
+    let mut list = "all".to_string();
+    let mut it = std::env::args().skip(1).filter(|a| a != "--bench");
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--shapes" => list = value,
+            "--sets" => options.sets = value.parse().map_err(|e| format!("--sets: {e}"))?,
+            "--max-seconds" => {
+                options.max_seconds = value.parse().map_err(|e| format!("--max-seconds: {e}"))?
+            }
+            "--results" => options.results = value,
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    for item in list.split(',') {
+        let group: &[(usize, usize, usize)] = match item {
+            "bench" => &BENCH_SHAPES,
+            "decode" => &DECODE_SHAPES,
+            "prefill" => &PREFILL_SHAPES,
+            "all" => &[],
+            _ => {
+                let dims: Vec<usize> = item
+                    .split('x')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("{item}: {e}"))?;
+                let [m, n, k] = dims[..] else {
+                    return Err(format!("{item}: expected MxNxK"));
+                };
+                options.shapes.push(DualGemmShape { m, n, k });
+                continue;
+            }
+        };
+        let group = if item == "all" {
+            [&BENCH_SHAPES[..], &DECODE_SHAPES, &PREFILL_SHAPES].concat()
+        } else {
+            group.to_vec()
+        };
+        options
+            .shapes
+            .extend(group.into_iter().map(|(m, n, k)| DualGemmShape { m, n, k }));
+    }
+    options.sets = options.sets.max(1);
+    Ok(options)
+}
+
+fn main() {
+    let options = match parse_options() {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let gpu = match Gpu::open(0) {
+        Ok(gpu) if gpu.arch() == Arch::Sm90a => gpu,
+        Ok(gpu) => {
+            println!(
+                "dual_gemm bench skipped: no dual-GEMM kernel for {:?} yet",
+                gpu.arch()
+            );
+            return;
+        }
+        Err(e) => {
+            println!("dual_gemm bench skipped: {e}");
+            return;
+        }
+    };
+    if let Err(e) = run(&gpu, &options) {
+        eprintln!("dual_gemm bench failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Mean time per call and its relative standard error.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    us: f64,
+    relative_error: f64,
+    batches: usize,
+}
+
+/// Times `calls` back-to-back calls `call(0..calls)` per batch with the method of the module doc.
+fn time_calls(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u8>,
+    calls: usize,
+    max_seconds: f64,
+    mut call: impl FnMut(usize) -> BenchResult<()>,
+) -> BenchResult<Timing> {
+    let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    for i in 0..calls {
+        call(i)?; // warm-up: module load, cuBLAS heuristics, first touch
+    }
+    let start_time = Instant::now();
+    let mut samples: Vec<f64> = Vec::new();
+    loop {
+        gpu.stream().memset_zeros(flush)?;
+        let start = gpu.stream().record_event(events)?;
+        for i in 0..calls {
+            call(i)?;
+        }
+        let end = gpu.stream().record_event(events)?;
+        end.synchronize()?;
+        samples.push(start.elapsed_ms(&end)? as f64 * 1e3 / calls as f64);
+        let n = samples.len() as f64;
+        let mean = samples.iter().sum::<f64>() / n;
+        let variance = samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+        let relative_error = (variance / n).sqrt() / mean;
+        let done = samples.len() >= MIN_BATCHES
+            && (relative_error < TARGET_RELATIVE_ERROR || start_time.elapsed().as_secs_f64() > max_seconds);
+        if done || samples.len() >= 1000 {
+            return Ok(Timing {
+                us: mean,
+                relative_error,
+                batches: samples.len(),
+            });
+        }
+    }
+}
+
+/// `C[M × N] = A[M × K] · B[N × K]ᵀ` with row-major buffers (column-major `Cᵀ = B · Aᵀ`).
+fn gemm_nt<T: DeviceRepr + Copy>(
+    blas: &CudaBlas,
+    shape: DualGemmShape,
+    a: &CudaSlice<T>,
+    b: &CudaSlice<T>,
+    c: &mut CudaSlice<T>,
+    one: T,
+    zero: T,
+) -> BenchResult<()>
+where
+    CudaBlas: Gemm<T>,
+{
+    let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
+    let config = GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_T,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: n,
+        n: m,
+        k,
+        alpha: one,
+        lda: k,
+        ldb: k,
+        beta: zero,
+        ldc: n,
+    };
+    // SAFETY: buffers hold N×K, M×K and M×N elements (allocated from the same shape).
+    unsafe { blas.gemm(config, b, a, c) }?;
+    Ok(())
+}
+
+/// The ceilings of the floor model, measured now.
+struct Ceilings {
+    copy_gbs: f64,
+    fp16_tflops: f64,
+    bf16_tflops: f64,
+}
+
+fn measure_ceilings(
+    gpu: &Gpu,
+    blas: &CudaBlas,
+    flush: &mut CudaSlice<u8>,
+    max_seconds: f64,
+) -> BenchResult<Ceilings> {
+    let bytes = 1usize << 30;
+    let source: CudaSlice<u8> = gpu.stream().alloc_zeros(bytes)?;
+    let mut target: CudaSlice<u8> = gpu.stream().alloc_zeros(bytes)?;
+    let copy = time_calls(gpu, flush, 3, max_seconds, |_| {
+        Ok(gpu.stream().memcpy_dtod(&source, &mut target)?)
+    })?;
+    drop((source, target));
+    let size = 8192;
+    let shape = DualGemmShape {
+        m: size,
+        n: size,
+        k: size,
+    };
+    let flops = 2.0 * (size as f64).powi(3);
+    let random_f16: Vec<f16> = (0..size * size)
+        .map(|i| f16::from_f32(((i * 7919 % 1000) as f32 - 500.0) / 500.0))
+        .collect();
+    let (a, b) = (
+        gpu.stream().clone_htod(&random_f16)?,
+        gpu.stream().clone_htod(&random_f16)?,
+    );
+    let mut c: CudaSlice<f16> = gpu.stream().alloc_zeros(size * size)?;
+    let fp16 = time_calls(gpu, flush, 3, max_seconds, |_| {
+        gemm_nt(blas, shape, &a, &b, &mut c, f16::ONE, f16::ZERO)
+    })?;
+    drop((a, b, c));
+    let random_bf16: Vec<bf16> = random_f16.iter().map(|v| bf16::from_f32(v.to_f32())).collect();
+    let (a, b) = (
+        gpu.stream().clone_htod(&random_bf16)?,
+        gpu.stream().clone_htod(&random_bf16)?,
+    );
+    let mut c: CudaSlice<bf16> = gpu.stream().alloc_zeros(size * size)?;
+    let bf16_timing = time_calls(gpu, flush, 3, max_seconds, |_| {
+        gemm_nt(blas, shape, &a, &b, &mut c, bf16::ONE, bf16::ZERO)
+    })?;
+    Ok(Ceilings {
+        copy_gbs: 2.0 * bytes as f64 / copy.us / 1e3,
+        fp16_tflops: flops / fp16.us / 1e6,
+        bf16_tflops: flops / bf16_timing.us / 1e6,
+    })
+}
+
+/// One shape's results.
+struct Row {
+    shape: DualGemmShape,
+    ours: Timing,
+    cublas_f16: Timing,
+    cublas_bf16: Timing,
+    torch_bf16: Option<f64>,
+    floor_us: f64,
+    floor_bound: &'static str,
+}
+
+/// Dequantized copies of one input set for the library baselines.
+struct Dense<T> {
+    a: CudaSlice<T>,
+    b1: CudaSlice<T>,
+    b2: CudaSlice<T>,
+}
+
+fn bench_shape(
+    gpu: &Gpu,
+    blas: &CudaBlas,
+    flush: &mut CudaSlice<u8>,
+    shape: DualGemmShape,
+    options: &Options,
+    ceilings: &Ceilings,
+) -> BenchResult<Row> {
+    let sets = options.sets;
+    let problems: Vec<Problem> = (0..sets as u64)
+        .into_par_iter()
+        .map(|seed| Problem::random(shape, Distribution::Task, 1000 + seed))
+        .collect::<nvfp4::Result<_>>()?;
+    let inputs: Vec<[DeviceNvFp4Matrix; 3]> = problems
+        .iter()
+        .map(|p| Ok([gpu.upload(&p.a)?, gpu.upload(&p.b1)?, gpu.upload(&p.b2)?]))
+        .collect::<nvfp4::Result<_>>()?;
+    drop(problems);
+
+    let plan = gpu.plan_dual_gemm(shape)?;
+    let mut c: CudaSlice<f16> = gpu.stream().alloc_zeros(shape.m * shape.n)?;
+    let ours = time_calls(gpu, flush, sets, options.max_seconds, |i| {
+        let [a, b1, b2] = &inputs[i];
+        Ok(plan.launch(gpu, a, b1, b2, &mut c)?)
+    })?;
+
+    let dense_f16: Vec<Dense<f16>> = inputs
+        .iter()
+        .map(|[a, b1, b2]| {
+            Ok(Dense {
+                a: gpu.dequantize_f16(a)?,
+                b1: gpu.dequantize_f16(b1)?,
+                b2: gpu.dequantize_f16(b2)?,
+            })
+        })
+        .collect::<nvfp4::Result<_>>()?;
+    let (mut gate, mut up): (CudaSlice<f16>, CudaSlice<f16>) = (
+        gpu.stream().alloc_zeros(shape.m * shape.n)?,
+        gpu.stream().alloc_zeros(shape.m * shape.n)?,
+    );
+    let cublas_f16 = time_calls(gpu, flush, sets, options.max_seconds, |i| {
+        let d = &dense_f16[i];
+        gemm_nt(blas, shape, &d.a, &d.b1, &mut gate, f16::ONE, f16::ZERO)?;
+        gemm_nt(blas, shape, &d.a, &d.b2, &mut up, f16::ONE, f16::ZERO)?;
+        Ok(gpu.silu_mul_f16(&gate, &up, &mut c)?)
+    })?;
+    drop((dense_f16, gate, up));
+
+    let dense_bf16: Vec<Dense<bf16>> = inputs
+        .iter()
+        .map(|[a, b1, b2]| {
+            Ok(Dense {
+                a: gpu.dequantize_bf16(a)?,
+                b1: gpu.dequantize_bf16(b1)?,
+                b2: gpu.dequantize_bf16(b2)?,
+            })
+        })
+        .collect::<nvfp4::Result<_>>()?;
+    let (mut gate, mut up, mut out): (CudaSlice<bf16>, CudaSlice<bf16>, CudaSlice<bf16>) = (
+        gpu.stream().alloc_zeros(shape.m * shape.n)?,
+        gpu.stream().alloc_zeros(shape.m * shape.n)?,
+        gpu.stream().alloc_zeros(shape.m * shape.n)?,
+    );
+    let cublas_bf16 = time_calls(gpu, flush, sets, options.max_seconds, |i| {
+        let d = &dense_bf16[i];
+        gemm_nt(blas, shape, &d.a, &d.b1, &mut gate, bf16::ONE, bf16::ZERO)?;
+        gemm_nt(blas, shape, &d.a, &d.b2, &mut up, bf16::ONE, bf16::ZERO)?;
+        Ok(gpu.silu_mul_bf16(&gate, &up, &mut out)?)
+    })?;
+
+    let memory_us = shape.bytes() as f64 / ceilings.copy_gbs / 1e3;
+    let compute_us = shape.flops() / ceilings.fp16_tflops / 1e6;
+    let (floor_us, floor_bound) = if memory_us > compute_us {
+        (memory_us, "memory")
+    } else {
+        (compute_us, "fp16 tensor")
+    };
+    Ok(Row {
+        shape,
+        ours,
+        cublas_f16,
+        cublas_bf16,
+        torch_bf16: None,
+        floor_us,
+        floor_bound,
+    })
+}
+
+/// Runs `benches/torch_baseline.py` for all shapes; `Err` says why it could not.
+fn torch_baseline(shapes: &[DualGemmShape], sets: usize) -> Result<Vec<Option<f64>>, String> {
+    let script = std::env::var("NVFP4_TORCH_BASELINE").unwrap_or_else(|_| "benches/torch_baseline.py".into());
+    if !std::path::Path::new(&script).is_file() {
+        return Err(format!(
+            "{script} not found (run from the repository root or set NVFP4_TORCH_BASELINE)"
+        ));
+    }
+    let list: Vec<String> = shapes
+        .iter()
+        .map(|s| format!("{}x{}x{}", s.m, s.n, s.k))
+        .collect();
+    let output = std::process::Command::new("python3")
+        .args([
+            script.as_str(),
+            "--sets",
+            &sets.to_string(),
+            "--shapes",
+            &list.join(","),
+        ])
+        .output()
+        .map_err(|e| format!("cannot run python3: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!(
+            "torch baseline failed: {}",
+            stderr.lines().last().unwrap_or("")
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    Ok(list
+        .iter()
+        .map(|name| {
+            stdout.lines().find_map(|line| {
+                let rest = line.strip_prefix(&format!("{name} "))?;
+                rest.split_whitespace().next()?.parse::<f64>().ok()
+            })
+        })
+        .collect())
+}
+
+fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
+    let blas = CudaBlas::new(gpu.stream().clone())?;
+    let mut flush: CudaSlice<u8> = gpu.stream().alloc_zeros(FLUSH_BYTES)?;
+    println!(
+        "device: {} ({} SMs); {} input sets per shape; method: see benches/dual_gemm.rs",
+        gpu.name(),
+        gpu.multiprocessors(),
+        options.sets
+    );
+    let ceilings = measure_ceilings(gpu, &blas, &mut flush, options.max_seconds)?;
+    println!(
+        "ceilings measured now: copy {:.0} GB/s (read + write), cuBLAS 8192³ fp16 {:.0} TFLOP/s, bf16 {:.0} TFLOP/s",
+        ceilings.copy_gbs, ceilings.fp16_tflops, ceilings.bf16_tflops
+    );
+    let mut rows = Vec::new();
+    for &shape in &options.shapes {
+        eprintln!("  {}×{}×{} …", shape.m, shape.n, shape.k);
+        rows.push(bench_shape(gpu, &blas, &mut flush, shape, options, &ceilings)?);
+    }
+    let torch_note = match torch_baseline(&options.shapes, options.sets) {
+        Ok(times) => {
+            rows.iter_mut().zip(times).for_each(|(row, t)| row.torch_bf16 = t);
+            "PyTorch bf16: benches/torch_baseline.py".to_string()
+        }
+        Err(why) => format!("PyTorch baseline skipped: {why}"),
+    };
+    let table = markdown_table(&rows);
+    println!("\n{torch_note}\n\n{table}");
+    write_results(gpu, options, &ceilings, &rows, &table)?;
+    Ok(())
+}
+
+fn geomean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = values.fold((0.0, 0), |(s, n), v| (s + v.ln(), n + 1));
+    (sum / n.max(1) as f64).exp()
+}
+
+fn markdown_table(rows: &[Row]) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "| M × N × K | ours µs | ± | cuBLAS fp16 µs | cuBLAS bf16 µs | PyTorch bf16 µs | floor µs (bound) | ours / floor | TFLOP/s | GB/s | vs cuBLAS fp16 | vs PyTorch |"
+    );
+    let _ = writeln!(
+        t,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for r in rows {
+        let s = r.shape;
+        let torch = r.torch_bf16.map_or("—".into(), |t| format!("{t:.1}"));
+        let vs_torch = r
+            .torch_bf16
+            .map_or("—".into(), |t| format!("{:.2}×", t / r.ours.us));
+        let _ = writeln!(
+            t,
+            "| {}×{}×{} | {:.1} | {:.1} % | {:.1} | {:.1} | {torch} | {:.1} ({}) | {:.2} | {:.0} | {:.0} | {:.2}× | {vs_torch} |",
+            s.m,
+            s.n,
+            s.k,
+            r.ours.us,
+            100.0 * r.ours.relative_error,
+            r.cublas_f16.us,
+            r.cublas_bf16.us,
+            r.floor_us,
+            r.floor_bound,
+            r.ours.us / r.floor_us,
+            s.flops() / r.ours.us / 1e6,
+            s.bytes() as f64 / r.ours.us / 1e3,
+            r.cublas_f16.us / r.ours.us,
+        );
+    }
+    let bench: Vec<&Row> = rows
+        .iter()
+        .filter(|r| BENCH_SHAPES.contains(&(r.shape.m, r.shape.n, r.shape.k)))
+        .collect();
+    if bench.len() == BENCH_SHAPES.len() {
+        let g = |f: &dyn Fn(&Row) -> f64| geomean(bench.iter().map(|r| f(r)));
+        let _ = writeln!(
+            t,
+            "| geomean (4 task shapes) | {:.1} | | {:.1} | {:.1} | {} | {:.1} | {:.2} | | | {:.2}× | |",
+            g(&|r| r.ours.us),
+            g(&|r| r.cublas_f16.us),
+            g(&|r| r.cublas_bf16.us),
+            if bench.iter().all(|r| r.torch_bf16.is_some()) {
+                format!("{:.1}", g(&|r| r.torch_bf16.unwrap_or(f64::NAN)))
+            } else {
+                "—".into()
+            },
+            g(&|r| r.floor_us),
+            g(&|r| r.ours.us / r.floor_us),
+            g(&|r| r.cublas_f16.us / r.ours.us),
+        );
+    }
+    t
+}
+
+fn command_output(program: &str, args: &[&str]) -> String {
+    std::process::Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn write_results(
+    gpu: &Gpu,
+    options: &Options,
+    ceilings: &Ceilings,
+    rows: &[Row],
+    table: &str,
+) -> BenchResult<()> {
+    std::fs::create_dir_all(&options.results)?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    let revision = std::env::var("NVFP4_REVISION")
+        .ok()
+        .or_else(|| {
+            std::fs::read_to_string(".gpu-bundle/REVISION")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| command_output("git", &["rev-parse", "--short", "HEAD"]));
+    let smi = command_output(
+        "nvidia-smi",
+        &[
+            "--query-gpu=driver_version,clocks.sm,clocks.max.sm,clocks.mem",
+            "--format=csv,noheader",
+        ],
+    );
+    let mut json = format!(
+        "{{\n  \"device\": \"{}\",\n  \"nvidia_smi_driver_clocks\": \"{smi}\",\n  \"revision\": \"{revision}\",\n  \"unix_time\": {stamp},\n  \"sets\": {},\n  \"copy_gbs\": {:.1},\n  \"fp16_tflops\": {:.1},\n  \"bf16_tflops\": {:.1},\n  \"shapes\": [\n",
+        gpu.name(),
+        options.sets,
+        ceilings.copy_gbs,
+        ceilings.fp16_tflops,
+        ceilings.bf16_tflops
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let torch = r.torch_bf16.map_or("null".into(), |t| format!("{t:.3}"));
+        let _ = writeln!(
+            json,
+            "    {{\"m\": {}, \"n\": {}, \"k\": {}, \"ours_us\": {:.3}, \"ours_relative_error\": {:.5}, \"ours_batches\": {}, \"cublas_fp16_us\": {:.3}, \"cublas_bf16_us\": {:.3}, \"torch_bf16_us\": {torch}, \"floor_us\": {:.3}, \"floor_bound\": \"{}\"}}{}",
+            r.shape.m,
+            r.shape.n,
+            r.shape.k,
+            r.ours.us,
+            r.ours.relative_error,
+            r.ours.batches,
+            r.cublas_f16.us,
+            r.cublas_bf16.us,
+            r.floor_us,
+            r.floor_bound,
+            if i + 1 < rows.len() { "," } else { "" }
+        );
+    }
+    json.push_str("  ]\n}\n");
+    let base = format!("{}/bench-{stamp}", options.results);
+    std::fs::write(format!("{base}.json"), json)?;
+    std::fs::write(format!("{base}.md"), table)?;
+    std::fs::write(format!("{base}.svg"), svg_chart(gpu, rows))?;
+    println!("wrote {base}.json, {base}.md, {base}.svg");
+    Ok(())
+}
+
+/// Grouped horizontal bars per shape: floor, ours, cuBLAS fp16, PyTorch bf16 (µs, log scale).
+fn svg_chart(gpu: &Gpu, rows: &[Row]) -> String {
+    let (left, bar, gap, width) = (170.0, 11.0, 14.0, 560.0);
+    let series: [(&str, &str); 4] = [
+        ("floor", "#999999"),
+        ("ours", "#1f77b4"),
+        ("cuBLAS fp16", "#ff7f0e"),
+        ("PyTorch bf16", "#2ca02c"),
+    ];
+    let value = |r: &Row, i: usize| match i {
+        0 => Some(r.floor_us),
+        1 => Some(r.ours.us),
+        2 => Some(r.cublas_f16.us),
+        _ => r.torch_bf16,
+    };
+    let max = rows
+        .iter()
+        .flat_map(|r| (0..4).filter_map(|i| value(r, i)))
+        .fold(1.0f64, f64::max);
+    let x = |us: f64| left + width * (us.max(1.0).log10() / max.log10().max(1.0));
+    let group = 4.0 * bar + gap;
+    let height = 60.0 + group * rows.len() as f64 + 30.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"11\">\n<text x=\"10\" y=\"18\" font-size=\"13\">NVFP4 dual GEMM on {} — µs per call (log scale), floor from ceilings measured in the same run</text>\n",
+        left + width + 80.0,
+        gpu.name()
+    );
+    for (i, (name, color)) in series.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "<rect x=\"{}\" y=\"28\" width=\"10\" height=\"10\" fill=\"{color}\"/><text x=\"{}\" y=\"37\">{name}</text>",
+            10.0 + 110.0 * i as f64,
+            24.0 + 110.0 * i as f64
+        );
+    }
+    for (j, r) in rows.iter().enumerate() {
+        let y0 = 50.0 + group * j as f64;
+        let _ = writeln!(
+            s,
+            "<text x=\"10\" y=\"{}\">{}×{}×{}</text>",
+            y0 + 2.5 * bar,
+            r.shape.m,
+            r.shape.n,
+            r.shape.k
+        );
+        for (i, (_, color)) in series.iter().enumerate() {
+            if let Some(v) = value(r, i) {
+                let y = y0 + bar * i as f64;
+                let _ = writeln!(
+                    s,
+                    "<rect x=\"{left}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{}\">{v:.1}</text>",
+                    x(v) - left,
+                    bar - 1.0,
+                    x(v) + 3.0,
+                    y + bar - 2.0
+                );
+            }
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
