@@ -8,7 +8,7 @@
 
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use half::f16;
-use nvfp4_kernel::schedule::TileGrid;
+use nvfp4_kernel::schedule::{StreamK, TileGrid};
 use nvfp4_kernel::sm90::config::{self as sm90, K_PER_STAGE, THREADS, TILE_N, Tile};
 
 use crate::error::{Error, Result};
@@ -26,8 +26,11 @@ pub struct Sm90Geometry {
     pub tile: Tile,
     /// Output tiles.
     pub tiles: TileGrid,
-    /// Persistent CTAs: `min(tiles, multiprocessors)`.
+    /// Persistent CTAs: `min(multiprocessors, tiles × K-stages)`; each takes an equal stream-K
+    /// share of all tiles' K-stages.
     pub grid: u32,
+    /// The stream-K split of tiles × K-stages over the grid.
+    pub split: StreamK,
     /// Dynamic shared memory per CTA.
     pub shared_bytes: u32,
 }
@@ -64,20 +67,46 @@ impl Sm90Geometry {
         }
         let tile = Tile::for_tokens(m as u32);
         let tiles = TileGrid::new(m as u32, n as u32, tile.tokens, TILE_N);
+        let stages = (k / K_PER_STAGE as usize) as u32;
+        if (tiles.len() as u64) * (stages as u64) >= 1 << 31 {
+            return Err(Error::invalid(
+                "m × n × k",
+                "too large for one launch (tiles × K-stages ≥ 2^31)",
+                format!("{m} × {n} × {k}"),
+            ));
+        }
+        let total = tiles.len() * stages;
+        let grid = total.min(multiprocessors.max(1));
+        let split = StreamK {
+            tiles: tiles.len(),
+            stages,
+            ctas: grid,
+        };
         Ok(Self {
             tile,
             tiles,
-            grid: tiles.len().min(multiprocessors.max(1)),
+            grid,
+            split,
             shared_bytes: tile.shared().total,
         })
     }
+
+    /// Bytes of the stream-K partial-sum workspace: two slots per CTA.
+    pub fn workspace_bytes(&self) -> usize {
+        2 * self.grid as usize * sm90::partial_slot_bytes(self.tile) as usize
+    }
 }
 
-/// A validated dual-GEMM launch for one shape on one GPU.
+/// A validated dual-GEMM launch for one shape on one GPU, with its stream-K workspace.
+///
+/// Launches of one plan run in stream order on its GPU's stream and share the workspace and the
+/// per-tile counters (each launch leaves the counters at zero).
 pub struct DualGemmPlan {
     shape: DualGemmShape,
     geometry: Sm90Geometry,
     function: CudaFunction,
+    workspace: CudaSlice<u32>,
+    tile_counters: CudaSlice<u32>,
 }
 
 impl Gpu {
@@ -91,10 +120,14 @@ impl Gpu {
         }
         let geometry = Sm90Geometry::new(shape, self.multiprocessors())?;
         let function = self.sm90_dual_gemm_function(geometry.tile)?;
+        let workspace = self.stream().alloc_zeros::<u32>(geometry.workspace_bytes() / 4)?;
+        let tile_counters = self.stream().alloc_zeros::<u32>(geometry.tiles.len() as usize)?;
         Ok(DualGemmPlan {
             shape,
             geometry,
             function,
+            workspace,
+            tile_counters,
         })
     }
 
@@ -185,6 +218,8 @@ impl DualGemmPlan {
             .arg(b2.data_buffer())
             .arg(b2.scales_buffer())
             .arg(c)
+            .arg(&self.workspace)
+            .arg(&self.tile_counters)
             .arg(&m32)
             .arg(&n32)
             .arg(&k32)

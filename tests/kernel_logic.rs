@@ -8,7 +8,7 @@ use nvfp4::{DualGemmShape, Error};
 use nvfp4_kernel::desc::{sw128_offset, wgmma_desc_sw128_k_major};
 use nvfp4_kernel::fp4::{PAIR_ELEMENTS, e2m1_to_f16_bits_scaled, e2m1x8_to_f16x2_pairs};
 use nvfp4_kernel::ring::RingPosition;
-use nvfp4_kernel::schedule::TileGrid;
+use nvfp4_kernel::schedule::{Segment, StreamK, TileGrid};
 use nvfp4_kernel::sm90::config::{TILES, Tile};
 
 fn scaled_f16(code: u32) -> u16 {
@@ -193,16 +193,32 @@ fn sm90_tiles_cover_small_m_in_one_tile_and_large_m_with_128() {
 }
 
 #[test]
-fn sm90_geometry_fills_the_h100_on_the_benchmark_shapes() {
-    for (m, n, k, ctas) in [
-        (256, 4096, 7168, 128),
-        (512, 4096, 7168, 132),
-        (256, 3072, 4096, 96),
-        (512, 3072, 7168, 132),
+fn sm90_geometry_gives_every_sm_an_equal_share_on_the_benchmark_shapes() {
+    for (m, n, k) in [
+        (256, 4096, 7168),
+        (512, 4096, 7168),
+        (256, 3072, 4096),
+        (512, 3072, 7168),
+        (1, 4096, 7168),
     ] {
         let g = Sm90Geometry::new(DualGemmShape { m, n, k }, 132).unwrap();
-        assert_eq!(g.grid, ctas, "{m}×{n}×{k}");
+        assert_eq!(g.grid, 132, "{m}×{n}×{k}: stream-K uses every SM");
+        let share = |c: u32| g.split.begin(c + 1) - g.split.begin(c);
+        let (most, least) = (
+            (0..132).map(share).max().unwrap(),
+            (0..132).map(share).min().unwrap(),
+        );
+        assert!(
+            most <= least + 1,
+            "{m}×{n}×{k}: shares differ by more than one stage"
+        );
     }
+    let tiny = Sm90Geometry::new(DualGemmShape { m: 1, n: 64, k: 256 }, 132).unwrap();
+    assert_eq!(
+        (tiny.grid, tiny.split.total()),
+        (1, 1),
+        "never more CTAs than K-stages"
+    );
 }
 
 #[test]
@@ -221,6 +237,94 @@ fn sm90_geometry_rejects_shapes_naming_the_dimension_and_rule() {
                 assert!(rule.contains("multiple") || rule.contains("1..="), "{rule}");
             }
             other => panic!("{m}×{n}×{k}: expected an error naming `{arg}`, got {other:?}"),
+        }
+    }
+}
+
+fn stream_k_cases() -> Vec<StreamK> {
+    let mut cases = Vec::new();
+    for (tiles, stages) in [
+        (128, 28),
+        (256, 28),
+        (96, 16),
+        (192, 28),
+        (64, 28),
+        (1, 1),
+        (1, 28),
+        (7, 3),
+        (1024, 2),
+    ] {
+        for ctas in [1u32, 2, 7, 131, 132] {
+            if ctas <= tiles * stages {
+                cases.push(StreamK { tiles, stages, ctas });
+            }
+        }
+    }
+    cases
+}
+
+#[test]
+fn stream_k_gives_every_stage_of_every_tile_to_exactly_one_cta_with_balanced_shares() {
+    for sk in stream_k_cases() {
+        let mut seen = vec![0u8; sk.total() as usize];
+        for cta in 0..sk.ctas {
+            let (begin, end) = (sk.begin(cta), sk.begin(cta + 1));
+            assert!(
+                end - begin <= sk.total().div_ceil(sk.ctas) && end - begin >= sk.total() / sk.ctas,
+                "{sk:?}"
+            );
+            let mut i = begin;
+            while i < end {
+                let seg = sk.segment(i, end);
+                assert!(
+                    seg.stages >= 1 && seg.first_stage + seg.stages <= sk.stages,
+                    "{sk:?} {seg:?}"
+                );
+                for s in 0..seg.stages {
+                    seen[(seg.tile * sk.stages + seg.first_stage + s) as usize] += 1;
+                }
+                assert_eq!(sk.cta_of(i), cta, "{sk:?}: iteration {i}");
+                i += seg.stages;
+            }
+        }
+        assert!(
+            seen.iter().all(|&n| n == 1),
+            "{sk:?}: a stage was missed or repeated"
+        );
+    }
+}
+
+#[test]
+fn stream_k_segments_of_a_tile_are_numbered_along_k_and_own_distinct_slots() {
+    for sk in stream_k_cases() {
+        let mut segments: Vec<Vec<Segment>> = vec![Vec::new(); sk.tiles as usize];
+        for cta in 0..sk.ctas {
+            let (mut i, end) = (sk.begin(cta), sk.begin(cta + 1));
+            while i < end {
+                let seg = sk.segment(i, end);
+                segments[seg.tile as usize].push(seg);
+                i += seg.stages;
+            }
+        }
+        let mut slots = std::collections::HashSet::new();
+        for (tile, segs) in segments.iter().enumerate() {
+            let mut by_k = segs.clone();
+            by_k.sort_by_key(|s| s.first_stage);
+            for (n, seg) in by_k.iter().enumerate() {
+                assert_eq!(
+                    (seg.index, seg.count),
+                    (n as u32, segs.len() as u32),
+                    "{sk:?} tile {tile}"
+                );
+                if seg.count > 1 {
+                    // Only segments of split tiles store partial sums.
+                    let slot = sk.partial_slot(tile as u32, seg.index);
+                    assert!(
+                        slot < 2 * sk.ctas && slots.insert(slot),
+                        "{sk:?}: slot {slot} reused"
+                    );
+                }
+            }
         }
     }
 }

@@ -46,8 +46,17 @@ pub const PAIR_ELEMENTS: [[usize; 2]; 8] = [
 /// trick; about three integer instructions per pair).
 #[inline(always)]
 pub const fn e2m1x8_to_f16x2_pairs(word: u32) -> [u32; 4] {
-    const fn pair(x: u32) -> u32 {
-        (x & 0x8000_8000) | ((x >> 3) & 0x0E00_0E00)
-    }
-    [pair(word), pair(word << 4), pair(word << 8), pair(word << 12)]
+    [
+        e2m1x8_pair(word, 0),
+        e2m1x8_pair(word, 1),
+        e2m1x8_pair(word, 2),
+        e2m1x8_pair(word, 3),
+    ]
+}
+
+/// Pair `k` (0..4) of [`e2m1x8_to_f16x2_pairs`]: codes `(3 − k, 7 − k)` of `word`.
+#[inline(always)]
+pub const fn e2m1x8_pair(word: u32, k: u32) -> u32 {
+    let x = word << (4 * k);
+    (x & 0x8000_8000) | ((x >> 3) & 0x0E00_0E00)
 }

@@ -31,9 +31,136 @@ impl TileGrid {
         self.len() == 0
     }
 
-    /// `(m_tile, n_tile)` of tile `index`.
+    /// `(m_tile, n_tile)` of tile `index` (`(0, 0)` for an empty grid: no panic path on the GPU).
     #[inline(always)]
     pub const fn coords(&self, index: u32) -> (u32, u32) {
-        (index % self.m_tiles, index / self.m_tiles)
+        match (index.checked_rem(self.m_tiles), index.checked_div(self.m_tiles)) {
+            (Some(m), Some(n)) => (m, n),
+            _ => (0, 0),
+        }
+    }
+}
+
+/// Stream-K split of `tiles × stages` K-stages over `ctas` persistent CTAs: CTA `c` takes the
+/// iterations `[begin(c), begin(c + 1))`, so every CTA gets the same work (±1 stage) whatever
+/// the tile count. A tile whose stages span several CTAs is a sequence of *segments*, one per
+/// CTA, numbered along K; each segment stores its partial sums, and the CTA that finishes a tile
+/// last adds them in segment order (a fixed order: results do not depend on timing) and runs the
+/// epilogue. No CTA ever waits for another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamK {
+    /// Output tiles.
+    pub tiles: u32,
+    /// K-stages per tile.
+    pub stages: u32,
+    /// CTAs of the launch (at most `tiles × stages`).
+    pub ctas: u32,
+}
+
+/// One CTA's share of one tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// The tile.
+    pub tile: u32,
+    /// Its first stage.
+    pub first_stage: u32,
+    /// Stages in this segment.
+    pub stages: u32,
+    /// Position among the tile's segments, along K.
+    pub index: u32,
+    /// Segments of the tile (1: this CTA computes the whole tile).
+    pub count: u32,
+}
+
+impl StreamK {
+    /// Total iterations (stages over all tiles).
+    pub const fn total(&self) -> u32 {
+        self.tiles * self.stages
+    }
+
+    // Divisions below are `checked_div(..).unwrap_or(0)`: a zero divisor only comes with an
+    // empty launch, and a panic path would pull `core`'s panic machinery into the PTX.
+
+    /// First iteration of CTA `cta` (`begin(ctas) = total`).
+    #[inline(always)]
+    pub const fn begin(&self, cta: u32) -> u32 {
+        match (cta as u64 * self.total() as u64).checked_div(self.ctas as u64) {
+            Some(b) => b as u32,
+            None => 0,
+        }
+    }
+
+    /// The CTA whose range holds iteration `i`: the largest `c` with `begin(c) ≤ i`, that is
+    /// `ceil((i + 1) · ctas / total) − 1`.
+    #[inline(always)]
+    pub const fn cta_of(&self, i: u32) -> u32 {
+        let total = self.total() as u64;
+        match ((i as u64 + 1) * self.ctas as u64 + total - 1).checked_div(total) {
+            Some(c) => c as u32 - 1,
+            None => 0,
+        }
+    }
+
+    /// The segment that starts at iteration `i` of a CTA whose range ends at `end`.
+    #[inline(always)]
+    pub const fn segment(&self, i: u32, end: u32) -> Segment {
+        let tile = match i.checked_div(self.stages) {
+            Some(t) => t,
+            None => 0,
+        };
+        let tile_begin = tile * self.stages;
+        let tile_end = tile_begin + self.stages;
+        let stop = if end < tile_end { end } else { tile_end };
+        let first_cta = self.cta_of(tile_begin);
+        Segment {
+            tile,
+            first_stage: i - tile_begin,
+            stages: stop - i,
+            index: self.cta_of(i) - first_cta,
+            count: self.cta_of(tile_end - 1) - first_cta + 1,
+        }
+    }
+
+    /// The segments of CTA `cta`'s range, in order.
+    pub const fn segments(&self, cta: u32) -> Segments {
+        Segments {
+            split: *self,
+            next: self.begin(cta),
+            end: self.begin(cta + 1),
+        }
+    }
+
+    /// Partial-sum slot of segment `index` of `tile`: CTA `c` owns slots `2c` (the segment that
+    /// holds its first iteration) and `2c + 1` (its last segment, when that is another tile).
+    #[inline(always)]
+    pub const fn partial_slot(&self, tile: u32, index: u32) -> u32 {
+        let cta = self.cta_of(tile * self.stages) + index;
+        let first_tile_of_cta = match self.begin(cta).checked_div(self.stages) {
+            Some(t) => t,
+            None => 0,
+        };
+        2 * cta + if first_tile_of_cta == tile { 0 } else { 1 }
+    }
+}
+
+/// Iterator over one CTA's segments ([`StreamK::segments`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Segments {
+    split: StreamK,
+    next: u32,
+    end: u32,
+}
+
+impl Iterator for Segments {
+    type Item = Segment;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Segment> {
+        if self.next >= self.end {
+            return None;
+        }
+        let segment = self.split.segment(self.next, self.end);
+        self.next += segment.stages.max(1);
+        Some(segment)
     }
 }

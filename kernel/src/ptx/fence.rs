@@ -24,3 +24,17 @@ pub fn sync_threads() {
     // SAFETY: a barrier has no memory operands.
     unsafe { asm!("bar.sync 0;") };
 }
+
+/// `bar.sync ID, COUNT`: a named barrier for the `COUNT` threads (whole warps) that use `ID`.
+#[inline(always)]
+pub fn named_barrier<const ID: u32, const COUNT: u32>() {
+    // SAFETY: a barrier has no memory operands; callers use each ID with one thread count.
+    unsafe { asm!("bar.sync {id}, {count};", id = const ID, count = const COUNT) };
+}
+
+/// `fence.acq_rel.gpu`: orders this thread's memory accesses at GPU scope (between CTAs).
+#[inline(always)]
+pub fn acq_rel_gpu() {
+    // SAFETY: a fence has no operands.
+    unsafe { asm!("fence.acq_rel.gpu;") };
+}

@@ -101,3 +101,55 @@ pub unsafe fn ld_global_nc_v4_b32(ptr: *const u32) -> [u32; 4] {
     };
     [a, b, c, d]
 }
+
+/// `ld.global.v4.b32`: 16 bytes through the coherent path (for data other CTAs wrote during
+/// this kernel, after an acquiring fence).
+///
+/// # Safety
+/// `ptr` must be a valid, 16-byte aligned global address.
+#[inline(always)]
+pub unsafe fn ld_global_v4_b32(ptr: *const u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!(
+            "ld.global.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            p = in(reg64) ptr,
+            a = out(reg32) a,
+            b = out(reg32) b,
+            c = out(reg32) c,
+            d = out(reg32) d,
+        )
+    };
+    [a, b, c, d]
+}
+
+/// `st.relaxed.gpu.global.b32`: a 4-byte store other CTAs may read.
+///
+/// # Safety
+/// `ptr` must be a valid, 4-byte aligned global address.
+#[inline(always)]
+pub unsafe fn st_relaxed_gpu_b32(ptr: *mut u32, v: u32) {
+    // SAFETY: the caller guarantees the address.
+    unsafe { asm!("st.relaxed.gpu.global.b32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v) };
+}
+
+/// `atom.acq_rel.gpu.global.add.u32`: adds `v` at `ptr` and returns the old value; acquire and
+/// release at GPU scope.
+///
+/// # Safety
+/// `ptr` must be a valid, 4-byte aligned global address.
+#[inline(always)]
+pub unsafe fn atom_add_acq_rel_gpu(ptr: *mut u32, v: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!(
+            "atom.acq_rel.gpu.global.add.u32 {o}, [{p}], {v};",
+            p = in(reg64) ptr,
+            v = in(reg32) v,
+            o = out(reg32) old,
+        )
+    };
+    old
+}

@@ -66,3 +66,13 @@ pub unsafe fn st_v4(addr: u32, v: [u32; 4]) {
         )
     };
 }
+
+/// `st.shared.b32`: 4 bytes.
+///
+/// # Safety
+/// `addr` must be a 4-byte aligned shared address inside the allocation.
+#[inline(always)]
+pub unsafe fn st_b32(addr: u32, v: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { asm!("st.shared.b32 [{p}], {v};", p = in(reg32) addr, v = in(reg32) v) };
+}

@@ -43,7 +43,7 @@ impl RegisterSplit {
     }
 }
 const _: () = assert!(
-    DECODED_STAGES % DECODER_WARPGROUPS == 0 && SLICES_PER_STAGE % DECODER_WARPGROUPS == 0,
+    DECODED_STAGES.is_multiple_of(DECODER_WARPGROUPS) && SLICES_PER_STAGE.is_multiple_of(DECODER_WARPGROUPS),
     "each decoded stage must always belong to the same decoder warpgroup"
 );
 
@@ -71,6 +71,11 @@ pub const SCALE_GROUP_BYTES: u32 = (K_PER_STAGE / 64) * ATOM_BYTES as u32;
 pub const RAW_STAGES: u32 = 4;
 /// Stages of the decoded ring (decoder → consumers).
 pub const DECODED_STAGES: u32 = 4;
+/// Bytes of one stream-K partial-sum slot: every consumer thread's accumulators (fp32).
+pub const fn partial_slot_bytes(tile: Tile) -> u32 {
+    CONSUMER_WARPGROUPS * WARPGROUP_THREADS * (tile.tokens / 2) * 4
+}
+
 /// Largest dynamic shared memory per block on sm_90.
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 
@@ -101,6 +106,8 @@ pub struct SharedPlan {
     pub raw_scales: u32,
     /// mbarriers: full/empty of the raw ring, then full/empty of the decoded ring (8 bytes each).
     pub barriers: u32,
+    /// One word: the stream-K fix-up's tile counter value, broadcast to the consumers.
+    pub fixup_word: u32,
     /// Total bytes.
     pub total: u32,
 }
@@ -158,19 +165,21 @@ impl Tile {
         let raw_tokens = decoded + DECODED_STAGES * self.decoded_slice_bytes();
         let raw_scales = raw_tokens + RAW_STAGES * self.raw_token_bytes();
         let barriers = raw_scales + RAW_STAGES * self.raw_scale_bytes();
-        let total = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
+        let fixup_word = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
+        let total = fixup_word + 16;
         SharedPlan {
             decoded,
             raw_tokens,
             raw_scales,
             barriers,
+            fixup_word,
             total,
         }
     }
 
     /// Registers per role: T = 128 needs 176 per consumer (64 accumulators, 2 × 16 fragment and
-    /// 2 × 24 prefetched weight registers; 168 spilled), smaller tiles have ≤ 32 accumulators and
-    /// give the decoders room (48 spilled there).
+    /// 2 × 24 prefetched weight registers; 168 spilled) and 48 per decoder (40 spilled); smaller
+    /// tiles have ≤ 32 accumulators and give the decoders room (48 spilled there).
     pub const fn registers(&self) -> RegisterSplit {
         if self.tokens >= 128 {
             RegisterSplit {
@@ -209,19 +218,19 @@ const fn check_tiles() {
             "a tile's shared memory exceeds 227 KB"
         );
         assert!(
-            tile.tokens % 8 == 0 && tile.tokens <= 128,
+            tile.tokens.is_multiple_of(8) && tile.tokens <= 128,
             "wgmma N must be a multiple of 8, ≤ 128 here"
         );
         assert!(
-            tile.decoded_slice_bytes() % 1024 == 0 && plan.raw_tokens % 1024 == 0,
+            tile.decoded_slice_bytes().is_multiple_of(1024) && plan.raw_tokens.is_multiple_of(1024),
             "swizzled regions must stay 1024-byte aligned"
         );
         assert!(
-            plan.raw_scales % 16 == 0 && plan.barriers % 8 == 0,
+            plan.raw_scales.is_multiple_of(16) && plan.barriers.is_multiple_of(8),
             "bulk-copy and mbarrier alignment"
         );
         assert!(
-            128 % tile.tokens == 0 || tile.tokens % 128 == 0,
+            128u32.is_multiple_of(tile.tokens) || tile.tokens.is_multiple_of(128),
             "token tiles must not straddle scale groups"
         );
         let registers = tile.registers();
@@ -230,7 +239,9 @@ const fn check_tiles() {
             "setmaxnreg budget exceeds the CTA's launch allocation (setmaxnreg.inc would wait forever)"
         );
         assert!(
-            registers.consumer % 8 == 0 && registers.decoder % 8 == 0 && registers.producer % 8 == 0,
+            registers.consumer.is_multiple_of(8)
+                && registers.decoder.is_multiple_of(8)
+                && registers.producer.is_multiple_of(8),
             "setmaxnreg counts are multiples of 8"
         );
         assert!(

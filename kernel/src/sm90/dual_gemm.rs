@@ -56,16 +56,28 @@
 
 use crate::desc::{sw128_offset, wgmma_desc_sw128_k_major};
 use crate::epilogue::silu;
-use crate::fp4::e2m1x8_to_f16x2_pairs;
+use crate::fp4::{e2m1x8_pair, e2m1x8_to_f16x2_pairs};
 use crate::layout::{ATOM_BYTES, BlockedScales};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, wgmma};
 use crate::ring::RingPosition;
-use crate::schedule::TileGrid;
+use crate::schedule::{Segment, Segments, StreamK, TileGrid};
 use crate::sm90::config::{
     self, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP, K_PER_STAGE, PRODUCER_WARPGROUP,
     RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan, TILE_N, TOKEN_BOX_ROWS, Tile,
     WARPGROUP_THREADS,
 };
+
+/// Runs `$body` with `$q` bound to the literals 0, 1, …, 15 while below `$limit`. Loops over
+/// the accumulators must use literal indices: LLVM does not fully unroll these loops, and a
+/// run-time index moves the accumulator array to local memory.
+macro_rules! unrolled16 {
+    ($limit:expr, |$q:ident| $body:block) => {
+        unrolled16!(@ $limit, $q, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $limit:expr, $q:ident, $body:block; $($n:literal)*) => {
+        $( if $n < $limit { let $q: usize = $n; $body } )*
+    };
+}
 
 /// Kernel arguments, in launch order.
 struct Params {
@@ -76,6 +88,8 @@ struct Params {
     b2: *const u8,
     b2_scales: *const u8,
     out: *mut u16,
+    workspace: *mut u32,
+    tile_counters: *mut u32,
     m: u32,
     n: u32,
     k: u32,
@@ -112,6 +126,32 @@ impl Shared {
     }
     fn decoded_empty(&self, stage: u32) -> u32 {
         self.raw_full(2 * RAW_STAGES + DECODED_STAGES + stage)
+    }
+    fn fixup_word(&self) -> u32 {
+        self.base + self.plan.fixup_word
+    }
+}
+
+/// The stream-K work split of this launch (see [`StreamK`]).
+#[derive(Clone, Copy)]
+struct Work {
+    split: StreamK,
+}
+
+impl Work {
+    fn new(tiles: u32, stages: u32) -> Self {
+        Self {
+            split: StreamK {
+                tiles,
+                stages,
+                ctas: sreg::grid_dim_x(),
+            },
+        }
+    }
+
+    /// This CTA's segments, in order (every role walks the same sequence).
+    fn segments(&self) -> Segments {
+        self.split.segments(sreg::block_idx_x())
     }
 }
 
@@ -160,42 +200,41 @@ unsafe fn dual_gemm<const ACC: usize, const CONSUMER: u32, const DECODER: u32, c
     if grid.m_tiles == 0 || grid.n_tiles == 0 {
         return; // never with a valid plan; also proves the tile divisions cannot panic
     }
+    let work = Work::new(grid.len(), p.k / K_PER_STAGE);
     let warpgroup = thread / WARPGROUP_THREADS;
     if warpgroup == PRODUCER_WARPGROUP {
         reg::decrease::<PRODUCER>();
         if thread == PRODUCER_WARPGROUP * WARPGROUP_THREADS {
             // SAFETY: the host plan checked the contract of the module doc.
-            unsafe { produce(p, &shared, &grid) };
+            unsafe { produce(p, &shared, &grid, &work) };
         }
     } else if warpgroup >= FIRST_DECODER_WARPGROUP {
         reg::decrease::<DECODER>();
         let decoder = warpgroup - FIRST_DECODER_WARPGROUP;
         // SAFETY: as above.
-        unsafe { decode_tokens(p, &shared, &grid, decoder, thread % WARPGROUP_THREADS) };
+        unsafe { decode_tokens(&shared, &grid, &work, decoder, thread % WARPGROUP_THREADS) };
     } else {
         reg::increase::<CONSUMER>();
         // SAFETY: as above.
-        unsafe { consume(p, &shared, &grid, thread, &mma) };
+        unsafe { consume(p, &shared, &grid, &work, thread, &mma) };
     }
 }
 
 /// The producer thread: per tile and 256-K stage, one TMA box per 64 token rows and one bulk
 /// copy per 128-row scale group into the raw ring.
 #[inline(always)]
-unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
+unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid, work: &Work) {
     let tile = shared.tile;
     let scales = BlockedScales::new(p.m as usize, p.k as usize);
-    let stages = p.k / K_PER_STAGE;
     // SAFETY: the host passes a valid tensor map.
     unsafe { copy::prefetch_tensor_map(p.a_map) };
     let mut ring = RingPosition::<RAW_STAGES>::new();
-    let mut index = sreg::block_idx_x();
-    while index < grid.len() {
-        let m0 = grid.coords(index).0 * tile.tokens;
+    for segment in work.segments() {
+        let m0 = grid.coords(segment.tile).0 * tile.tokens;
         let first_group = m0 / 128;
         let groups = tile.scale_groups().min(scales.row_blocks as u32 - first_group);
         let bytes = tile.raw_token_bytes() + groups * SCALE_GROUP_BYTES;
-        for stage in 0..stages {
+        for stage in segment.first_stage..segment.first_stage + segment.stages {
             let full = shared.raw_full(ring.stage);
             // SAFETY: barriers are initialized; copies stay inside the stage buffers and inside
             // A's scales (only existing row blocks are copied); the box may run past M (zeros).
@@ -226,22 +265,19 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
             }
             ring.advance();
         }
-        index += sreg::grid_dim_x();
     }
 }
 
 /// Decoder warpgroup `decoder`: turns its share of each raw 256-K stage (slices `j` with
 /// `j % DECODER_WARPGROUPS == decoder`) into decoded 64-K slices.
 #[inline(always)]
-unsafe fn decode_tokens(p: &Params, shared: &Shared, grid: &TileGrid, decoder: u32, thread: u32) {
+unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: u32, thread: u32) {
     let tile = shared.tile;
-    let stages = p.k / K_PER_STAGE;
     let mut raw = RingPosition::<RAW_STAGES>::new();
     let mut decoded = RingPosition::<DECODED_STAGES>::new();
-    let mut index = sreg::block_idx_x();
-    while index < grid.len() {
-        let m0 = grid.coords(index).0 * tile.tokens;
-        for _ in 0..stages {
+    for segment in work.segments() {
+        let m0 = grid.coords(segment.tile).0 * tile.tokens;
+        for _ in 0..segment.stages {
             // SAFETY: barriers are initialized; the producer fills this raw stage.
             unsafe { mbarrier::wait(shared.raw_full(raw.stage), raw.full_parity()) };
             for slice in 0..SLICES_PER_STAGE {
@@ -266,7 +302,6 @@ unsafe fn decode_tokens(p: &Params, shared: &Shared, grid: &TileGrid, decoder: u
             unsafe { mbarrier::arrive(shared.raw_empty(raw.stage)) };
             raw.advance();
         }
-        index += sreg::grid_dim_x();
     }
 }
 
@@ -302,20 +337,17 @@ unsafe fn decode_token_block(
         + (in_block / 32) * 4;
     // SAFETY: inside the raw scale stage.
     let scales = unsafe { smem::ld_b32(scale_addr) };
-    let mut pairs = [[0u32; 8]; 4];
-    for (block, block_pairs) in pairs.iter_mut().enumerate() {
-        *block_pairs = scaled_block_pairs(words[2 * block], words[2 * block + 1], scales >> (8 * block));
-    }
+    let block_scales: [u32; 4] = core::array::from_fn(|b| cvt::e4m3_to_f16x2_broadcast(scales >> (8 * b)));
     let dst = shared.decoded_slice(decoded_stage);
-    for pair in 0..8 {
+    // One 16-byte chunk at a time (4 live pairs, not 32: the decoders have 48 registers).
+    unrolled16!(8, |pair| {
+        let chunk: [u32; 4] = core::array::from_fn(|block| {
+            let word = words[2 * block + pair / 4];
+            cvt::mul_f16x2(e2m1x8_pair(word, (pair % 4) as u32), block_scales[block])
+        });
         // SAFETY: row < tokens and chunk < 8 stay inside the decoded slice.
-        unsafe {
-            smem::st_v4(
-                dst + sw128_offset(row, pair as u32),
-                [pairs[0][pair], pairs[1][pair], pairs[2][pair], pairs[3][pair]],
-            )
-        };
-    }
+        unsafe { smem::st_v4(dst + sw128_offset(row, pair as u32), chunk) };
+    });
 }
 
 /// The eight fp16x2 pairs of one 16-element block (`lo` = elements 0..7, `hi` = 8..15), each
@@ -343,16 +375,16 @@ struct WeightStage {
     up_scale: [u32; 4],
 }
 
-/// Where one consumer thread's weights are: its gate and up rows, already offset to its block
-/// within each slice (`8·t` bytes) and its scale column (`t`).
-struct WeightRows {
-    gate: *const u8,
-    up: *const u8,
-    gate_scales: *const u8,
-    up_scales: *const u8,
+/// Where one consumer thread's weights are: byte offsets of its block (`8·t` bytes into each
+/// slice) in B1/B2 and of its scale column (`t`) in their scales. Gate and up rows share both
+/// offsets; the base pointers stay kernel parameters (constant bank, not registers).
+struct WeightRows<'a> {
+    p: &'a Params,
+    data: usize,
+    scale: usize,
 }
 
-impl WeightRows {
+impl WeightRows<'_> {
     /// Issues the loads of stage `stage` (they complete while earlier stages compute).
     #[inline(always)]
     unsafe fn load(&self, stage: u32) -> WeightStage {
@@ -363,14 +395,14 @@ impl WeightRows {
             up_scale: [0; 4],
         };
         for j in 0..SLICES_PER_STAGE as usize {
-            let data = (stage * 128) as usize + 32 * j;
-            let scale = (stage * SLICES_PER_STAGE) as usize * ATOM_BYTES + j * ATOM_BYTES;
+            let data = self.data + (stage * 128) as usize + 32 * j;
+            let scale = self.scale + (stage * SLICES_PER_STAGE) as usize * ATOM_BYTES + j * ATOM_BYTES;
             // SAFETY: rows and offsets are inside B1/B2 and their scales (host contract).
             unsafe {
-                w.gate[j] = mem::ld_global_stream_v2_b32(self.gate.add(data) as *const u32);
-                w.up[j] = mem::ld_global_stream_v2_b32(self.up.add(data) as *const u32);
-                w.gate_scale[j] = mem::ld_global_nc_u8(self.gate_scales.add(scale)) as u32;
-                w.up_scale[j] = mem::ld_global_nc_u8(self.up_scales.add(scale)) as u32;
+                w.gate[j] = mem::ld_global_stream_v2_b32(self.p.b1.add(data) as *const u32);
+                w.up[j] = mem::ld_global_stream_v2_b32(self.p.b2.add(data) as *const u32);
+                w.gate_scale[j] = mem::ld_global_nc_u8(self.p.b1_scales.add(scale)) as u32;
+                w.up_scale[j] = mem::ld_global_nc_u8(self.p.b2_scales.add(scale)) as u32;
             }
         }
         w
@@ -390,12 +422,14 @@ fn slice_fragments(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
     steps
 }
 
-/// A consumer thread: mainloop over 64-K slices, then the SiLU·up epilogue.
+/// A consumer thread: per segment, the mainloop over its 64-K slices, then the SiLU·up epilogue
+/// (whole tile) or the stream-K fix-up.
 #[inline(always)]
 unsafe fn consume<const ACC: usize>(
     p: &Params,
     shared: &Shared,
     grid: &TileGrid,
+    work: &Work,
     thread: u32,
     mma: &impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
@@ -403,31 +437,25 @@ unsafe fn consume<const ACC: usize>(
     let (warpgroup, warp, lane) = (thread / WARPGROUP_THREADS, (thread / 32) % 4, sreg::lane_id());
     let (g, t) = (lane / 4, lane % 4);
     let n_in_tile = warpgroup * config::N_PER_WARPGROUP + warp * config::N_PER_WARP + g;
-    let stages = p.k / K_PER_STAGE;
     let b_scales = BlockedScales::new(p.n as usize, p.k as usize);
     let mut decoded = RingPosition::<DECODED_STAGES>::new();
-    let mut index = sreg::block_idx_x();
-    while index < grid.len() {
-        let (m_tile, n_tile) = grid.coords(index);
+    for segment in work.segments() {
+        let (m_tile, n_tile) = grid.coords(segment.tile);
         let (m0, n) = (m_tile * tile.tokens, n_tile * TILE_N + n_in_tile);
-        let row_bytes = (n as usize) * (p.k as usize / 2) + 8 * t as usize;
-        let scale_col = b_scales.offset(n as usize, t as usize);
-        // SAFETY: n < N (N is a multiple of TILE_N) and the offsets are inside the buffers.
-        let rows = unsafe {
-            WeightRows {
-                gate: p.b1.add(row_bytes),
-                up: p.b2.add(row_bytes),
-                gate_scales: p.b1_scales.add(scale_col),
-                up_scales: p.b2_scales.add(scale_col),
-            }
+        // n < N (N is a multiple of TILE_N): the offsets are inside the buffers.
+        let rows = WeightRows {
+            p,
+            data: (n as usize) * (p.k as usize / 2) + 8 * t as usize,
+            scale: b_scales.offset(n as usize, t as usize),
         };
+        let (first, last) = (segment.first_stage, segment.first_stage + segment.stages - 1);
         let mut acc = [0f32; ACC];
-        // SAFETY: stage 0 exists (K ≥ 256).
-        let mut current = unsafe { rows.load(0) };
+        // SAFETY: `first` is a stage of the tile.
+        let mut current = unsafe { rows.load(first) };
         let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
-        for stage in 0..stages {
-            // SAFETY: clamped to the last stage; loads in flight while this stage computes.
-            let next = unsafe { rows.load((stage + 1).min(stages - 1)) };
+        for stage in first..=last {
+            // SAFETY: clamped to the segment's last stage; loads in flight while this one computes.
+            let next = unsafe { rows.load((stage + 1).min(last)) };
             // One 64-K slice; written out four times so that every fragment index is a constant
             // (a run-time index would move the fragment registers to local memory).
             macro_rules! slice {
@@ -446,7 +474,7 @@ unsafe fn consume<const ACC: usize>(
                     // the slice before, which `wait_group::<1>` below retires.
                     fragments[($j + 1) % 2] = $decode_next;
                     wgmma::wait_group::<1>();
-                    if stage > 0 || $j > 0 {
+                    if stage > first || $j > 0 {
                         release_previous(shared, &decoded);
                     }
                     decoded.advance();
@@ -460,10 +488,83 @@ unsafe fn consume<const ACC: usize>(
         }
         wgmma::wait_group::<0>();
         release_previous(shared, &decoded);
-        // SAFETY: output indices are checked against M; N is exact.
-        unsafe { epilogue(p, &acc, m0, n, t) };
-        index += sreg::grid_dim_x();
+        // SAFETY: the workspace and counters were sized by the host plan for this split.
+        let finishes_tile =
+            segment.count == 1 || unsafe { fix_up(p, shared, work, &segment, &mut acc, thread) };
+        if finishes_tile {
+            // SAFETY: output indices are checked against M; N is exact.
+            unsafe { epilogue(p, &acc, m0, n, t) };
+        }
     }
+}
+
+/// Stream-K fix-up of a segment of a split tile: stores this segment's partial sums, counts the
+/// segment in the tile's counter, and, if it was the tile's last segment to finish, replaces
+/// `acc` by the sum of all the tile's partial sums in segment order (returning true) and resets
+/// the counter for the next launch. Called by all consumer threads together.
+#[inline(always)]
+unsafe fn fix_up<const ACC: usize>(
+    p: &Params,
+    shared: &Shared,
+    work: &Work,
+    segment: &Segment,
+    acc: &mut [f32; ACC],
+    thread: u32,
+) -> bool {
+    const CONSUMER_THREADS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS;
+    const FIXUP_BARRIER: u32 = 1; // bar 0 is the CTA-wide barrier of the setup
+    let slot_words = config::partial_slot_bytes(shared.tile) as usize / 4;
+    let slot = |index: u32| {
+        // SAFETY: slots < 2 · CTAs, inside the workspace the plan allocated.
+        unsafe {
+            p.workspace
+                .add(work.split.partial_slot(segment.tile, index) as usize * slot_words)
+        }
+    };
+    // Accumulators q·4 .. q·4 + 3 of every thread are contiguous 16-byte runs: coalesced.
+    let element = |q: usize| (q * CONSUMER_THREADS as usize + thread as usize) * 4;
+    let mine = slot(segment.index);
+    unrolled16!(ACC / 4, |q| {
+        let words = [
+            acc[4 * q].to_bits(),
+            acc[4 * q + 1].to_bits(),
+            acc[4 * q + 2].to_bits(),
+            acc[4 * q + 3].to_bits(),
+        ];
+        // SAFETY: inside this segment's slot.
+        unsafe { mem::st_global_v4_b32(mine.add(element(q)), words) };
+    });
+    fence::acq_rel_gpu();
+    fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
+    if thread == 0 {
+        // SAFETY: one counter per tile, allocated and zeroed by the plan.
+        let arrived = unsafe { mem::atom_add_acq_rel_gpu(p.tile_counters.add(segment.tile as usize), 1) };
+        // SAFETY: the fix-up word is inside the shared plan.
+        unsafe { smem::st_b32(shared.fixup_word(), arrived) };
+    }
+    fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
+    // SAFETY: written above, ordered by the barrier.
+    let arrived = unsafe { smem::ld_b32(shared.fixup_word()) };
+    if arrived + 1 != segment.count {
+        return false;
+    }
+    fence::acq_rel_gpu();
+    for index in 0..segment.count {
+        let partial = slot(index);
+        unrolled16!(ACC / 4, |q| {
+            // SAFETY: inside slot `index`, written by its segment before its release increment.
+            let words = unsafe { mem::ld_global_v4_b32(partial.add(element(q))) };
+            for (e, w) in words.iter().enumerate() {
+                let v = f32::from_bits(*w);
+                acc[4 * q + e] = if index == 0 { v } else { acc[4 * q + e] + v };
+            }
+        });
+    }
+    if thread == 0 {
+        // SAFETY: every segment of the tile has counted itself; nobody reads it again in this launch.
+        unsafe { mem::st_relaxed_gpu_b32(p.tile_counters.add(segment.tile as usize), 0) };
+    }
+    true
 }
 
 /// Releases the decoded slice before `position` (its wgmmas have completed).
@@ -490,12 +591,7 @@ unsafe fn epilogue<const ACC: usize>(p: &Params, acc: &[f32; ACC], m0: u32, n: u
             }
         }
     };
-    // Literal indices: LLVM does not fully unroll a 16-trip loop of this size, and a run-time
-    // index would move the accumulators to local memory.
-    macro_rules! unrolled {
-        ($($q:literal)*) => { $( if $q < ACC / 4 { store($q) } )* };
-    }
-    unrolled!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+    unrolled16!(ACC / 4, |q| { store(q) });
 }
 
 macro_rules! entry_point {
@@ -513,6 +609,8 @@ macro_rules! entry_point {
             b2: *const u8,
             b2_scales: *const u8,
             out: *mut u16,
+            workspace: *mut u32,
+            tile_counters: *mut u32,
             m: u32,
             n: u32,
             k: u32,
@@ -527,6 +625,8 @@ macro_rules! entry_point {
                 b2,
                 b2_scales,
                 out,
+                workspace,
+                tile_counters,
                 m,
                 n,
                 k,
