@@ -193,24 +193,31 @@ fn sm90_tiles_cover_small_m_in_one_tile_and_large_m_with_128() {
 }
 
 #[test]
-fn sm90_geometry_gives_every_sm_an_equal_share_on_the_benchmark_shapes() {
-    for (m, n, k) in [
-        (256, 4096, 7168),
-        (512, 4096, 7168),
-        (256, 3072, 4096),
-        (512, 3072, 7168),
-        (1, 4096, 7168),
-    ] {
+fn sm90_geometry_keeps_whole_tiles_when_waves_are_full_and_splits_k_otherwise() {
+    // (m, n, k, CTAs, whole tiles per CTA)
+    let cases = [
+        (256, 4096, 7168, 128, true),  // 128 tiles: one 97 % wave
+        (512, 4096, 7168, 128, true),  // 256 tiles: two 97 % waves
+        (256, 3072, 4096, 132, false), // 96 tiles: 73 % → stream-K
+        (512, 3072, 7168, 132, false), // 192 tiles: 73 % → stream-K
+        (1, 4096, 7168, 132, false),   // 64 tiles: 48 % → stream-K
+    ];
+    for (m, n, k, ctas, whole) in cases {
         let g = Sm90Geometry::new(DualGemmShape { m, n, k }, 132).unwrap();
-        assert_eq!(g.grid, 132, "{m}×{n}×{k}: stream-K uses every SM");
+        assert_eq!(g.grid, ctas, "{m}×{n}×{k}");
         let share = |c: u32| g.split.begin(c + 1) - g.split.begin(c);
         let (most, least) = (
-            (0..132).map(share).max().unwrap(),
-            (0..132).map(share).min().unwrap(),
+            (0..ctas).map(share).max().unwrap(),
+            (0..ctas).map(share).min().unwrap(),
         );
         assert!(
             most <= least + 1,
             "{m}×{n}×{k}: shares differ by more than one stage"
+        );
+        assert_eq!(
+            least.is_multiple_of(g.split.stages) && most == least,
+            whole,
+            "{m}×{n}×{k}"
         );
     }
     let tiny = Sm90Geometry::new(DualGemmShape { m: 1, n: 64, k: 256 }, 132).unwrap();

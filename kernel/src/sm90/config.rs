@@ -177,9 +177,9 @@ impl Tile {
         }
     }
 
-    /// Registers per role: T = 128 needs 176 per consumer (64 accumulators, 2 × 16 fragment and
+    /// Registers per role: T = 128 needs 176 per consumer (64 accumulator, 2 × 16 fragment and
     /// 2 × 24 prefetched weight registers; 168 spilled) and 48 per decoder (40 spilled); smaller
-    /// tiles have ≤ 32 accumulators and give the decoders room (48 spilled there).
+    /// tiles hold at most 32 accumulator registers, and their decoders need 56 (48 spilled).
     pub const fn registers(&self) -> RegisterSplit {
         if self.tokens >= 128 {
             RegisterSplit {
@@ -189,10 +189,22 @@ impl Tile {
             }
         } else {
             RegisterSplit {
-                consumer: 160,
-                decoder: 64,
+                consumer: 168,
+                decoder: 56,
                 producer: 32,
             }
+        }
+    }
+
+    /// Independent accumulator sets of a consumer (k16 step `s` of a slice accumulates into set
+    /// `s % sets`, summed before the epilogue). With one set, a slice's four wgmmas chain through
+    /// one accumulator and small tiles (m64n8 … m64n32) run at wgmma latency, not throughput;
+    /// sets cost `sets × tokens / 2` registers, which only small tiles can afford.
+    pub const fn accumulator_sets(&self) -> u32 {
+        match self.tokens {
+            0..=16 => 4,
+            17..=32 => 2,
+            _ => 1,
         }
     }
 

@@ -161,10 +161,17 @@ const RAW_EMPTY_ARRIVALS: u32 = DECODER_WARPGROUPS * WARPGROUP_THREADS; // every
 const DECODED_FULL_ARRIVALS: u32 = WARPGROUP_THREADS; // the slice's decoder warpgroup, after its proxy fence
 const DECODED_EMPTY_ARRIVALS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS; // every consumer thread
 
-/// The kernel body for `2·ACC` tokens per tile; `CONSUMER`, `DECODER` and `PRODUCER` are that
-/// tile's [`config::RegisterSplit`] (const arguments, as `setmaxnreg` takes immediates).
+/// The kernel body for `2·ACC` tokens per tile with `SETS` accumulator sets; `CONSUMER`,
+/// `DECODER` and `PRODUCER` are that tile's [`config::RegisterSplit`] (const arguments, as
+/// `setmaxnreg` takes immediates).
 #[inline(always)]
-unsafe fn dual_gemm<const ACC: usize, const CONSUMER: u32, const DECODER: u32, const PRODUCER: u32>(
+unsafe fn dual_gemm<
+    const ACC: usize,
+    const SETS: usize,
+    const CONSUMER: u32,
+    const DECODER: u32,
+    const PRODUCER: u32,
+>(
     p: &Params,
     mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
@@ -216,7 +223,7 @@ unsafe fn dual_gemm<const ACC: usize, const CONSUMER: u32, const DECODER: u32, c
     } else {
         reg::increase::<CONSUMER>();
         // SAFETY: as above.
-        unsafe { consume(p, &shared, &grid, &work, thread, &mma) };
+        unsafe { consume::<ACC, SETS>(p, &shared, &grid, &work, thread, &mma) };
     }
 }
 
@@ -425,7 +432,7 @@ fn slice_fragments(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
 /// A consumer thread: per segment, the mainloop over its 64-K slices, then the SiLU·up epilogue
 /// (whole tile) or the stream-K fix-up.
 #[inline(always)]
-unsafe fn consume<const ACC: usize>(
+unsafe fn consume<const ACC: usize, const SETS: usize>(
     p: &Params,
     shared: &Shared,
     grid: &TileGrid,
@@ -449,7 +456,9 @@ unsafe fn consume<const ACC: usize>(
             scale: b_scales.offset(n as usize, t as usize),
         };
         let (first, last) = (segment.first_stage, segment.first_stage + segment.stages - 1);
-        let mut acc = [0f32; ACC];
+        // SETS independent accumulator sets, k16 step s into set s % SETS: small tiles' wgmmas
+        // are latency-bound when chained through one accumulator (see `Tile::accumulator_sets`).
+        let mut sets = [[0f32; ACC]; SETS];
         // SAFETY: `first` is a stage of the tile.
         let mut current = unsafe { rows.load(first) };
         let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
@@ -465,10 +474,22 @@ unsafe fn consume<const ACC: usize>(
                     unsafe { mbarrier::wait(shared.decoded_full(decoded.stage), decoded.full_parity()) };
                     wgmma::fence();
                     let steps = &fragments[$j % 2];
-                    mma(&mut acc, steps[0], wgmma_desc_sw128_k_major(b));
-                    mma(&mut acc, steps[1], wgmma_desc_sw128_k_major(b + 32));
-                    mma(&mut acc, steps[2], wgmma_desc_sw128_k_major(b + 64));
-                    mma(&mut acc, steps[3], wgmma_desc_sw128_k_major(b + 96));
+                    mma(&mut sets[0], steps[0], wgmma_desc_sw128_k_major(b));
+                    mma(
+                        &mut sets[1 % SETS],
+                        steps[1],
+                        wgmma_desc_sw128_k_major(b + 32),
+                    );
+                    mma(
+                        &mut sets[2 % SETS],
+                        steps[2],
+                        wgmma_desc_sw128_k_major(b + 64),
+                    );
+                    mma(
+                        &mut sets[3 % SETS],
+                        steps[3],
+                        wgmma_desc_sw128_k_major(b + 96),
+                    );
                     wgmma::commit_group();
                     // Decode the next slice while this one runs: its registers were last read by
                     // the slice before, which `wait_group::<1>` below retires.
@@ -488,6 +509,24 @@ unsafe fn consume<const ACC: usize>(
         }
         wgmma::wait_group::<0>();
         release_previous(shared, &decoded);
+        // Constant indices only (an iterator over the sets moves them to local memory).
+        let mut acc = sets[0];
+        let mut add_set = |set: usize| {
+            unrolled16!(ACC / 4, |q| {
+                for e in 0..4 {
+                    acc[4 * q + e] += sets[set][4 * q + e];
+                }
+            });
+        };
+        if SETS > 1 {
+            add_set(1 % SETS);
+        }
+        if SETS > 2 {
+            add_set(2 % SETS);
+        }
+        if SETS > 3 {
+            add_set(3 % SETS);
+        }
         // SAFETY: the workspace and counters were sized by the host plan for this split.
         let finishes_tile =
             segment.count == 1 || unsafe { fix_up(p, shared, work, &segment, &mut acc, thread) };
@@ -635,9 +674,11 @@ macro_rules! entry_point {
             };
             // SAFETY (both): forwarded contract; descriptors point into the decoded slices.
             let mma = |acc: &mut [f32; $acc], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
-            const REGISTERS: config::RegisterSplit = Tile { tokens: 2 * $acc }.registers();
+            const TILE: Tile = Tile { tokens: 2 * $acc };
+            const REGISTERS: config::RegisterSplit = TILE.registers();
+            const SETS: usize = TILE.accumulator_sets() as usize;
             unsafe {
-                dual_gemm::<$acc, { REGISTERS.consumer }, { REGISTERS.decoder }, { REGISTERS.producer }>(
+                dual_gemm::<$acc, SETS, { REGISTERS.consumer }, { REGISTERS.decoder }, { REGISTERS.producer }>(
                     &p, mma,
                 )
             }
