@@ -153,14 +153,3 @@ pub unsafe fn atom_add_acq_rel_gpu(ptr: *mut u32, v: u32) -> u32 {
     };
     old
 }
-
-/// `prefetch.global.L2`: starts bringing the cache line holding `ptr` into L2; no registers, no
-/// completion to wait for.
-///
-/// # Safety
-/// `ptr` must be a global address (prefetching an unmapped address is a no-op, not a fault).
-#[inline(always)]
-pub unsafe fn prefetch_l2(ptr: *const u8) {
-    // SAFETY: a prefetch has no architectural effect.
-    unsafe { asm!("prefetch.global.L2 [{p}];", p = in(reg64) ptr) };
-}

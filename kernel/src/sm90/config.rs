@@ -208,14 +208,6 @@ impl Tile {
         }
     }
 
-    /// K-stages ahead whose weight lines the consumers prefetch into L2 (`prefetch.global.L2`,
-    /// no registers) on top of the one stage they load into registers. Decode-sized M is bound by
-    /// memory-level parallelism: one stage is 16 KiB in flight per SM, about 1 TB/s over an H100
-    /// at its loaded DRAM latency.
-    pub const fn l2_prefetch_stages(&self) -> u32 {
-        4
-    }
-
     /// PTX entry name of the kernel for this tile.
     pub const fn entry_name(&self) -> &'static str {
         match self.tokens {

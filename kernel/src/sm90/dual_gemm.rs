@@ -392,25 +392,6 @@ struct WeightRows<'a> {
 }
 
 impl WeightRows<'_> {
-    /// Prefetches stage `stage`'s weights into L2: per row and stage the quad's data is one
-    /// 128-byte line, so quad lane 0 takes the gate row and lane 1 the up row; lanes 2 and 3 take
-    /// the scale lines (one per slice and matrix covers the warp's 8 rows), lane `t` slice `t`.
-    #[inline(always)]
-    unsafe fn prefetch_l2(&self, stage: u32, t: u32) {
-        let data = self.data - 8 * t as usize + (stage * 128) as usize;
-        let scale = self.scale + (stage * SLICES_PER_STAGE) as usize * ATOM_BYTES + t as usize * ATOM_BYTES;
-        // SAFETY: addresses inside B1/B2 and their scales (host contract).
-        unsafe {
-            match t {
-                0 => mem::prefetch_l2(self.p.b1.add(data)),
-                1 => mem::prefetch_l2(self.p.b2.add(data)),
-                _ => {}
-            }
-            mem::prefetch_l2(self.p.b1_scales.add(scale - t as usize));
-            mem::prefetch_l2(self.p.b2_scales.add(scale - t as usize));
-        }
-    }
-
     /// Issues the loads of stage `stage` (they complete while earlier stages compute).
     #[inline(always)]
     unsafe fn load(&self, stage: u32) -> WeightStage {
@@ -481,18 +462,9 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
         // SAFETY: `first` is a stage of the tile.
         let mut current = unsafe { rows.load(first) };
         let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
-        let l2_ahead = tile.l2_prefetch_stages();
-        for ahead in first + 1..(first + 1 + l2_ahead).min(last + 1) {
-            // SAFETY: a stage of the tile.
-            unsafe { rows.prefetch_l2(ahead, t) };
-        }
         for stage in first..=last {
             // SAFETY: clamped to the segment's last stage; loads in flight while this one computes.
             let next = unsafe { rows.load((stage + 1).min(last)) };
-            if stage + 1 + l2_ahead <= last {
-                // SAFETY: a stage of the tile.
-                unsafe { rows.prefetch_l2(stage + 1 + l2_ahead, t) };
-            }
             // One 64-K slice; written out four times so that every fragment index is a constant
             // (a run-time index would move the fragment registers to local memory).
             macro_rules! slice {
