@@ -14,8 +14,11 @@
 //!
 //! Backends: ours (the fused kernel on NVFP4); cuBLAS fp16 and bf16 (two GEMMs on weights and
 //! activations dequantized beforehand, then `silu·mul`: what a user without this library runs);
-//! PyTorch bf16 `silu(a@b1.T)*(a@b2.T)` through `benches/torch_baseline.py` when `python3` can
-//! import torch (same shapes and method, its own random bf16 inputs).
+//! through `benches/torch_baseline.py` when `python3` can import torch (same shapes and method,
+//! its own random inputs): PyTorch bf16 `silu(a@b1.T)*(a@b2.T)`, and on compute capability 10.x
+//! two `torch._scaled_mm` NVFP4 calls + SiLU·mul and, with `NVFP4_CUTE_DSL_DIR` pointing at the
+//! hackathon's `submission.py` (with its `task.py`, `utils.py`), the CuTe DSL baseline. The 10.x
+//! columns have never been run (no B200 here).
 //!
 //! Floor per shape: max(bytes / copy bandwidth, FLOPs / fp16 tensor rate), with both ceilings
 //! measured in this run (a 1 GiB device-to-device copy counted as read + write; a cuBLAS fp16
@@ -280,6 +283,8 @@ struct Row {
     cublas_f16: Timing,
     cublas_bf16: Timing,
     torch_bf16: Option<f64>,
+    torch_scaled_mm: Option<f64>,
+    cute_dsl: Option<f64>,
     floor_us: f64,
     floor_bound: &'static str,
 }
@@ -374,13 +379,17 @@ fn bench_shape(
         cublas_f16,
         cublas_bf16,
         torch_bf16: None,
+        torch_scaled_mm: None,
+        cute_dsl: None,
         floor_us,
         floor_bound,
     })
 }
 
-/// Runs `benches/torch_baseline.py` for all shapes; `Err` says why it could not.
-fn torch_baseline(shapes: &[DualGemmShape], sets: usize) -> Result<Vec<Option<f64>>, String> {
+/// Runs `benches/torch_baseline.py` for all shapes: per shape, µs of PyTorch bf16,
+/// `torch._scaled_mm` NVFP4 and the CuTe DSL baseline (`None` where not run); `Err` says why it
+/// could not run at all.
+fn torch_baseline(shapes: &[DualGemmShape], sets: usize) -> Result<Vec<[Option<f64>; 3]>, String> {
     let script = std::env::var("NVFP4_TORCH_BASELINE").unwrap_or_else(|_| "benches/torch_baseline.py".into());
     if !std::path::Path::new(&script).is_file() {
         return Err(format!(
@@ -412,10 +421,18 @@ fn torch_baseline(shapes: &[DualGemmShape], sets: usize) -> Result<Vec<Option<f6
     Ok(list
         .iter()
         .map(|name| {
-            stdout.lines().find_map(|line| {
-                let rest = line.strip_prefix(&format!("{name} "))?;
-                rest.split_whitespace().next()?.parse::<f64>().ok()
-            })
+            let line = stdout
+                .lines()
+                .find_map(|line| line.strip_prefix(&format!("{name} ")));
+            let mut values = line
+                .into_iter()
+                .flat_map(str::split_whitespace)
+                .map(|v| v.parse::<f64>().ok());
+            [
+                values.next().flatten(),
+                values.next().flatten(),
+                values.next().flatten(),
+            ]
         })
         .collect())
 }
@@ -441,7 +458,9 @@ fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
     }
     let torch_note = match torch_baseline(&options.shapes, options.sets) {
         Ok(times) => {
-            rows.iter_mut().zip(times).for_each(|(row, t)| row.torch_bf16 = t);
+            for (row, [bf16, scaled_mm, cute_dsl]) in rows.iter_mut().zip(times) {
+                (row.torch_bf16, row.torch_scaled_mm, row.cute_dsl) = (bf16, scaled_mm, cute_dsl);
+            }
             "PyTorch bf16: benches/torch_baseline.py".to_string()
         }
         Err(why) => format!("PyTorch baseline skipped: {why}"),
@@ -459,6 +478,9 @@ fn geomean(values: impl Iterator<Item = f64>) -> f64 {
 
 fn markdown_table(rows: &[Row]) -> String {
     let mut t = String::new();
+    let blackwell = rows
+        .iter()
+        .any(|r| r.torch_scaled_mm.is_some() || r.cute_dsl.is_some());
     let _ = writeln!(
         t,
         "| M × N × K | ours µs | ± | cuBLAS fp16 µs | cuBLAS bf16 µs | PyTorch bf16 µs | floor µs (bound) | ours / floor | TFLOP/s | GB/s | vs cuBLAS fp16 | vs PyTorch |"
@@ -513,6 +535,23 @@ fn markdown_table(rows: &[Row]) -> String {
             g(&|r| r.cublas_f16.us / r.ours.us),
         );
     }
+    if blackwell {
+        // The 10.x baselines (same shapes, same method) as a second table.
+        let _ = writeln!(
+            t,
+            "\n| M × N × K | torch._scaled_mm NVFP4 µs | CuTe DSL baseline µs |\n| --- | --- | --- |"
+        );
+        for r in rows {
+            let show = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.1}"));
+            let (m, n, k) = (r.shape.m, r.shape.n, r.shape.k);
+            let _ = writeln!(
+                t,
+                "| {m}×{n}×{k} | {} | {} |",
+                show(r.torch_scaled_mm),
+                show(r.cute_dsl)
+            );
+        }
+    }
     t
 }
 
@@ -561,10 +600,12 @@ fn write_results(
         ceilings.bf16_tflops
     );
     for (i, r) in rows.iter().enumerate() {
-        let torch = r.torch_bf16.map_or("null".into(), |t| format!("{t:.3}"));
+        let json_value = |v: Option<f64>| v.map_or("null".to_string(), |t| format!("{t:.3}"));
+        let torch = json_value(r.torch_bf16);
+        let (scaled_mm, cute_dsl) = (json_value(r.torch_scaled_mm), json_value(r.cute_dsl));
         let _ = writeln!(
             json,
-            "    {{\"m\": {}, \"n\": {}, \"k\": {}, \"ours_us\": {:.3}, \"ours_relative_error\": {:.5}, \"ours_batches\": {}, \"cublas_fp16_us\": {:.3}, \"cublas_bf16_us\": {:.3}, \"torch_bf16_us\": {torch}, \"floor_us\": {:.3}, \"floor_bound\": \"{}\"}}{}",
+            "    {{\"m\": {}, \"n\": {}, \"k\": {}, \"ours_us\": {:.3}, \"ours_relative_error\": {:.5}, \"ours_batches\": {}, \"cublas_fp16_us\": {:.3}, \"cublas_bf16_us\": {:.3}, \"torch_bf16_us\": {torch}, \"torch_scaled_mm_us\": {scaled_mm}, \"cute_dsl_us\": {cute_dsl}, \"floor_us\": {:.3}, \"floor_bound\": \"{}\"}}{}",
             r.shape.m,
             r.shape.n,
             r.shape.k,
