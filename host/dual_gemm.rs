@@ -215,11 +215,9 @@ impl DualGemmPlan {
         ] {
             check_alignment(name, buffer.device_ptr(stream).0, 16)?;
         }
-        let needs_map =
-            |name: &'static str| Error::invalid(name, "needs a tensor map (K a multiple of 32)", k);
-        let a_map = a.packed_rows_map().ok_or_else(|| needs_map("a"))?;
-        let b1_map = b1.packed_rows_map().ok_or_else(|| needs_map("b1"))?;
-        let b2_map = b2.packed_rows_map().ok_or_else(|| needs_map("b2"))?;
+        let a_map = a
+            .packed_rows_map()
+            .ok_or_else(|| Error::invalid("a", "needs a tensor map (K a multiple of 32)", k))?;
         let global = |x: &DeviceNvFp4Matrix| x.global_scale().unwrap_or(1.0);
         let alpha_gate = SM90_OPERAND_RESCALE * global(a) * global(b1);
         let alpha_up = SM90_OPERAND_RESCALE * global(a) * global(b2);
@@ -233,9 +231,9 @@ impl DualGemmPlan {
         launch
             .arg(a_map)
             .arg(a.scales_buffer())
-            .arg(b1_map)
+            .arg(b1.data_buffer())
             .arg(b1.scales_buffer())
-            .arg(b2_map)
+            .arg(b2.data_buffer())
             .arg(b2.scales_buffer())
             .arg(c)
             .arg(&self.workspace)

@@ -76,29 +76,3 @@ pub unsafe fn st_b32(addr: u32, v: u32) {
     // SAFETY: guaranteed by the caller.
     unsafe { asm!("st.shared.b32 [{p}], {v};", p = in(reg32) addr, v = in(reg32) v) };
 }
-
-/// `ld.shared.v2.b32`: 8 bytes.
-///
-/// # Safety
-/// `addr` must be an 8-byte aligned shared address inside the allocation.
-#[inline(always)]
-pub unsafe fn ld_v2(addr: u32) -> [u32; 2] {
-    let (a, b): (u32, u32);
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        asm!("ld.shared.v2.b32 {{{a}, {b}}}, [{p}];", p = in(reg32) addr, a = out(reg32) a, b = out(reg32) b)
-    };
-    [a, b]
-}
-
-/// `ld.shared.u8`: 1 byte, zero-extended.
-///
-/// # Safety
-/// `addr` must be a shared address inside the allocation.
-#[inline(always)]
-pub unsafe fn ld_u8(addr: u32) -> u32 {
-    let v: u32;
-    // SAFETY: guaranteed by the caller.
-    unsafe { asm!("ld.shared.u8 {v}, [{p}];", p = in(reg32) addr, v = out(reg32) v) };
-    v
-}

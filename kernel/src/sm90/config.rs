@@ -102,14 +102,8 @@ pub struct SharedPlan {
     pub decoded: u32,
     /// Raw (packed fp4) token stages, `RAW_STAGES × raw_rows × 128` bytes (1024-aligned).
     pub raw_tokens: u32,
-    /// Raw weight stages: per stage the tile's 64 rows of B1 then of B2, 128 bytes each,
-    /// 128-byte swizzled (`RAW_STAGES × 16 KiB`, 1024-aligned).
-    pub raw_weights: u32,
     /// Raw token-scale stages, `RAW_STAGES × scale_groups × 2048` bytes.
     pub raw_scales: u32,
-    /// Raw weight-scale stages: the 4 atoms of B1 then of B2 for the tile's 128-row block
-    /// (`RAW_STAGES × 4 KiB`).
-    pub raw_weight_scales: u32,
     /// mbarriers: full/empty of the raw ring, then full/empty of the decoded ring (8 bytes each).
     pub barriers: u32,
     /// One word: the stream-K fix-up's tile counter value, broadcast to the consumers.
@@ -165,32 +159,18 @@ impl Tile {
         self.scale_groups() * SCALE_GROUP_BYTES
     }
 
-    /// Bytes of one raw weight stage: [`TILE_N`] rows of B1 and of B2, 128 bytes each.
-    pub const fn raw_weight_bytes(&self) -> u32 {
-        2 * TILE_N * 128
-    }
-
-    /// Bytes of one raw weight-scale stage: one scale group of B1 and one of B2.
-    pub const fn raw_weight_scale_bytes(&self) -> u32 {
-        2 * SCALE_GROUP_BYTES
-    }
-
     /// The shared-memory plan.
     pub const fn shared(&self) -> SharedPlan {
         let decoded = 0;
         let raw_tokens = decoded + DECODED_STAGES * self.decoded_slice_bytes();
-        let raw_weights = raw_tokens + RAW_STAGES * self.raw_token_bytes();
-        let raw_scales = raw_weights + RAW_STAGES * self.raw_weight_bytes();
-        let raw_weight_scales = raw_scales + RAW_STAGES * self.raw_scale_bytes();
-        let barriers = raw_weight_scales + RAW_STAGES * self.raw_weight_scale_bytes();
+        let raw_scales = raw_tokens + RAW_STAGES * self.raw_token_bytes();
+        let barriers = raw_scales + RAW_STAGES * self.raw_scale_bytes();
         let fixup_word = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
         let total = fixup_word + 16;
         SharedPlan {
             decoded,
             raw_tokens,
-            raw_weights,
             raw_scales,
-            raw_weight_scales,
             barriers,
             fixup_word,
             total,
@@ -254,15 +234,11 @@ const fn check_tiles() {
             "wgmma N must be a multiple of 8, ≤ 128 here"
         );
         assert!(
-            tile.decoded_slice_bytes().is_multiple_of(1024)
-                && plan.raw_tokens.is_multiple_of(1024)
-                && plan.raw_weights.is_multiple_of(1024),
+            tile.decoded_slice_bytes().is_multiple_of(1024) && plan.raw_tokens.is_multiple_of(1024),
             "swizzled regions must stay 1024-byte aligned"
         );
         assert!(
-            plan.raw_scales.is_multiple_of(16)
-                && plan.raw_weight_scales.is_multiple_of(16)
-                && plan.barriers.is_multiple_of(8),
+            plan.raw_scales.is_multiple_of(16) && plan.barriers.is_multiple_of(8),
             "bulk-copy and mbarrier alignment"
         );
         assert!(

@@ -6,11 +6,9 @@
 //!
 //! # Design
 //! * **Swap AB.** The kernel computes tiles of `Cᵀ`: the weights (B1, B2: N rows, the big stream)
-//!   are wgmma's A operand, decoded from packed fp4 *straight into registers* (their fp16 never
-//!   touches shared memory), and the tokens (A: M rows) are wgmma's B operand in shared memory,
-//!   decoded once per CTA and read by both consumer warpgroups and both products. Packed weights
-//!   arrive by TMA in the same raw ring as the tokens, so each SM keeps RAW_STAGES × 20 KiB of
-//!   weights in flight (one stage in registers bounded decode-sized M at about 1 TB/s). wgmma's N is the token tile
+//!   are wgmma's A operand, decoded from global loads *straight into registers* (no shared-memory
+//!   round trip), and the tokens (A: M rows) are wgmma's B operand in shared memory, decoded once
+//!   per CTA and read by both consumer warpgroups and both products. wgmma's N is the token tile
 //!   (8…128, see [`config::TILES`]), which fits decode-sized M as well as prefill.
 //! * **Gate and up in one accumulator.** A consumer warp's 16 wgmma rows are 8 rows of B1 and the
 //!   same 8 rows of B2 (rows `g` and `g + 8` of the fragment), so one `m64nT` accumulator holds
@@ -31,13 +29,11 @@
 //!    slice, issue 4 `wgmma m64nTk16`, release the previous slice; epilogue from registers.
 //! 2. Warpgroups 2–3, **decoders**: per 256-K stage, wait for the raw token tile
 //!    and decode alternate 64-K slices into 128-byte-swizzled fp16 tiles.
-//! 3. Warpgroup 4, **producer**: one thread issues, per stage, the TMA loads of the packed
-//!    token tile and of the tile's 64 rows of B1 and B2 (128-byte swizzle), and the 1-D bulk
-//!    copies of their scale atoms.
+//! 3. Warpgroup 4, **producer**: one thread issues the TMA load of the packed
+//!    token tile (128-byte swizzle) and the 1-D bulk copy of its scale atoms per stage.
 //!
-//! Rings: raw (TMA → decoders and consumers, [`config::RAW_STAGES`] × 256 K) and decoded
-//! (decoders → consumers, [`config::DECODED_STAGES`] × 64 K), each with full/empty mbarriers
-//! ([`RingPosition`]).
+//! Rings: raw (TMA → decoder, [`config::RAW_STAGES`] × 256 K) and decoded (decoder → consumers,
+//! [`config::DECODED_STAGES`] × 64 K), each with full/empty mbarriers ([`RingPosition`]).
 //!
 //! # Cost per 64-K slice, T = 128 tokens (the benchmark tile), per CTA
 //! * Tensor: 2 warpgroups × 4 × `m64n128k16` = 2 · 4 · 64 · 128 · 16 = 1 Mi FMA ≈ 512 clocks at
@@ -49,13 +45,12 @@
 //! * Shared memory: TMA writes 4 KiB of packed tokens (+ 512 B of scales); the decoder reads
 //!   them and writes 16 KiB of fp16; wgmma reads 2 × 16 KiB: ≈ 53 KiB per 512 clocks ≈
 //!   104 B/clock of the ≈ 128 B/clock the SM can move — the third limit.
-//! * Global: weights 2 × 64 rows × 32 B = 4 KiB per slice per CTA, by TMA into the raw ring
-//!   (consumers copy each stage to registers with 8-byte `ld.shared` and release it at once).
+//! * Global: weights 2 × 64 rows × 32 B = 4 KiB per slice per CTA, streamed through registers.
 //!
 //! # Contract (checked by the host plan before launch)
 //! `m ≥ 1`; `n` a multiple of [`config::TILE_N`]; `k` a positive multiple of
-//! [`config::K_PER_STAGE`]; `a_map`, `b1_map`, `b2_map` generic addresses of tensor maps of the
-//! packed bytes (UINT8, dims {k/2, rows}, box {128, 64}, 128-byte swizzle); scale buffers in the blocked layout;
+//! [`config::K_PER_STAGE`]; `a_map` the generic address of a tensor map of A's packed bytes
+//! (UINT8, dims {k/2, m}, box {128, 64}, 128-byte swizzle); scale buffers in the blocked layout;
 //! all pointers aligned for their accesses; grid ≤ tiles, [`config::THREADS`] threads, [`SharedPlan::total`]
 //! bytes of dynamic shared memory.
 
@@ -88,9 +83,9 @@ macro_rules! unrolled16 {
 struct Params {
     a_map: u64,
     a_scales: *const u8,
-    b1_map: u64,
+    b1: *const u8,
     b1_scales: *const u8,
-    b2_map: u64,
+    b2: *const u8,
     b2_scales: *const u8,
     out: *mut u16,
     workspace: *mut u32,
@@ -119,14 +114,6 @@ impl Shared {
     }
     fn raw_scales(&self, stage: u32) -> u32 {
         self.base + self.plan.raw_scales + stage * self.tile.raw_scale_bytes()
-    }
-    /// B1's rows of the stage; B2's follow at `+ TILE_N · 128`.
-    fn raw_weights(&self, stage: u32) -> u32 {
-        self.base + self.plan.raw_weights + stage * self.tile.raw_weight_bytes()
-    }
-    /// B1's scale atoms of the stage; B2's follow at `+ SCALE_GROUP_BYTES`.
-    fn raw_weight_scales(&self, stage: u32) -> u32 {
-        self.base + self.plan.raw_weight_scales + stage * self.tile.raw_weight_scale_bytes()
     }
     fn raw_full(&self, stage: u32) -> u32 {
         self.base + self.plan.barriers + 8 * stage
@@ -170,8 +157,7 @@ impl Work {
 
 /// Arrivals that complete each barrier's phase.
 const RAW_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the copies' bytes)
-// every decoder thread (tokens) and every consumer thread (weights)
-const RAW_EMPTY_ARRIVALS: u32 = (DECODER_WARPGROUPS + config::CONSUMER_WARPGROUPS) * WARPGROUP_THREADS;
+const RAW_EMPTY_ARRIVALS: u32 = DECODER_WARPGROUPS * WARPGROUP_THREADS; // every decoder thread
 const DECODED_FULL_ARRIVALS: u32 = WARPGROUP_THREADS; // the slice's decoder warpgroup, after its proxy fence
 const DECODED_EMPTY_ARRIVALS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS; // every consumer thread
 
@@ -247,23 +233,14 @@ unsafe fn dual_gemm<
 unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid, work: &Work) {
     let tile = shared.tile;
     let scales = BlockedScales::new(p.m as usize, p.k as usize);
-    let weight_scales = BlockedScales::new(p.n as usize, p.k as usize);
-    // SAFETY: the host passes valid tensor maps.
-    unsafe {
-        copy::prefetch_tensor_map(p.a_map);
-        copy::prefetch_tensor_map(p.b1_map);
-        copy::prefetch_tensor_map(p.b2_map);
-    }
+    // SAFETY: the host passes a valid tensor map.
+    unsafe { copy::prefetch_tensor_map(p.a_map) };
     let mut ring = RingPosition::<RAW_STAGES>::new();
     for segment in work.segments() {
-        let (m_tile, n_tile) = grid.coords(segment.tile);
-        let (m0, n0) = (m_tile * tile.tokens, n_tile * TILE_N);
+        let m0 = grid.coords(segment.tile).0 * tile.tokens;
         let first_group = m0 / 128;
         let groups = tile.scale_groups().min(scales.row_blocks as u32 - first_group);
-        let bytes = tile.raw_token_bytes()
-            + groups * SCALE_GROUP_BYTES
-            + tile.raw_weight_bytes()
-            + tile.raw_weight_scale_bytes();
+        let bytes = tile.raw_token_bytes() + groups * SCALE_GROUP_BYTES;
         for stage in segment.first_stage..segment.first_stage + segment.stages {
             let full = shared.raw_full(ring.stage);
             // SAFETY: barriers are initialized; copies stay inside the stage buffers and inside
@@ -292,24 +269,6 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid, work: &Work) {
                         full,
                     );
                 }
-                let weights = shared.raw_weights(ring.stage);
-                copy::tensor_2d(weights, p.b1_map, (stage * 128) as i32, n0 as i32, full);
-                copy::tensor_2d(
-                    weights + TILE_N * 128,
-                    p.b2_map,
-                    (stage * 128) as i32,
-                    n0 as i32,
-                    full,
-                );
-                let atoms = weight_scales.atom_offset((n0 / 128) as usize, (stage * 4) as usize);
-                let weight_scale_dst = shared.raw_weight_scales(ring.stage);
-                copy::bulk(weight_scale_dst, p.b1_scales.add(atoms), SCALE_GROUP_BYTES, full);
-                copy::bulk(
-                    weight_scale_dst + SCALE_GROUP_BYTES,
-                    p.b2_scales.add(atoms),
-                    SCALE_GROUP_BYTES,
-                    full,
-                );
             }
             ring.advance();
         }
@@ -423,38 +382,34 @@ struct WeightStage {
     up_scale: [u32; 4],
 }
 
-/// Where one consumer thread's weights are in a raw stage: its row of the tile's B1 and B2 boxes
-/// (128-byte swizzled rows), its quad lane `t` (8 bytes of each 32-byte slice), and its row's
-/// scale position inside the 128-row scale group.
-struct WeightRows {
-    row: u32,
-    t: u32,
-    scale: u32,
+/// Where one consumer thread's weights are: byte offsets of its block (`8·t` bytes into each
+/// slice) in B1/B2 and of its scale column (`t`) in their scales. Gate and up rows share both
+/// offsets; the base pointers stay kernel parameters (constant bank, not registers).
+struct WeightRows<'a> {
+    p: &'a Params,
+    data: usize,
+    scale: usize,
 }
 
-impl WeightRows {
-    /// Copies this thread's weights of raw stage `stage` into registers.
+impl WeightRows<'_> {
+    /// Issues the loads of stage `stage` (they complete while earlier stages compute).
     #[inline(always)]
-    unsafe fn load(&self, shared: &Shared, stage: u32) -> WeightStage {
+    unsafe fn load(&self, stage: u32) -> WeightStage {
         let mut w = WeightStage {
             gate: [[0; 2]; 4],
             up: [[0; 2]; 4],
             gate_scale: [0; 4],
             up_scale: [0; 4],
         };
-        let gate_row = shared.raw_weights(stage) + self.row * 128;
-        let up_row = gate_row + TILE_N * 128;
-        let gate_scales = shared.raw_weight_scales(stage) + self.scale;
-        let up_scales = gate_scales + SCALE_GROUP_BYTES;
-        for j in 0..SLICES_PER_STAGE {
-            // Bytes 32j + 8t of the row: 16-byte chunk 2j + t/2, swizzled by the row.
-            let offset = (((2 * j + self.t / 2) ^ (self.row % 8)) * 16) + (self.t % 2) * 8;
-            // SAFETY: inside the stage's weight boxes and scale groups.
+        for j in 0..SLICES_PER_STAGE as usize {
+            let data = self.data + (stage * 128) as usize + 32 * j;
+            let scale = self.scale + (stage * SLICES_PER_STAGE) as usize * ATOM_BYTES + j * ATOM_BYTES;
+            // SAFETY: rows and offsets are inside B1/B2 and their scales (host contract).
             unsafe {
-                w.gate[j as usize] = smem::ld_v2(gate_row + offset);
-                w.up[j as usize] = smem::ld_v2(up_row + offset);
-                w.gate_scale[j as usize] = smem::ld_u8(gate_scales + j * ATOM_BYTES as u32);
-                w.up_scale[j as usize] = smem::ld_u8(up_scales + j * ATOM_BYTES as u32);
+                w.gate[j] = mem::ld_global_stream_v2_b32(self.p.b1.add(data) as *const u32);
+                w.up[j] = mem::ld_global_stream_v2_b32(self.p.b2.add(data) as *const u32);
+                w.gate_scale[j] = mem::ld_global_nc_u8(self.p.b1_scales.add(scale)) as u32;
+                w.up_scale[j] = mem::ld_global_nc_u8(self.p.b2_scales.add(scale)) as u32;
             }
         }
         w
@@ -489,38 +444,27 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
     let (warpgroup, warp, lane) = (thread / WARPGROUP_THREADS, (thread / 32) % 4, sreg::lane_id());
     let (g, t) = (lane / 4, lane % 4);
     let n_in_tile = warpgroup * config::N_PER_WARPGROUP + warp * config::N_PER_WARP + g;
+    let b_scales = BlockedScales::new(p.n as usize, p.k as usize);
     let mut decoded = RingPosition::<DECODED_STAGES>::new();
-    let mut raw = RingPosition::<RAW_STAGES>::new();
     for segment in work.segments() {
         let (m_tile, n_tile) = grid.coords(segment.tile);
         let (m0, n) = (m_tile * tile.tokens, n_tile * TILE_N + n_in_tile);
         // n < N (N is a multiple of TILE_N): the offsets are inside the buffers.
-        let in_group = n % 128;
         let rows = WeightRows {
-            row: n - n_tile * TILE_N,
-            t,
-            scale: (in_group % 32) * 16 + (in_group / 32) * 4 + t,
+            p,
+            data: (n as usize) * (p.k as usize / 2) + 8 * t as usize,
+            scale: b_scales.offset(n as usize, t as usize),
         };
         let (first, last) = (segment.first_stage, segment.first_stage + segment.stages - 1);
         // SETS independent accumulator sets, k16 step s into set s % SETS: small tiles' wgmmas
         // are latency-bound when chained through one accumulator (see `Tile::accumulator_sets`).
         let mut sets = [[0f32; ACC]; SETS];
-        // Takes the next raw stage's weights into registers and releases the stage at once.
-        let mut take_stage = || {
-            // SAFETY: barriers initialized; the producer fills raw stages in this order.
-            unsafe {
-                mbarrier::wait(shared.raw_full(raw.stage), raw.full_parity());
-                let w = rows.load(shared, raw.stage);
-                mbarrier::arrive(shared.raw_empty(raw.stage));
-                raw.advance();
-                w
-            }
-        };
-        let mut current = take_stage();
+        // SAFETY: `first` is a stage of the tile.
+        let mut current = unsafe { rows.load(first) };
         let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
         for stage in first..=last {
-            // The last stage's "next" only feeds a fragment decode that is never used.
-            let next = if stage < last { take_stage() } else { current };
+            // SAFETY: clamped to the segment's last stage; loads in flight while this one computes.
+            let next = unsafe { rows.load((stage + 1).min(last)) };
             // One 64-K slice; written out four times so that every fragment index is a constant
             // (a run-time index would move the fragment registers to local memory).
             macro_rules! slice {
@@ -699,9 +643,9 @@ macro_rules! entry_point {
         pub unsafe extern "ptx-kernel" fn $name(
             a_map: u64,
             a_scales: *const u8,
-            b1_map: u64,
+            b1: *const u8,
             b1_scales: *const u8,
-            b2_map: u64,
+            b2: *const u8,
             b2_scales: *const u8,
             out: *mut u16,
             workspace: *mut u32,
@@ -715,9 +659,9 @@ macro_rules! entry_point {
             let p = Params {
                 a_map,
                 a_scales,
-                b1_map,
+                b1,
                 b1_scales,
-                b2_map,
+                b2,
                 b2_scales,
                 out,
                 workspace,
