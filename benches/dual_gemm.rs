@@ -146,7 +146,10 @@ fn main() {
 /// Mean time per call and its relative standard error.
 #[derive(Clone, Copy, Debug)]
 struct Timing {
+    /// Mean µs per call over the batches (the harness's statistic).
     us: f64,
+    /// Median µs per call over the batches.
+    median_us: f64,
     relative_error: f64,
     batches: usize,
 }
@@ -181,8 +184,11 @@ fn time_calls(
         let done = samples.len() >= MIN_BATCHES
             && (relative_error < TARGET_RELATIVE_ERROR || start_time.elapsed().as_secs_f64() > max_seconds);
         if done || samples.len() >= 1000 {
+            let mut sorted = samples.clone();
+            sorted.sort_by(f64::total_cmp);
             return Ok(Timing {
                 us: mean,
+                median_us: sorted[sorted.len() / 2],
                 relative_error,
                 batches: samples.len(),
             });
@@ -279,7 +285,8 @@ fn measure_ceilings(
 /// One shape's results.
 struct Row {
     shape: DualGemmShape,
-    ours: Timing,
+    /// `None` on a GPU without a fused kernel yet (baselines only).
+    ours: Option<Timing>,
     cublas_f16: Timing,
     cublas_bf16: Timing,
     torch_bf16: Option<f64>,
@@ -315,12 +322,15 @@ fn bench_shape(
         .collect::<nvfp4::Result<_>>()?;
     drop(problems);
 
-    let plan = gpu.plan_dual_gemm(shape)?;
     let mut c: CudaSlice<f16> = gpu.stream().alloc_zeros(shape.m * shape.n)?;
-    let ours = time_calls(gpu, flush, sets, options.max_seconds, |i| {
-        let [a, b1, b2] = &inputs[i];
-        Ok(plan.launch(gpu, a, b1, b2, &mut c)?)
-    })?;
+    let ours = match gpu.plan_dual_gemm(shape) {
+        Ok(plan) => Some(time_calls(gpu, flush, sets, options.max_seconds, |i| {
+            let [a, b1, b2] = &inputs[i];
+            Ok(plan.launch(gpu, a, b1, b2, &mut c)?)
+        })?),
+        Err(nvfp4::Error::KernelUnavailable { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
 
     let dense_f16: Vec<Dense<f16>> = inputs
         .iter()
@@ -476,41 +486,54 @@ fn geomean(values: impl Iterator<Item = f64>) -> f64 {
     (sum / n.max(1) as f64).exp()
 }
 
+/// `{value:.1}` or an em dash.
+fn show(value: Option<f64>) -> String {
+    value.map_or("—".to_string(), |v| format!("{v:.1}"))
+}
+
+/// `{ratio:.2}×` or an em dash.
+fn ratio(numerator: Option<f64>, denominator: Option<f64>) -> String {
+    match (numerator, denominator) {
+        (Some(a), Some(b)) => format!("{:.2}×", a / b),
+        _ => "—".to_string(),
+    }
+}
+
 fn markdown_table(rows: &[Row]) -> String {
     let mut t = String::new();
-    let blackwell = rows
-        .iter()
-        .any(|r| r.torch_scaled_mm.is_some() || r.cute_dsl.is_some());
     let _ = writeln!(
         t,
-        "| M × N × K | ours µs | ± | cuBLAS fp16 µs | cuBLAS bf16 µs | PyTorch bf16 µs | floor µs (bound) | ours / floor | TFLOP/s | GB/s | vs cuBLAS fp16 | vs PyTorch |"
+        "| M × N × K | ours µs | ± | cuBLAS fp16 µs | cuBLAS bf16 µs | PyTorch bf16 µs | floor µs (bound) | ours / floor | TFLOP/s | GB/s | vs cuBLAS fp16 | vs cuBLAS bf16 | vs PyTorch |"
     );
-    let _ = writeln!(
-        t,
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-    );
+    let _ = writeln!(t, "|{}", " --- |".repeat(13));
     for r in rows {
         let s = r.shape;
-        let torch = r.torch_bf16.map_or("—".into(), |t| format!("{t:.1}"));
-        let vs_torch = r
-            .torch_bf16
-            .map_or("—".into(), |t| format!("{:.2}×", t / r.ours.us));
+        let ours = r.ours.map(|o| o.us);
         let _ = writeln!(
             t,
-            "| {}×{}×{} | {:.1} | {:.1} % | {:.1} | {:.1} | {torch} | {:.1} ({}) | {:.2} | {:.0} | {:.0} | {:.2}× | {vs_torch} |",
+            "| {}×{}×{} | {} | {} | {:.1} | {:.1} | {} | {:.1} ({}) | {} | {} | {} | {} | {} | {} |",
             s.m,
             s.n,
             s.k,
-            r.ours.us,
-            100.0 * r.ours.relative_error,
+            show(ours),
+            r.ours.map_or("—".to_string(), |o| format!(
+                "{:.1} %",
+                100.0 * o.relative_error
+            )),
             r.cublas_f16.us,
             r.cublas_bf16.us,
+            show(r.torch_bf16),
             r.floor_us,
             r.floor_bound,
-            r.ours.us / r.floor_us,
-            s.flops() / r.ours.us / 1e6,
-            s.bytes() as f64 / r.ours.us / 1e3,
-            r.cublas_f16.us / r.ours.us,
+            ratio(ours, Some(r.floor_us)),
+            ours.map_or("—".to_string(), |us| format!("{:.0}", s.flops() / us / 1e6)),
+            ours.map_or("—".to_string(), |us| format!(
+                "{:.0}",
+                s.bytes() as f64 / us / 1e3
+            )),
+            ratio(Some(r.cublas_f16.us), ours),
+            ratio(Some(r.cublas_bf16.us), ours),
+            ratio(r.torch_bf16, ours),
         );
     }
     let bench: Vec<&Row> = rows
@@ -518,31 +541,36 @@ fn markdown_table(rows: &[Row]) -> String {
         .filter(|r| BENCH_SHAPES.contains(&(r.shape.m, r.shape.n, r.shape.k)))
         .collect();
     if bench.len() == BENCH_SHAPES.len() {
-        let g = |f: &dyn Fn(&Row) -> f64| geomean(bench.iter().map(|r| f(r)));
+        let g = |f: &dyn Fn(&Row) -> Option<f64>| -> Option<f64> {
+            let values: Option<Vec<f64>> = bench.iter().map(|r| f(r)).collect();
+            values.map(|v| geomean(v.into_iter()))
+        };
+        let ours = g(&|r| r.ours.map(|o| o.us));
+        let floor = g(&|r| Some(r.floor_us));
         let _ = writeln!(
             t,
-            "| geomean (4 task shapes) | {:.1} | | {:.1} | {:.1} | {} | {:.1} | {:.2} | | | {:.2}× | |",
-            g(&|r| r.ours.us),
-            g(&|r| r.cublas_f16.us),
-            g(&|r| r.cublas_bf16.us),
-            if bench.iter().all(|r| r.torch_bf16.is_some()) {
-                format!("{:.1}", g(&|r| r.torch_bf16.unwrap_or(f64::NAN)))
-            } else {
-                "—".into()
-            },
-            g(&|r| r.floor_us),
-            g(&|r| r.ours.us / r.floor_us),
-            g(&|r| r.cublas_f16.us / r.ours.us),
+            "| geomean (4 task shapes) | {} | | {} | {} | {} | {} | {} | | | {} | {} | {} |",
+            show(ours),
+            show(g(&|r| Some(r.cublas_f16.us))),
+            show(g(&|r| Some(r.cublas_bf16.us))),
+            show(g(&|r| r.torch_bf16)),
+            show(floor),
+            g(&|r| r.ours.map(|o| o.us / r.floor_us)).map_or("—".to_string(), |v| format!("{v:.2}")),
+            ratio(g(&|r| Some(r.cublas_f16.us)), ours),
+            ratio(g(&|r| Some(r.cublas_bf16.us)), ours),
+            ratio(g(&|r| r.torch_bf16), ours),
         );
     }
-    if blackwell {
+    if rows
+        .iter()
+        .any(|r| r.torch_scaled_mm.is_some() || r.cute_dsl.is_some())
+    {
         // The 10.x baselines (same shapes, same method) as a second table.
         let _ = writeln!(
             t,
             "\n| M × N × K | torch._scaled_mm NVFP4 µs | CuTe DSL baseline µs |\n| --- | --- | --- |"
         );
         for r in rows {
-            let show = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.1}"));
             let (m, n, k) = (r.shape.m, r.shape.n, r.shape.k);
             let _ = writeln!(
                 t,
@@ -601,19 +629,22 @@ fn write_results(
     );
     for (i, r) in rows.iter().enumerate() {
         let json_value = |v: Option<f64>| v.map_or("null".to_string(), |t| format!("{t:.3}"));
-        let torch = json_value(r.torch_bf16);
-        let (scaled_mm, cute_dsl) = (json_value(r.torch_scaled_mm), json_value(r.cute_dsl));
         let _ = writeln!(
             json,
-            "    {{\"m\": {}, \"n\": {}, \"k\": {}, \"ours_us\": {:.3}, \"ours_relative_error\": {:.5}, \"ours_batches\": {}, \"cublas_fp16_us\": {:.3}, \"cublas_bf16_us\": {:.3}, \"torch_bf16_us\": {torch}, \"torch_scaled_mm_us\": {scaled_mm}, \"cute_dsl_us\": {cute_dsl}, \"floor_us\": {:.3}, \"floor_bound\": \"{}\"}}{}",
+            "    {{\"m\": {}, \"n\": {}, \"k\": {}, \"ours_us\": {}, \"ours_median_us\": {}, \"ours_relative_error\": {}, \"ours_batches\": {}, \"cublas_fp16_us\": {:.3}, \"cublas_bf16_us\": {:.3}, \"torch_bf16_us\": {}, \"torch_scaled_mm_us\": {}, \"cute_dsl_us\": {}, \"floor_us\": {:.3}, \"floor_bound\": \"{}\"}}{}",
             r.shape.m,
             r.shape.n,
             r.shape.k,
-            r.ours.us,
-            r.ours.relative_error,
-            r.ours.batches,
+            json_value(r.ours.map(|o| o.us)),
+            json_value(r.ours.map(|o| o.median_us)),
+            r.ours
+                .map_or("null".to_string(), |o| format!("{:.5}", o.relative_error)),
+            r.ours.map_or("null".to_string(), |o| o.batches.to_string()),
             r.cublas_f16.us,
             r.cublas_bf16.us,
+            json_value(r.torch_bf16),
+            json_value(r.torch_scaled_mm),
+            json_value(r.cute_dsl),
             r.floor_us,
             r.floor_bound,
             if i + 1 < rows.len() { "," } else { "" }
@@ -639,7 +670,7 @@ fn svg_chart(gpu: &Gpu, rows: &[Row]) -> String {
     ];
     let value = |r: &Row, i: usize| match i {
         0 => Some(r.floor_us),
-        1 => Some(r.ours.us),
+        1 => r.ours.map(|o| o.us),
         2 => Some(r.cublas_f16.us),
         _ => r.torch_bf16,
     };
