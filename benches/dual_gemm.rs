@@ -296,11 +296,85 @@ struct Row {
     floor_bound: &'static str,
 }
 
-/// Dequantized copies of one input set for the library baselines.
-struct Dense<T> {
-    a: CudaSlice<T>,
-    b1: CudaSlice<T>,
-    b2: CudaSlice<T>,
+/// Element types of the unfused baseline: dequantization and SiLU·mul kernels for each.
+trait DenseElement: DeviceRepr + Copy + cudarc::driver::ValidAsZeroBits
+where
+    CudaBlas: Gemm<Self>,
+{
+    const ONE: Self;
+    const ZERO: Self;
+    fn dequantize(gpu: &Gpu, m: &DeviceNvFp4Matrix) -> nvfp4::Result<CudaSlice<Self>>;
+    fn silu_mul(
+        gpu: &Gpu,
+        gate: &CudaSlice<Self>,
+        up: &CudaSlice<Self>,
+        out: &mut CudaSlice<Self>,
+    ) -> nvfp4::Result<()>;
+}
+
+impl DenseElement for f16 {
+    const ONE: Self = f16::ONE;
+    const ZERO: Self = f16::ZERO;
+    fn dequantize(gpu: &Gpu, m: &DeviceNvFp4Matrix) -> nvfp4::Result<CudaSlice<Self>> {
+        gpu.dequantize_f16(m)
+    }
+    fn silu_mul(
+        gpu: &Gpu,
+        gate: &CudaSlice<Self>,
+        up: &CudaSlice<Self>,
+        out: &mut CudaSlice<Self>,
+    ) -> nvfp4::Result<()> {
+        gpu.silu_mul_f16(gate, up, out)
+    }
+}
+
+impl DenseElement for bf16 {
+    const ONE: Self = bf16::ONE;
+    const ZERO: Self = bf16::ZERO;
+    fn dequantize(gpu: &Gpu, m: &DeviceNvFp4Matrix) -> nvfp4::Result<CudaSlice<Self>> {
+        gpu.dequantize_bf16(m)
+    }
+    fn silu_mul(
+        gpu: &Gpu,
+        gate: &CudaSlice<Self>,
+        up: &CudaSlice<Self>,
+        out: &mut CudaSlice<Self>,
+    ) -> nvfp4::Result<()> {
+        gpu.silu_mul_bf16(gate, up, out)
+    }
+}
+
+/// Times the unfused baseline in element type `T`: operands dequantized beforehand (not timed),
+/// then per call two cuBLAS GEMMs and the SiLU·mul kernel.
+fn time_unfused<T: DenseElement>(
+    gpu: &Gpu,
+    blas: &CudaBlas,
+    flush: &mut CudaSlice<u8>,
+    shape: DualGemmShape,
+    inputs: &[[DeviceNvFp4Matrix; 3]],
+    max_seconds: f64,
+) -> BenchResult<Timing>
+where
+    CudaBlas: Gemm<T>,
+{
+    let dense: Vec<[CudaSlice<T>; 3]> = inputs
+        .iter()
+        .map(|[a, b1, b2]| {
+            Ok([
+                T::dequantize(gpu, a)?,
+                T::dequantize(gpu, b1)?,
+                T::dequantize(gpu, b2)?,
+            ])
+        })
+        .collect::<nvfp4::Result<_>>()?;
+    let outputs = || gpu.stream().alloc_zeros::<T>(shape.m * shape.n);
+    let (mut gate, mut up, mut out) = (outputs()?, outputs()?, outputs()?);
+    time_calls(gpu, flush, inputs.len(), max_seconds, |i| {
+        let [a, b1, b2] = &dense[i];
+        gemm_nt(blas, shape, a, b1, &mut gate, T::ONE, T::ZERO)?;
+        gemm_nt(blas, shape, a, b2, &mut up, T::ONE, T::ZERO)?;
+        Ok(T::silu_mul(gpu, &gate, &up, &mut out)?)
+    })
 }
 
 fn bench_shape(
@@ -332,49 +406,9 @@ fn bench_shape(
         Err(e) => return Err(e.into()),
     };
 
-    let dense_f16: Vec<Dense<f16>> = inputs
-        .iter()
-        .map(|[a, b1, b2]| {
-            Ok(Dense {
-                a: gpu.dequantize_f16(a)?,
-                b1: gpu.dequantize_f16(b1)?,
-                b2: gpu.dequantize_f16(b2)?,
-            })
-        })
-        .collect::<nvfp4::Result<_>>()?;
-    let (mut gate, mut up): (CudaSlice<f16>, CudaSlice<f16>) = (
-        gpu.stream().alloc_zeros(shape.m * shape.n)?,
-        gpu.stream().alloc_zeros(shape.m * shape.n)?,
-    );
-    let cublas_f16 = time_calls(gpu, flush, sets, options.max_seconds, |i| {
-        let d = &dense_f16[i];
-        gemm_nt(blas, shape, &d.a, &d.b1, &mut gate, f16::ONE, f16::ZERO)?;
-        gemm_nt(blas, shape, &d.a, &d.b2, &mut up, f16::ONE, f16::ZERO)?;
-        Ok(gpu.silu_mul_f16(&gate, &up, &mut c)?)
-    })?;
-    drop((dense_f16, gate, up));
-
-    let dense_bf16: Vec<Dense<bf16>> = inputs
-        .iter()
-        .map(|[a, b1, b2]| {
-            Ok(Dense {
-                a: gpu.dequantize_bf16(a)?,
-                b1: gpu.dequantize_bf16(b1)?,
-                b2: gpu.dequantize_bf16(b2)?,
-            })
-        })
-        .collect::<nvfp4::Result<_>>()?;
-    let (mut gate, mut up, mut out): (CudaSlice<bf16>, CudaSlice<bf16>, CudaSlice<bf16>) = (
-        gpu.stream().alloc_zeros(shape.m * shape.n)?,
-        gpu.stream().alloc_zeros(shape.m * shape.n)?,
-        gpu.stream().alloc_zeros(shape.m * shape.n)?,
-    );
-    let cublas_bf16 = time_calls(gpu, flush, sets, options.max_seconds, |i| {
-        let d = &dense_bf16[i];
-        gemm_nt(blas, shape, &d.a, &d.b1, &mut gate, bf16::ONE, bf16::ZERO)?;
-        gemm_nt(blas, shape, &d.a, &d.b2, &mut up, bf16::ONE, bf16::ZERO)?;
-        Ok(gpu.silu_mul_bf16(&gate, &up, &mut out)?)
-    })?;
+    drop(c);
+    let cublas_f16 = time_unfused::<f16>(gpu, blas, flush, shape, &inputs, options.max_seconds)?;
+    let cublas_bf16 = time_unfused::<bf16>(gpu, blas, flush, shape, &inputs, options.max_seconds)?;
 
     let memory_us = shape.bytes() as f64 / ceilings.copy_gbs / 1e3;
     let compute_us = shape.flops() / ceilings.fp16_tflops / 1e6;
