@@ -6,7 +6,8 @@
 //!     [--dist task|full] [--backend auto|gpu|cpu] [--sets S] [--check-only]
 //! ```
 //!
-//! * `gpu` (the default on a compute capability 9.0 device): the fused sm_90a kernel, checked
+//! * `gpu` (the default on a compute capability 9.0 or 10.x device; the 10.x kernel has never
+//!   run): the fused kernel, checked
 //!   against the CPU reference, then (unless `--check-only`) timed with CUDA events around
 //!   `--sets` (default 50) back-to-back calls on distinct input sets (launch cost included),
 //!   median of 5 batches. `cargo bench --bench dual_gemm` measures with L2 flushes and baselines.
@@ -19,7 +20,7 @@ use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 use half::f16;
-use nvfp4::gpu::{Arch, DeviceNvFp4Matrix, Gpu};
+use nvfp4::gpu::{DeviceNvFp4Matrix, Gpu};
 use nvfp4::progress::Reporter;
 use nvfp4::reference::{self, TASK_TOLERANCE};
 use nvfp4::{Distribution, DualGemmShape, Problem};
@@ -114,14 +115,7 @@ fn select_gpu(backend: &str) -> nvfp4::Result<Option<Gpu>> {
     if backend == "cpu" {
         return Ok(None);
     }
-    let opened = Gpu::open(0).and_then(|gpu| match gpu.arch() {
-        Arch::Sm90a => Ok(gpu),
-        Arch::Sm100a => Err(nvfp4::Error::KernelUnavailable {
-            operation: "dual-GEMM",
-            arch: "sm_100a",
-        }),
-    });
-    match opened {
+    match Gpu::open(0) {
         Ok(gpu) => Ok(Some(gpu)),
         Err(e) if backend == "auto" => {
             println!("backend: cpu ({e})");
@@ -143,11 +137,12 @@ fn run_gpu(args: &Args, gpu: &Gpu) -> nvfp4::Result<bool> {
     let shape = shape(args, GPU_DEFAULT_SHAPE);
     let plan = gpu.plan_dual_gemm(shape)?;
     println!(
-        "backend: gpu, {} ({:?}), tile {} tokens × 64 outputs, {} CTAs",
+        "backend: gpu, {} ({:?}), tile {} tokens × {} outputs, {} CTAs",
         gpu.name(),
         gpu.arch(),
-        plan.geometry().tile.tokens,
-        plan.geometry().grid
+        plan.tile_and_grid().0.0,
+        plan.tile_and_grid().0.1,
+        plan.tile_and_grid().1
     );
     println!(
         "problem: M={} N={} K={}, {:?} inputs, seed {}, {} input sets",

@@ -9,7 +9,8 @@
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use half::f16;
 use nvfp4_kernel::schedule::{StreamK, TileGrid};
-use nvfp4_kernel::sm90::config::{self as sm90, K_PER_STAGE, THREADS, TILE_N, Tile};
+use nvfp4_kernel::sm90::config::{self as sm90, K_PER_STAGE, TILE_N, Tile};
+use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
 use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu};
@@ -96,6 +97,34 @@ impl Sm90Geometry {
     }
 }
 
+/// Launch geometry of the sm_100a kernel for one shape (pure; no GPU needed). Not run on
+/// hardware (no B200 here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sm100Geometry {
+    /// Output tiles of 128 tokens × 64 outputs.
+    pub tiles: TileGrid,
+    /// Persistent CTAs: `min(tiles, multiprocessors)`.
+    pub grid: u32,
+}
+
+impl Sm100Geometry {
+    /// Checks `shape` against the sm_100a kernel's rules (the same as sm_90a's: any M ≥ 1, N a
+    /// multiple of 64, K of 256) and picks the grid.
+    pub fn new(shape: DualGemmShape, multiprocessors: u32) -> Result<Self> {
+        const _: () = assert!(
+            sm100::TILE_N == TILE_N && sm100::K_PER_STAGE == K_PER_STAGE,
+            "both kernels share the shape rules"
+        );
+        let DualGemmShape { m, n, .. } = shape;
+        Sm90Geometry::new(shape, multiprocessors)?; // the shared shape rules, one definition
+        let tiles = TileGrid::new(m as u32, n as u32, sm100::TILE_M, sm100::TILE_N);
+        Ok(Self {
+            tiles,
+            grid: tiles.len().min(multiprocessors.max(1)),
+        })
+    }
+}
+
 /// Wave efficiency at or above which whole tiles per CTA beat stream-K: splitting tiles costs a
 /// fix-up and a pipeline restart per segment, measured on an H100 as 66.7 → 73.2 µs at
 /// 256×4096×7168 (128 tiles on 132 SMs), while 192 tiles gained 127 → 102 µs.
@@ -121,31 +150,52 @@ pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> u32 {
 /// per-tile counters (each launch leaves the counters at zero).
 pub struct DualGemmPlan {
     shape: DualGemmShape,
-    geometry: Sm90Geometry,
     function: CudaFunction,
-    workspace: CudaSlice<u32>,
-    tile_counters: CudaSlice<u32>,
+    kernel: PlannedKernel,
+}
+
+/// The kernel a plan launches.
+enum PlannedKernel {
+    /// Hopper, with its stream-K partial-sum workspace and per-tile counters.
+    Sm90 {
+        geometry: Sm90Geometry,
+        workspace: CudaSlice<u32>,
+        tile_counters: CudaSlice<u32>,
+    },
+    /// Blackwell (never run here).
+    Sm100 { geometry: Sm100Geometry },
 }
 
 impl Gpu {
     /// Plans `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` for `shape` on this GPU.
     pub fn plan_dual_gemm(&self, shape: DualGemmShape) -> Result<DualGemmPlan> {
-        if self.arch() != Arch::Sm90a {
-            return Err(Error::KernelUnavailable {
-                operation: "dual-GEMM",
-                arch: "sm_100a",
-            });
-        }
-        let geometry = Sm90Geometry::new(shape, self.multiprocessors())?;
-        let function = self.sm90_dual_gemm_function(geometry.tile)?;
-        let workspace = self.stream().alloc_zeros::<u32>(geometry.workspace_bytes() / 4)?;
-        let tile_counters = self.stream().alloc_zeros::<u32>(geometry.tiles.len() as usize)?;
+        let (function, kernel) = match self.arch() {
+            Arch::Sm90a => {
+                let geometry = Sm90Geometry::new(shape, self.multiprocessors())?;
+                let workspace = self.stream().alloc_zeros::<u32>(geometry.workspace_bytes() / 4)?;
+                let tile_counters = self.stream().alloc_zeros::<u32>(geometry.tiles.len() as usize)?;
+                let function = self.sm90_dual_gemm_function(geometry.tile)?;
+                (
+                    function,
+                    PlannedKernel::Sm90 {
+                        geometry,
+                        workspace,
+                        tile_counters,
+                    },
+                )
+            }
+            Arch::Sm100a => {
+                let geometry = Sm100Geometry::new(shape, self.multiprocessors())?;
+                (
+                    self.sm100_dual_gemm_function()?,
+                    PlannedKernel::Sm100 { geometry },
+                )
+            }
+        };
         Ok(DualGemmPlan {
             shape,
-            geometry,
             function,
-            workspace,
-            tile_counters,
+            kernel,
         })
     }
 
@@ -175,9 +225,12 @@ impl DualGemmPlan {
         self.shape
     }
 
-    /// The launch geometry.
-    pub fn geometry(&self) -> Sm90Geometry {
-        self.geometry
+    /// Tile size (tokens × outputs) and persistent CTAs of the launch.
+    pub fn tile_and_grid(&self) -> ((u32, u32), u32) {
+        match &self.kernel {
+            PlannedKernel::Sm90 { geometry, .. } => ((geometry.tile.tokens, TILE_N), geometry.grid),
+            PlannedKernel::Sm100 { geometry } => ((sm100::TILE_M, sm100::TILE_N), geometry.grid),
+        }
     }
 
     /// Enqueues `c = silu(a·b1ᵀ) ⊙ (a·b2ᵀ)` (`c`: M × N fp16, row-major) on `gpu`'s stream.
@@ -219,32 +272,65 @@ impl DualGemmPlan {
             .packed_rows_map()
             .ok_or_else(|| Error::invalid("a", "needs a tensor map (K a multiple of 32)", k))?;
         let global = |x: &DeviceNvFp4Matrix| x.global_scale().unwrap_or(1.0);
-        let alpha_gate = SM90_OPERAND_RESCALE * global(a) * global(b1);
-        let alpha_up = SM90_OPERAND_RESCALE * global(a) * global(b2);
-        let (m32, n32, k32) = (m as u32, n as u32, k as u32);
-        let config = LaunchConfig {
-            grid_dim: (self.geometry.grid, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: self.geometry.shared_bytes,
+        // sm_90a's fp16 operands carry 2⁻¹⁴ each; sm_100a multiplies the fp4 values themselves.
+        let rescale = match self.kernel {
+            PlannedKernel::Sm90 { .. } => SM90_OPERAND_RESCALE,
+            PlannedKernel::Sm100 { .. } => 1.0,
         };
+        let alpha_gate = rescale * global(a) * global(b1);
+        let alpha_up = rescale * global(a) * global(b2);
+        let (m32, n32, k32) = (m as u32, n as u32, k as u32);
         let mut launch = stream.launch_builder(&self.function);
+        let config = match &self.kernel {
+            PlannedKernel::Sm90 {
+                geometry,
+                workspace,
+                tile_counters,
+            } => {
+                launch
+                    .arg(a_map)
+                    .arg(a.scales_buffer())
+                    .arg(b1.data_buffer())
+                    .arg(b1.scales_buffer())
+                    .arg(b2.data_buffer())
+                    .arg(b2.scales_buffer())
+                    .arg(c)
+                    .arg(workspace)
+                    .arg(tile_counters);
+                LaunchConfig {
+                    grid_dim: (geometry.grid, 1, 1),
+                    block_dim: (sm90::THREADS, 1, 1),
+                    shared_mem_bytes: geometry.shared_bytes,
+                }
+            }
+            PlannedKernel::Sm100 { geometry } => {
+                let needs_map =
+                    |name: &'static str| Error::invalid(name, "needs a tensor map (K a multiple of 32)", k);
+                let b1_map = b1.packed_rows_map().ok_or_else(|| needs_map("b1"))?;
+                let b2_map = b2.packed_rows_map().ok_or_else(|| needs_map("b2"))?;
+                launch
+                    .arg(a_map)
+                    .arg(a.scales_buffer())
+                    .arg(b1_map)
+                    .arg(b1.scales_buffer())
+                    .arg(b2_map)
+                    .arg(b2.scales_buffer())
+                    .arg(c);
+                LaunchConfig {
+                    grid_dim: (geometry.grid, 1, 1),
+                    block_dim: (sm100::THREADS, 1, 1),
+                    shared_mem_bytes: sm100::SHARED_BYTES,
+                }
+            }
+        };
         launch
-            .arg(a_map)
-            .arg(a.scales_buffer())
-            .arg(b1.data_buffer())
-            .arg(b1.scales_buffer())
-            .arg(b2.data_buffer())
-            .arg(b2.scales_buffer())
-            .arg(c)
-            .arg(&self.workspace)
-            .arg(&self.tile_counters)
             .arg(&m32)
             .arg(&n32)
             .arg(&k32)
             .arg(&alpha_gate)
             .arg(&alpha_up);
-        // SAFETY: arguments follow `nvfp4_kernel::sm90::dual_gemm`'s order and contract, checked
-        // above and by `Sm90Geometry::new`.
+        // SAFETY: arguments follow the order and contract of `nvfp4_kernel::sm90::dual_gemm` /
+        // `nvfp4_kernel::sm100::dual_gemm`, checked above and by the geometry.
         unsafe { launch.launch(config) }?;
         Ok(())
     }

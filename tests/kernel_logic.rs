@@ -335,3 +335,109 @@ fn stream_k_segments_of_a_tile_are_numbered_along_k_and_own_distinct_slots() {
         }
     }
 }
+
+// --- sm_100a (Blackwell): encoders and plans checked against independent values (no B200 here).
+
+#[test]
+fn umma_instruction_descriptors_match_the_documented_constants() {
+    use nvfp4_kernel::desc::umma_idesc_mxf4nvf4;
+    // ptx-facts.md §2, checked there against CUTLASS, ThunderKittens, JAX and a raw-PTX kernel.
+    assert_eq!(umma_idesc_mxf4nvf4(128, 128), 0x0820_0480);
+    assert_eq!(umma_idesc_mxf4nvf4(128, 64), 0x0810_0480);
+    assert_eq!(umma_idesc_mxf4nvf4(128, 256), 0x0840_0480);
+    assert_eq!(umma_idesc_mxf4nvf4(256, 256), 0x1040_0480);
+}
+
+#[test]
+fn umma_shared_descriptors_match_the_documented_constants() {
+    use nvfp4_kernel::desc::{umma_desc_scale_atom, umma_desc_sw128_k_major};
+    for addr in [0u32, 1024, 0x1_2400, 0x3_FC00] {
+        // ptx-facts.md §3 and §5.
+        assert_eq!(
+            umma_desc_sw128_k_major(addr),
+            0x4000_4040_0001_0000 | (addr as u64 >> 4),
+            "{addr:#x}"
+        );
+        assert_eq!(
+            umma_desc_scale_atom(addr),
+            0x0000_4008_0000_0000 | (addr as u64 >> 4),
+            "{addr:#x}"
+        );
+    }
+    // The sm_100 SW128 descriptor is the sm_90 one plus the version bit (same swizzle bits).
+    assert_eq!(
+        umma_desc_sw128_k_major(2048) ^ wgmma_desc_sw128_k_major(2048),
+        1 << 46
+    );
+}
+
+#[test]
+fn sm100_tmem_plan_gives_every_column_one_owner_inside_the_allocation() {
+    use nvfp4_kernel::sm100::config::*;
+    let mut owner = vec![None; TMEM_COLUMNS as usize];
+    let mut claim = |column: u32, what: String| {
+        let slot = &mut owner[column as usize];
+        assert!(slot.is_none(), "column {column}: {what} overlaps {:?}", slot);
+        *slot = Some(what);
+    };
+    for buffer in 0..ACCUMULATOR_BUFFERS {
+        for n in 0..TILE_N {
+            claim(gate_column(buffer) + n, format!("gate {buffer}/{n}"));
+            claim(gate_column(buffer) + TILE_N + n, format!("up {buffer}/{n}"));
+        }
+    }
+    for stage in 0..STAGES {
+        for operand in 0..3 {
+            for mma in 0..MMAS_PER_STAGE {
+                for c in 0..4 {
+                    claim(
+                        scale_column(stage, operand, mma) + c,
+                        format!("scale {stage}/{operand}/{mma}"),
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(
+        owner.iter().filter(|o| o.is_some()).count() as u32,
+        TMEM_COLUMNS_USED
+    );
+    assert_eq!(tmem_address(0x0040, 32, 5), (32 << 16) | 0x45);
+}
+
+#[test]
+fn sm100_stage_layout_fits_shared_memory_and_keeps_swizzled_tiles_aligned() {
+    use nvfp4_kernel::sm100::config::*;
+    assert_eq!(STAGE_BYTES, 16384 + 2 * 8192 + 3 * 2048);
+    for offset in [STAGE_A, STAGE_B1, STAGE_B2] {
+        assert_eq!(offset % 1024, 0);
+    }
+    assert_eq!(STAGE_SFB2 + SCALE_BYTES, STAGE_BYTES);
+    assert_eq!(THREADS, 32 * (2 + EPILOGUE_WARPS));
+    // The four epilogue warps cover the four TMEM lane quadrants.
+    let quadrants: Vec<u32> = (FIRST_EPILOGUE_WARP..FIRST_EPILOGUE_WARP + EPILOGUE_WARPS)
+        .map(|w| w % 4)
+        .collect();
+    let mut sorted = quadrants.clone();
+    sorted.sort();
+    assert_eq!(sorted, [0, 1, 2, 3]);
+}
+
+#[test]
+fn sm100_geometry_applies_the_shared_shape_rules_and_one_tile_per_cta() {
+    use nvfp4::dual_gemm::Sm100Geometry;
+    let g = Sm100Geometry::new(
+        DualGemmShape {
+            m: 256,
+            n: 4096,
+            k: 7168,
+        },
+        148,
+    )
+    .unwrap();
+    assert_eq!((g.tiles.m_tiles, g.tiles.n_tiles, g.grid), (2, 64, 128));
+    let g = Sm100Geometry::new(DualGemmShape { m: 1, n: 64, k: 256 }, 148).unwrap();
+    assert_eq!((g.tiles.len(), g.grid), (1, 1));
+    assert!(Sm100Geometry::new(DualGemmShape { m: 1, n: 96, k: 256 }, 148).is_err());
+    assert!(Sm100Geometry::new(DualGemmShape { m: 1, n: 64, k: 128 }, 148).is_err());
+}

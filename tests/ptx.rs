@@ -134,6 +134,62 @@ fn sm90_dual_gemm_sass_uses_hgmma_for_every_tile() {
 }
 
 #[test]
+fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
+    let test = "sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory";
+    let (Some(ptxas), Some(cuobjdump)) = (
+        common::cuda_tool_or_skip("ptxas", test),
+        common::cuda_tool_or_skip("cuobjdump", test),
+    ) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("nvfp4-sass100-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ptx, cubin) = (dir.join("sm100a.ptx"), dir.join("sm100a.cubin"));
+    std::fs::write(&ptx, PTX_SM100A).unwrap();
+    let status = Command::new(&ptxas)
+        .arg("-arch=sm_100a")
+        .arg(&ptx)
+        .arg("-o")
+        .arg(&cubin)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let path = format!(
+        "{}:{}",
+        cuobjdump.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new(&cuobjdump)
+        .arg("-sass")
+        .arg(&cubin)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let sass = String::from_utf8_lossy(&output.stdout);
+    let start = sass
+        .find("Function : nvfp4_dual_gemm_sm100")
+        .expect("sm100 dual-GEMM entry");
+    let body = &sass[start..];
+    let body = &body[..body[1..].find("Function : ").map_or(body.len(), |e| e + 1)];
+    for instruction in ["UTCOMMA.4X", "UTCCP", "UTCBAR", "LDTM", "UTMALDG.2D"] {
+        assert!(
+            body.contains(instruction),
+            "no {instruction} in the sm100 dual GEMM"
+        );
+    }
+    assert!(
+        !body.contains("LDL") && !body.contains("STL"),
+        "local memory in the sm100 dual GEMM"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn modules_call_no_external_functions() {
     for (arch, ptx, _) in COMMITTED {
         assert!(

@@ -18,7 +18,7 @@ use cudarc::driver::{
 };
 use half::{bf16, f16};
 use nvfp4_kernel::launch::{
-    DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint, SILU_MUL_BF16, SILU_MUL_F16,
+    DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint, SILU_MUL_BF16, SILU_MUL_F16, SM100_DUAL_GEMM,
     sm90_dual_gemm as sm90_dual_gemm_entry,
 };
 use nvfp4_kernel::layout::SCALE_BLOCK_K;
@@ -76,6 +76,7 @@ pub struct Gpu {
     silu_mul_f16: CudaFunction,
     silu_mul_bf16: CudaFunction,
     sm90_dual_gemm: Vec<(Tile, CudaFunction)>,
+    sm100_dual_gemm: Option<CudaFunction>,
     _module: Arc<CudaModule>,
 }
 
@@ -105,6 +106,16 @@ impl Gpu {
                 sm90_dual_gemm.push((tile, function));
             }
         }
+        let sm100_dual_gemm = if arch == Arch::Sm100a {
+            let function = load(SM100_DUAL_GEMM)?;
+            function.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                nvfp4_kernel::sm100::config::SHARED_BYTES as i32,
+            )?;
+            Some(function)
+        } else {
+            None
+        };
         Ok(Self {
             stream: context.default_stream(),
             arch,
@@ -115,6 +126,7 @@ impl Gpu {
             silu_mul_f16: load(SILU_MUL_F16)?,
             silu_mul_bf16: load(SILU_MUL_BF16)?,
             sm90_dual_gemm,
+            sm100_dual_gemm,
             _module: module,
         })
     }
@@ -227,6 +239,13 @@ impl Gpu {
         // SAFETY: parameter order and types match `nvfp4_kernel::elementwise`; lengths checked.
         unsafe { launch.launch(config) }?;
         Ok(())
+    }
+
+    pub(crate) fn sm100_dual_gemm_function(&self) -> Result<CudaFunction> {
+        self.sm100_dual_gemm.clone().ok_or(Error::KernelUnavailable {
+            operation: "dual-GEMM",
+            arch: "sm_100a",
+        })
     }
 
     pub(crate) fn sm90_dual_gemm_function(&self, tile: Tile) -> Result<CudaFunction> {

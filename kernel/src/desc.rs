@@ -33,3 +33,38 @@ pub const fn wgmma_desc_sw128_k_major(addr: u32) -> u64 {
         | (((SW128_ATOM_BYTES as u64) >> 4) << 32)
         | (SWIZZLE_128B << 62)
 }
+
+/// tcgen05 (sm_100) descriptor of a K-major SW128 tile at shared address `addr`: as
+/// [`wgmma_desc_sw128_k_major`] plus the descriptor version 1 in bits 46..48 (required on sm_100)
+/// and the 3-bit swizzle field of sm_100 in bits 61..63 (2 = 128-byte swizzle), the same bits as
+/// sm_90's 2-bit field at 62..63 (ptx-facts.md §3).
+#[inline(always)]
+pub const fn umma_desc_sw128_k_major(addr: u32) -> u64 {
+    const VERSION: u64 = 1;
+    const SWIZZLE_128B: u64 = 2;
+    ((addr as u64 & 0x3_FFFF) >> 4)
+        | ((16u64 >> 4) << 16)
+        | (((SW128_ATOM_BYTES as u64) >> 4) << 32)
+        | (VERSION << 46)
+        | (SWIZZLE_128B << 61)
+}
+
+/// tcgen05 descriptor of one 512-byte scale-factor atom at `addr` for `tcgen05.cp .32x128b`: no
+/// swizzle, 32 rows of 16 bytes, stride between 8-row groups 128 bytes, version 1.
+#[inline(always)]
+pub const fn umma_desc_scale_atom(addr: u32) -> u64 {
+    const VERSION: u64 = 1;
+    const STRIDE_BYTES: u64 = 128;
+    ((addr as u64 & 0x3_FFFF) >> 4) | ((STRIDE_BYTES >> 4) << 32) | (VERSION << 46)
+}
+
+/// Instruction descriptor of `tcgen05.mma .kind::mxf4nvf4 .block_scale .block16` (PTX ISA
+/// "Instruction descriptor format for .kind::mxf4 and .kind::mxf4nvf4"): A and B are E2M1
+/// (format 1 at bits 7..9 and 10..11), scales UE4M3 (bit 23 = 0), K-major operands (transpose
+/// bits 0), N >> 3 at bits 17..22, M >> 7 at bits 27..28, dense K = 64 (bit 31 = 0), scale-factor
+/// ids 0.
+#[inline(always)]
+pub const fn umma_idesc_mxf4nvf4(m: u32, n: u32) -> u32 {
+    const E2M1: u32 = 1;
+    (E2M1 << 7) | (E2M1 << 10) | ((n >> 3) << 17) | ((m >> 7) << 27)
+}

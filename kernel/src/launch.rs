@@ -68,8 +68,15 @@ pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[
     sm90_dual_gemm(SM90_TILES[4]),
 ];
 
+/// The sm_100a dual GEMM (tcgen05). `.minnctapersm 1`: one CTA per SM owns all TMEM columns.
+pub const SM100_DUAL_GEMM: EntryPoint = EntryPoint {
+    name: "nvfp4_dual_gemm_sm100",
+    threads_per_block: crate::sm100::config::THREADS,
+    min_blocks_per_sm: Some(1),
+};
+
 /// Entry points of the sm_100a module only.
-pub const SM100_ENTRY_POINTS: &[EntryPoint] = &[];
+pub const SM100_ENTRY_POINTS: &[EntryPoint] = &[SM100_DUAL_GEMM];
 
 /// The entry points of the module for `arch` (`"sm_90a"` or `"sm_100a"`).
 pub fn entry_points(arch: &str) -> impl Iterator<Item = &'static EntryPoint> {

@@ -26,6 +26,7 @@ pub mod launch;
 pub mod layout;
 pub mod ring;
 pub mod schedule;
+pub mod sm100;
 pub mod sm90;
 
 #[cfg(target_arch = "nvptx64")]

@@ -11,4 +11,6 @@ pub mod mem;
 pub mod reg;
 pub mod smem;
 pub mod sreg;
+#[cfg(nvfp4_arch = "sm_100a")]
+pub mod tcgen05;
 pub mod wgmma;

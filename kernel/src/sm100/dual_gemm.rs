@@ -1,0 +1,406 @@
+//! Fused NVFP4 dual GEMM for Blackwell (sm_100a): `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)`, fp16 out, on
+//! the block-scaled fp4 tensor cores (`tcgen05.mma .kind::mxf4nvf4 .block16`). NOT RUN ON
+//! HARDWARE: no B200 was available; checked by ptxas/SASS and by host tests of [`config`] and the
+//! descriptor encoders only.
+//!
+//! # Design
+//! * Tile: 128 tokens (the MMA's M) × 64 outputs; per 256-K stage, one TMA A tile (two 64-row
+//!   boxes, 128-byte swizzle), one B1 and one B2 tile, and the scale atoms of all three by 1-D
+//!   bulk copy; no repacking of the standard layouts (task.md).
+//! * Per K=64 step, two MMAs with the same A descriptor: gate (B1, SFB1) and up (B2, SFB2) into
+//!   two TMEM accumulators of the same 128 lanes, so the epilogue reads both for the same
+//!   (token, output) and gates without a second pass.
+//! * Scale atoms go shared → TMEM with `tcgen05.cp .32x128b.warpx4` into per-stage columns
+//!   ([`config`]'s TMEM plan), reused only after the stage's commit has fired (cp → mma is
+//!   ordered, mma → cp is not). For N = 64 the B atom covers 128 rows; the MMA's SFB address is
+//!   offset by `(n0 % 128) / 32` columns.
+//! * Accumulators are double-buffered (2 × 128 columns), so the epilogue of one tile overlaps the
+//!   mainloop of the next. Persistent grid, static schedule (`TileGrid`, tiles `b, b + grid, …`).
+//!
+//! # Roles (192 threads, one CTA per SM: 152 KiB of shared memory and all 512 TMEM columns)
+//! 1. Warp 0, **TMA**: one lane waits `empty[s]`, expects the stage's bytes on `full[s]`, issues
+//!    the copies.
+//! 2. Warp 1, **MMA**: allocates and frees TMEM; per stage waits `full[s]`, one lane issues 12
+//!    `tcgen05.cp` and 8 MMAs, then `tcgen05.commit` to `empty[s]`; per tile, after waiting
+//!    `acc_empty[b]`, commits the last stage to `acc_full[b]`.
+//! 3. Warps 2–5, **epilogue**: wait `acc_full[b]`, `tcgen05.ld` 16 columns of gate and of up at a
+//!    time from their lane quadrant (`warp % 4`), SiLU·up in fp32, fp16 stores straight to C,
+//!    then `acc_empty[b]`.
+//!
+//! # Contract (checked by the host plan)
+//! `m ≥ 1`; `n` a multiple of [`TILE_N`]; `k` a positive multiple of [`K_PER_STAGE`]; tensor
+//! maps as for the sm_90a kernel (UINT8, box {128, 64}, 128-byte swizzle); scales in the blocked
+//! layout; [`THREADS`] threads; [`SHARED_BYTES`] of dynamic shared memory.
+
+use crate::desc::{umma_desc_scale_atom, umma_desc_sw128_k_major, umma_idesc_mxf4nvf4};
+use crate::epilogue::silu;
+use crate::layout::{ATOM_BYTES, BlockedScales};
+use crate::ptx::{copy, cvt, fence, mbarrier, mem, smem, sreg, tcgen05};
+use crate::ring::RingPosition;
+use crate::schedule::TileGrid;
+use crate::sm100::config::{
+    ACCUMULATOR_BUFFERS, BARRIERS, BOX_ROWS, EPILOGUE_WARPS, K_PER_STAGE, MMA_WARP, MMAS_PER_STAGE,
+    SCALE_BYTES, SHARED_BYTES, STAGE_A, STAGE_B1, STAGE_B2, STAGE_BYTES, STAGE_SFA, STAGE_SFB1, STAGE_SFB2,
+    STAGES, THREADS, TILE_M, TILE_N, TMA_WARP, TMEM_COLUMNS, TMEM_SLOT, gate_column, scale_column,
+    tmem_address,
+};
+
+/// Kernel arguments, in launch order.
+struct Params {
+    a_map: u64,
+    a_scales: *const u8,
+    b1_map: u64,
+    b1_scales: *const u8,
+    b2_map: u64,
+    b2_scales: *const u8,
+    out: *mut u16,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha_gate: f32,
+    alpha_up: f32,
+}
+
+/// Shared addresses of the ring, the barriers and the TMEM slot.
+#[derive(Clone, Copy)]
+struct Shared {
+    base: u32,
+}
+
+impl Shared {
+    fn stage(&self, stage: u32) -> u32 {
+        self.base + stage * STAGE_BYTES
+    }
+    fn full(&self, stage: u32) -> u32 {
+        self.base + BARRIERS + 8 * stage
+    }
+    fn empty(&self, stage: u32) -> u32 {
+        self.full(STAGES + stage)
+    }
+    fn accumulator_full(&self, buffer: u32) -> u32 {
+        self.full(2 * STAGES + buffer)
+    }
+    fn accumulator_empty(&self, buffer: u32) -> u32 {
+        self.full(2 * STAGES + ACCUMULATOR_BUFFERS + buffer)
+    }
+    fn tmem_slot(&self) -> u32 {
+        self.base + TMEM_SLOT
+    }
+}
+
+/// Arrivals per barrier phase.
+const FULL_ARRIVALS: u32 = 1; // the TMA lane's arrive.expect_tx (+ the stage's bytes)
+const EMPTY_ARRIVALS: u32 = 1; // the MMA lane's tcgen05.commit
+const ACCUMULATOR_FULL_ARRIVALS: u32 = 1; // the MMA lane's tcgen05.commit
+const ACCUMULATOR_EMPTY_ARRIVALS: u32 = 32 * EPILOGUE_WARPS; // every epilogue thread
+
+const _: () = assert!(
+    SHARED_BYTES == TMEM_SLOT + 16 && THREADS == 192,
+    "role layout and shared plan disagree"
+);
+
+#[inline(always)]
+unsafe fn dual_gemm(p: &Params) {
+    let shared = Shared { base: smem::base() };
+    let thread = sreg::thread_idx_x();
+    let warp = thread / 32;
+    if thread == 0 {
+        for stage in 0..STAGES {
+            // SAFETY: barrier slots are inside the shared plan; only thread 0 touches them here.
+            unsafe {
+                mbarrier::init(shared.full(stage), FULL_ARRIVALS);
+                mbarrier::init(shared.empty(stage), EMPTY_ARRIVALS);
+            }
+        }
+        for buffer in 0..ACCUMULATOR_BUFFERS {
+            // SAFETY: as above.
+            unsafe {
+                mbarrier::init(shared.accumulator_full(buffer), ACCUMULATOR_FULL_ARRIVALS);
+                mbarrier::init(shared.accumulator_empty(buffer), ACCUMULATOR_EMPTY_ARRIVALS);
+            }
+        }
+        fence::mbarrier_init();
+    }
+    if warp == MMA_WARP {
+        tcgen05::alloc::<TMEM_COLUMNS>(shared.tmem_slot());
+        tcgen05::relinquish_alloc_permit();
+        tcgen05::fence_before_thread_sync();
+    }
+    fence::sync_threads();
+    tcgen05::fence_after_thread_sync();
+    // SAFETY: written by tcgen05.alloc before the barrier.
+    let tmem = unsafe { smem::ld_b32(shared.tmem_slot()) };
+
+    let grid = TileGrid::new(p.m, p.n, TILE_M, TILE_N);
+    if grid.m_tiles != 0 && grid.n_tiles != 0 && p.k >= K_PER_STAGE {
+        if warp == TMA_WARP {
+            if sreg::lane_id() == 0 {
+                // SAFETY: the host plan checked the module contract.
+                unsafe { produce(p, &shared, &grid) };
+            }
+        } else if warp == MMA_WARP {
+            // SAFETY: as above.
+            unsafe { issue_mmas(p, &shared, &grid, tmem) };
+        } else {
+            // SAFETY: as above.
+            unsafe { drain_accumulators(p, &shared, &grid, tmem, warp % 4) };
+        }
+    }
+    // Every TMEM access has completed (epilogue loads waited, MMAs committed and consumed).
+    fence::sync_threads();
+    if warp == MMA_WARP {
+        tcgen05::fence_after_thread_sync();
+        tcgen05::dealloc::<TMEM_COLUMNS>(tmem);
+    }
+}
+
+/// This CTA's tiles: `blockIdx, blockIdx + gridDim, …`.
+struct Tiles {
+    next: u32,
+    len: u32,
+}
+
+impl Iterator for Tiles {
+    type Item = u32;
+    #[inline(always)]
+    fn next(&mut self) -> Option<u32> {
+        let tile = self.next;
+        self.next += sreg::grid_dim_x();
+        (tile < self.len).then_some(tile)
+    }
+}
+
+fn my_tiles(grid: &TileGrid) -> Tiles {
+    Tiles {
+        next: sreg::block_idx_x(),
+        len: grid.len(),
+    }
+}
+
+/// The TMA lane: per tile and 256-K stage, A (two boxes), B1, B2 and their scale atoms.
+#[inline(always)]
+unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
+    let (a_scales, b_scales) = (
+        BlockedScales::new(p.m as usize, p.k as usize),
+        BlockedScales::new(p.n as usize, p.k as usize),
+    );
+    // SAFETY: valid tensor maps (host contract).
+    unsafe {
+        copy::prefetch_tensor_map(p.a_map);
+        copy::prefetch_tensor_map(p.b1_map);
+        copy::prefetch_tensor_map(p.b2_map);
+    }
+    let mut ring = RingPosition::<STAGES>::new();
+    for tile in my_tiles(grid) {
+        let (m_tile, n_tile) = grid.coords(tile);
+        let (m0, n0) = (m_tile * TILE_M, n_tile * TILE_N);
+        for k_stage in 0..p.k / K_PER_STAGE {
+            let (full, base, x) = (
+                shared.full(ring.stage),
+                shared.stage(ring.stage),
+                (k_stage * 128) as i32,
+            );
+            let a_atoms = a_scales.atom_offset((m0 / 128) as usize, (k_stage * MMAS_PER_STAGE) as usize);
+            let b_atoms = b_scales.atom_offset((n0 / 128) as usize, (k_stage * MMAS_PER_STAGE) as usize);
+            // SAFETY: copies stay inside the stage and the scale buffers; A's box may run past M
+            // (zeros); the A row block m0/128 exists since m0 < M.
+            unsafe {
+                mbarrier::wait(shared.empty(ring.stage), ring.empty_parity());
+                mbarrier::arrive_expect_tx(full, STAGE_BYTES);
+                for b in 0..TILE_M / BOX_ROWS {
+                    copy::tensor_2d(
+                        base + STAGE_A + b * BOX_ROWS * 128,
+                        p.a_map,
+                        x,
+                        (m0 + b * BOX_ROWS) as i32,
+                        full,
+                    );
+                }
+                copy::tensor_2d(base + STAGE_B1, p.b1_map, x, n0 as i32, full);
+                copy::tensor_2d(base + STAGE_B2, p.b2_map, x, n0 as i32, full);
+                copy::bulk(base + STAGE_SFA, p.a_scales.add(a_atoms), SCALE_BYTES, full);
+                copy::bulk(base + STAGE_SFB1, p.b1_scales.add(b_atoms), SCALE_BYTES, full);
+                copy::bulk(base + STAGE_SFB2, p.b2_scales.add(b_atoms), SCALE_BYTES, full);
+            }
+            ring.advance();
+        }
+    }
+}
+
+/// The MMA warp: all lanes wait, lane 0 issues scale copies, MMAs and commits.
+#[inline(always)]
+unsafe fn issue_mmas(p: &Params, shared: &Shared, grid: &TileGrid, tmem: u32) {
+    let idesc = umma_idesc_mxf4nvf4(TILE_M, TILE_N);
+    let issuer = sreg::lane_id() == 0;
+    let mut ring = RingPosition::<STAGES>::new();
+    let mut accumulators = RingPosition::<ACCUMULATOR_BUFFERS>::new();
+    for tile in my_tiles(grid) {
+        let n0 = grid.coords(tile).1 * TILE_N;
+        let sfb_offset = (n0 % 128) / 32; // N = 64 reads half of the B atom's 4 columns
+        let buffer = accumulators.stage;
+        // SAFETY: barrier initialized; the epilogue releases the buffer.
+        unsafe { mbarrier::wait(shared.accumulator_empty(buffer), accumulators.empty_parity()) };
+        tcgen05::fence_after_thread_sync();
+        let gate = tmem_address(tmem, 0, gate_column(buffer));
+        let up = gate + TILE_N;
+        for k_stage in 0..p.k / K_PER_STAGE {
+            let stage = ring.stage;
+            // SAFETY: barrier initialized; the TMA lane fills the stage.
+            unsafe { mbarrier::wait(shared.full(stage), ring.full_parity()) };
+            tcgen05::fence_after_thread_sync();
+            if issuer {
+                let base = shared.stage(stage);
+                let column =
+                    |operand: u32, mma: u32| tmem_address(tmem, 0, scale_column(stage, operand, mma));
+                for j in 0..MMAS_PER_STAGE {
+                    let atom = j * ATOM_BYTES as u32;
+                    // SAFETY: atoms inside the stage; columns inside this stage's scale range,
+                    // whose previous readers completed before `empty[stage]` let the TMA refill it.
+                    unsafe {
+                        tcgen05::cp_32x128b_warpx4(
+                            column(0, j),
+                            umma_desc_scale_atom(base + STAGE_SFA + atom),
+                        );
+                        tcgen05::cp_32x128b_warpx4(
+                            column(1, j),
+                            umma_desc_scale_atom(base + STAGE_SFB1 + atom),
+                        );
+                        tcgen05::cp_32x128b_warpx4(
+                            column(2, j),
+                            umma_desc_scale_atom(base + STAGE_SFB2 + atom),
+                        );
+                    }
+                }
+                for j in 0..MMAS_PER_STAGE {
+                    // K = 64 fp4 is 32 bytes along the 128-byte swizzled rows.
+                    let a = umma_desc_sw128_k_major(base + STAGE_A + 32 * j);
+                    let b1 = umma_desc_sw128_k_major(base + STAGE_B1 + 32 * j);
+                    let b2 = umma_desc_sw128_k_major(base + STAGE_B2 + 32 * j);
+                    let accumulate = k_stage > 0 || j > 0;
+                    // SAFETY: descriptors and TMEM addresses from the shared and TMEM plans.
+                    unsafe {
+                        tcgen05::mma_mxf4nvf4(
+                            gate,
+                            a,
+                            b1,
+                            idesc,
+                            column(0, j),
+                            column(1, j) + sfb_offset,
+                            accumulate,
+                        );
+                        tcgen05::mma_mxf4nvf4(
+                            up,
+                            a,
+                            b2,
+                            idesc,
+                            column(0, j),
+                            column(2, j) + sfb_offset,
+                            accumulate,
+                        );
+                    }
+                }
+                // SAFETY: barrier initialized; arrives when this stage's MMAs have read it.
+                unsafe { tcgen05::commit(shared.empty(stage)) };
+            }
+            ring.advance();
+        }
+        if issuer {
+            // SAFETY: barrier initialized; arrives when the tile's MMAs have completed.
+            unsafe { tcgen05::commit(shared.accumulator_full(buffer)) };
+        }
+        accumulators.advance();
+    }
+}
+
+/// An epilogue warp: TMEM lanes `32·quadrant ..`, i.e. tokens `m0 + 32·quadrant + lane`.
+#[inline(always)]
+unsafe fn drain_accumulators(p: &Params, shared: &Shared, grid: &TileGrid, tmem: u32, quadrant: u32) {
+    let lane = sreg::lane_id();
+    let mut accumulators = RingPosition::<ACCUMULATOR_BUFFERS>::new();
+    for tile in my_tiles(grid) {
+        let (m_tile, n_tile) = grid.coords(tile);
+        let token = m_tile * TILE_M + 32 * quadrant + lane;
+        let n0 = n_tile * TILE_N;
+        let buffer = accumulators.stage;
+        // SAFETY: barrier initialized; the MMA warp commits the buffer.
+        unsafe { mbarrier::wait(shared.accumulator_full(buffer), accumulators.full_parity()) };
+        tcgen05::fence_after_thread_sync();
+        for chunk in 0..TILE_N / 16 {
+            let column = gate_column(buffer) + 16 * chunk;
+            let gate = tcgen05::ld_32x32b_x16(tmem_address(tmem, 32 * quadrant, column));
+            let up = tcgen05::ld_32x32b_x16(tmem_address(tmem, 32 * quadrant, column + TILE_N));
+            tcgen05::wait_ld();
+            let value = |i: usize| {
+                let g = f32::from_bits(gate[i]) * p.alpha_gate;
+                let u = f32::from_bits(up[i]) * p.alpha_up;
+                cvt::f32_to_f16_rn(silu(g) * u) as u32
+            };
+            // Literal indices: a run-time index would move the loaded registers to local memory.
+            macro_rules! pair {
+                ($i:literal) => {
+                    value(2 * $i) | (value(2 * $i + 1) << 16)
+                };
+            }
+            let packed = [
+                pair!(0),
+                pair!(1),
+                pair!(2),
+                pair!(3),
+                pair!(4),
+                pair!(5),
+                pair!(6),
+                pair!(7),
+            ];
+            if token < p.m {
+                let offset = token as usize * p.n as usize + (n0 + 16 * chunk) as usize;
+                // SAFETY: token < M, n0 + 16·chunk + 16 ≤ N; 32-byte aligned (N % 64 == 0).
+                unsafe {
+                    let dst = p.out.add(offset) as *mut u32;
+                    mem::st_global_v4_b32(dst, [packed[0], packed[1], packed[2], packed[3]]);
+                    mem::st_global_v4_b32(dst.add(4), [packed[4], packed[5], packed[6], packed[7]]);
+                }
+            }
+        }
+        tcgen05::fence_before_thread_sync();
+        // SAFETY: barrier initialized; this thread's TMEM loads have completed (wait_ld).
+        unsafe { mbarrier::arrive(shared.accumulator_empty(buffer)) };
+        accumulators.advance();
+    }
+}
+
+/// The sm_100a dual GEMM (see the module doc for the contract).
+///
+/// # Safety
+/// Arguments must satisfy the module contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_sm100(
+    a_map: u64,
+    a_scales: *const u8,
+    b1_map: u64,
+    b1_scales: *const u8,
+    b2_map: u64,
+    b2_scales: *const u8,
+    out: *mut u16,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha_gate: f32,
+    alpha_up: f32,
+) {
+    let p = Params {
+        a_map,
+        a_scales,
+        b1_map,
+        b1_scales,
+        b2_map,
+        b2_scales,
+        out,
+        m,
+        n,
+        k,
+        alpha_gate,
+        alpha_up,
+    };
+    // SAFETY: forwarded contract.
+    unsafe { dual_gemm(&p) }
+}
