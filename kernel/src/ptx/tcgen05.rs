@@ -52,8 +52,44 @@ pub fn fence_after_thread_sync() {
     unsafe { asm!("tcgen05.fence::after_thread_sync;") };
 }
 
-/// `tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16`: D[128 × N] (+)= A · Bᵀ with
-/// e2m1 A and B from shared memory (descriptors), ue4m3 scales from TMEM, fp32 D in TMEM.
+/// What the MMA does with its A operand's collector buffer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ACollector {
+    /// Read A from shared memory; do not keep it (the default).
+    Discard,
+    /// Read A from shared memory and keep it for the next MMA (`.collector::a::fill`).
+    Fill,
+    /// Reuse the A kept by the previous MMA, then drop it (`.collector::a::lastuse`); the
+    /// A descriptor must be the same.
+    LastUse,
+}
+
+macro_rules! mxf4nvf4_mma {
+    ($collector:literal, $d:expr, $a:expr, $b:expr, $i:expr, $sa:expr, $sb:expr, $acc:expr) => {
+        asm!(
+            "{{",
+            ".reg .pred p;",
+            "setp.ne.b32 p, {acc}, 0;",
+            concat!(
+                "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16",
+                $collector,
+                " [{d}], {a}, {b}, {i}, [{sa}], [{sb}], p;"
+            ),
+            "}}",
+            d = in(reg32) $d,
+            a = in(reg64) $a,
+            b = in(reg64) $b,
+            i = in(reg32) $i,
+            sa = in(reg32) $sa,
+            sb = in(reg32) $sb,
+            acc = in(reg32) $acc as u32,
+        )
+    };
+}
+
+/// `tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16{.collector::a::*}`:
+/// D[128 × N] (+)= A · Bᵀ with e2m1 A and B from shared memory (descriptors), ue4m3 scales from
+/// TMEM, fp32 D in TMEM.
 ///
 /// # Safety
 /// Descriptors, addresses and `idesc` must describe valid operands; single-thread issue.
@@ -66,24 +102,36 @@ pub unsafe fn mma_mxf4nvf4(
     sfa: u32,
     sfb: u32,
     accumulate: bool,
+    collector: ACollector,
 ) {
     // SAFETY: guaranteed by the caller.
     unsafe {
-        asm!(
-            "{{",
-            ".reg .pred p;",
-            "setp.ne.b32 p, {acc}, 0;",
-            "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16 [{d}], {a}, {b}, {i}, [{sa}], [{sb}], p;",
-            "}}",
-            d = in(reg32) d,
-            a = in(reg64) a_desc,
-            b = in(reg64) b_desc,
-            i = in(reg32) idesc,
-            sa = in(reg32) sfa,
-            sb = in(reg32) sfb,
-            acc = in(reg32) accumulate as u32,
-        )
-    };
+        match collector {
+            ACollector::Discard => mxf4nvf4_mma!("", d, a_desc, b_desc, idesc, sfa, sfb, accumulate),
+            ACollector::Fill => mxf4nvf4_mma!(
+                ".collector::a::fill",
+                d,
+                a_desc,
+                b_desc,
+                idesc,
+                sfa,
+                sfb,
+                accumulate
+            ),
+            ACollector::LastUse => {
+                mxf4nvf4_mma!(
+                    ".collector::a::lastuse",
+                    d,
+                    a_desc,
+                    b_desc,
+                    idesc,
+                    sfa,
+                    sfb,
+                    accumulate
+                )
+            }
+        }
+    }
 }
 
 /// `tcgen05.cp.cta_group::1.32x128b.warpx4`: one 512-byte scale atom (32 rows × 16 bytes) from

@@ -9,7 +9,8 @@
 //!   bulk copy; no repacking of the standard layouts (task.md).
 //! * Per K=64 step, two MMAs with the same A descriptor: gate (B1, SFB1) and up (B2, SFB2) into
 //!   two TMEM accumulators of the same 128 lanes, so the epilogue reads both for the same
-//!   (token, output) and gates without a second pass.
+//!   (token, output) and gates without a second pass. A stays in the MMA collector between them
+//!   (`.collector::a::fill`, then `::lastuse`): read from shared memory once per K step.
 //! * Scale atoms go shared → TMEM with `tcgen05.cp .32x128b.warpx4` into per-stage columns
 //!   ([`config`]'s TMEM plan), reused only after the stage's commit has fired (cp → mma is
 //!   ordered, mma → cp is not). For N = 64 the B atom covers 128 rows; the MMA's SFB address is
@@ -35,6 +36,7 @@
 use crate::desc::{umma_desc_scale_atom, umma_desc_sw128_k_major, umma_idesc_mxf4nvf4};
 use crate::epilogue::silu;
 use crate::layout::{ATOM_BYTES, BlockedScales};
+use crate::ptx::tcgen05::ACollector;
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, smem, sreg, tcgen05};
 use crate::ring::RingPosition;
 use crate::schedule::TileGrid;
@@ -277,26 +279,13 @@ unsafe fn issue_mmas(p: &Params, shared: &Shared, grid: &TileGrid, tmem: u32) {
                     let b1 = umma_desc_sw128_k_major(base + STAGE_B1 + 32 * j);
                     let b2 = umma_desc_sw128_k_major(base + STAGE_B2 + 32 * j);
                     let accumulate = k_stage > 0 || j > 0;
+                    // A stays in the collector between the two MMAs: read from shared memory once.
+                    let (sfa, sfb1, sfb2) =
+                        (column(0, j), column(1, j) + sfb_offset, column(2, j) + sfb_offset);
                     // SAFETY: descriptors and TMEM addresses from the shared and TMEM plans.
                     unsafe {
-                        tcgen05::mma_mxf4nvf4(
-                            gate,
-                            a,
-                            b1,
-                            idesc,
-                            column(0, j),
-                            column(1, j) + sfb_offset,
-                            accumulate,
-                        );
-                        tcgen05::mma_mxf4nvf4(
-                            up,
-                            a,
-                            b2,
-                            idesc,
-                            column(0, j),
-                            column(2, j) + sfb_offset,
-                            accumulate,
-                        );
+                        tcgen05::mma_mxf4nvf4(gate, a, b1, idesc, sfa, sfb1, accumulate, ACollector::Fill);
+                        tcgen05::mma_mxf4nvf4(up, a, b2, idesc, sfa, sfb2, accumulate, ACollector::LastUse);
                     }
                 }
                 // SAFETY: barrier initialized; arrives when this stage's MMAs have read it.
