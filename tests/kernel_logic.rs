@@ -142,16 +142,15 @@ fn ring_flips_parity_after_each_pass() {
     );
 }
 
-#[test]
-fn ring_producer_and_consumer_never_share_a_stage_and_never_deadlock() {
-    // mbarrier model: `completed` phases per barrier; `try_wait.parity(p)` passes iff the current
-    // (in-progress) phase's parity differs from p. Random interleavings of a producer that waits
-    // empty[s] then completes full[s], and a consumer that waits full[s] then completes empty[s].
-    const STAGES: u32 = 4;
+/// Random interleavings of a producer that waits `empty[s]` then completes `full[s]` and a
+/// consumer that waits `full[s]` then completes `empty[s]`, on the mbarrier model: `completed`
+/// phases per barrier, and `try_wait.parity(p)` passes iff the in-progress phase's parity differs
+/// from p.
+fn simulate_ring<const STAGES: u32>(seed: u64) {
     let passes = |completed: u32, parity: u32| completed % 2 != parity;
-    let mut rng = nvfp4::problem::Rng::new(5);
+    let mut rng = nvfp4::problem::Rng::new(seed);
     for _ in 0..20 {
-        let (mut full, mut empty) = ([0u32; STAGES as usize], [0u32; STAGES as usize]);
+        let (mut full, mut empty) = (vec![0u32; STAGES as usize], vec![0u32; STAGES as usize]);
         let (mut producer, mut consumer) = (RingPosition::<STAGES>::new(), RingPosition::<STAGES>::new());
         let (mut produced, mut consumed, total) = (0u32, 0u32, 200u32);
         while consumed < total {
@@ -160,24 +159,36 @@ fn ring_producer_and_consumer_never_share_a_stage_and_never_deadlock() {
             let consumer_can = passes(full[consumer.stage as usize], consumer.full_parity());
             assert!(
                 producer_can || consumer_can,
-                "deadlock at produced {produced}, consumed {consumed}"
+                "{STAGES} stages: deadlock at {produced}/{consumed}"
             );
             if producer_can && (!consumer_can || rng.next_u64() & 1 == 0) {
                 assert!(
                     produced - consumed < STAGES,
-                    "producer refilled a stage not yet consumed"
+                    "{STAGES} stages: refilled a stage not yet consumed"
                 );
                 full[producer.stage as usize] += 1;
                 producer.advance();
                 produced += 1;
             } else {
-                assert!(consumed < produced, "consumer read a stage not yet filled");
+                assert!(
+                    consumed < produced,
+                    "{STAGES} stages: read a stage not yet filled"
+                );
                 empty[consumer.stage as usize] += 1;
                 consumer.advance();
                 consumed += 1;
             }
         }
     }
+}
+
+#[test]
+fn ring_producer_and_consumer_never_share_a_stage_and_never_deadlock() {
+    // Every ring depth the kernels use: accumulator buffers (2), stages (4), decoded slots (4).
+    simulate_ring::<1>(1);
+    simulate_ring::<2>(2);
+    simulate_ring::<4>(4);
+    simulate_ring::<8>(8);
 }
 
 #[test]
