@@ -452,3 +452,44 @@ fn sm100_geometry_applies_the_shared_shape_rules_and_one_tile_per_cta() {
     assert!(Sm100Geometry::new(DualGemmShape { m: 1, n: 96, k: 256 }, 148).is_err());
     assert!(Sm100Geometry::new(DualGemmShape { m: 1, n: 64, k: 128 }, 148).is_err());
 }
+
+#[test]
+fn sm100_stage_copies_hold_every_scale_its_mmas_read_at_the_addressed_tmem_columns() {
+    use nvfp4::BlockedScales;
+    use nvfp4_kernel::layout::ATOM_BYTES;
+    use nvfp4_kernel::sm100::config::{
+        MMAS_PER_STAGE, TILE_M, TILE_N, b_scale_column_offset, stage_scale_atoms,
+    };
+    for (rows, k) in [(256usize, 7168usize), (300, 512), (4096, 256)] {
+        let layout = BlockedScales::new(rows, k);
+        for k_stage in 0..(k / 256) as u32 {
+            for tile_rows in [TILE_M, TILE_N] {
+                for row0 in (0..rows as u32).step_by(tile_rows as usize) {
+                    let copied = stage_scale_atoms(&layout, row0, k_stage);
+                    for row in row0..(row0 + tile_rows).min(rows as u32) {
+                        for mma in 0..MMAS_PER_STAGE {
+                            for g in 0..4 {
+                                let col = 16 * k_stage + 4 * mma + g; // scale column of K-block `mma`
+                                let at = layout.offset(row as usize, col as usize);
+                                // Inside atom `mma` of the 2 KiB the stage copies …
+                                let atom = copied + mma as usize * ATOM_BYTES;
+                                assert!((atom..atom + ATOM_BYTES).contains(&at), "row {row}, col {col}");
+                                // … at the 16-byte row (TMEM lane) `row % 32` and column group
+                                // `(row % 128) / 32`, which the MMA addresses as its start column
+                                // plus the row's offset inside the tile.
+                                let (lane, group) = ((at - atom) / 16, ((at - atom) % 16) / 4);
+                                assert_eq!(lane as u32, row % 32);
+                                let start = if tile_rows == TILE_N {
+                                    b_scale_column_offset(row0)
+                                } else {
+                                    0
+                                };
+                                assert_eq!(group as u32, start + (row - row0) / 32, "row {row}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -12,7 +12,7 @@
 //!             (4 columns per K=64 MMA: one 128-row atom copied by tcgen05.cp .32x128b.warpx4)
 //! ```
 
-use crate::layout::ATOM_BYTES;
+use crate::layout::{ATOM_BYTES, BlockedScales};
 
 /// Tokens per tile: the MMA's M (cta_group::1 block-scaled MMAs are M = 128 only).
 pub const TILE_M: u32 = 128;
@@ -122,4 +122,18 @@ pub const fn scale_column(stage: u32, operand: u32, mma: u32) -> u32 {
 /// TMEM address: lane in bits 16..31, column in 0..15.
 pub const fn tmem_address(base: u32, lane: u32, column: u32) -> u32 {
     base + (lane << 16) + column
+}
+
+/// Byte offset, in a blocked scale buffer, of the 4 atoms (2 KiB, contiguous) one ring stage
+/// copies for the rows starting at `row0`: the 128-row block holding `row0`, K-blocks
+/// `4·k_stage .. 4·k_stage + 3`.
+pub const fn stage_scale_atoms(layout: &BlockedScales, row0: u32, k_stage: u32) -> usize {
+    layout.atom_offset(row0 as usize / 128, (k_stage * MMAS_PER_STAGE) as usize)
+}
+
+/// Column offset of a [`TILE_N`]-row B tile starting at `n0` inside its 128-row scale atom in
+/// TMEM (the atom's column `c` holds rows `32·c ..`): the MMA reads `TILE_N / 32` columns from
+/// here.
+pub const fn b_scale_column_offset(n0: u32) -> u32 {
+    (n0 % 128) / 32
 }

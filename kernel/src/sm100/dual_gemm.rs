@@ -43,8 +43,8 @@ use crate::schedule::TileGrid;
 use crate::sm100::config::{
     ACCUMULATOR_BUFFERS, BARRIERS, BOX_ROWS, EPILOGUE_WARPS, K_PER_STAGE, MMA_WARP, MMAS_PER_STAGE,
     SCALE_BYTES, SHARED_BYTES, STAGE_A, STAGE_B1, STAGE_B2, STAGE_BYTES, STAGE_SFA, STAGE_SFB1, STAGE_SFB2,
-    STAGES, THREADS, TILE_M, TILE_N, TMA_WARP, TMEM_COLUMNS, TMEM_SLOT, gate_column, scale_column,
-    tmem_address,
+    STAGES, THREADS, TILE_M, TILE_N, TMA_WARP, TMEM_COLUMNS, TMEM_SLOT, b_scale_column_offset, gate_column,
+    scale_column, stage_scale_atoms, tmem_address,
 };
 
 /// Kernel arguments, in launch order.
@@ -202,8 +202,10 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
                 shared.stage(ring.stage),
                 (k_stage * 128) as i32,
             );
-            let a_atoms = a_scales.atom_offset((m0 / 128) as usize, (k_stage * MMAS_PER_STAGE) as usize);
-            let b_atoms = b_scales.atom_offset((n0 / 128) as usize, (k_stage * MMAS_PER_STAGE) as usize);
+            let (a_atoms, b_atoms) = (
+                stage_scale_atoms(&a_scales, m0, k_stage),
+                stage_scale_atoms(&b_scales, n0, k_stage),
+            );
             // SAFETY: copies stay inside the stage and the scale buffers; A's box may run past M
             // (zeros); the A row block m0/128 exists since m0 < M.
             unsafe {
@@ -238,7 +240,7 @@ unsafe fn issue_mmas(p: &Params, shared: &Shared, grid: &TileGrid, tmem: u32) {
     let mut accumulators = RingPosition::<ACCUMULATOR_BUFFERS>::new();
     for tile in my_tiles(grid) {
         let n0 = grid.coords(tile).1 * TILE_N;
-        let sfb_offset = (n0 % 128) / 32; // N = 64 reads half of the B atom's 4 columns
+        let sfb_offset = b_scale_column_offset(n0);
         let buffer = accumulators.stage;
         // SAFETY: barrier initialized; the epilogue releases the buffer.
         unsafe { mbarrier::wait(shared.accumulator_empty(buffer), accumulators.empty_parity()) };
