@@ -265,9 +265,15 @@ impl DualGemmPlan {
             ("a.data", a.data_buffer()),
             ("b1.data", b1.data_buffer()),
             ("b2.data", b2.data_buffer()),
+            ("a.scales", a.scales_buffer()),
+            ("b1.scales", b1.scales_buffer()),
+            ("b2.scales", b2.scales_buffer()),
         ] {
+            // 16 bytes: vector loads of the data, bulk copies of the scale atoms.
             check_alignment(name, buffer.device_ptr(stream).0, 16)?;
         }
+        // Vector stores of C.
+        check_alignment("c", c.device_ptr(stream).0, 16)?;
         let a_map = a
             .packed_rows_map()
             .ok_or_else(|| Error::invalid("a", "needs a tensor map (K a multiple of 32)", k))?;

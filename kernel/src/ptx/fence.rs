@@ -18,11 +18,13 @@ pub fn proxy_async_shared() {
     unsafe { asm!("fence.proxy.async.shared::cta;") };
 }
 
-/// `bar.sync 0`: all threads of the CTA (must be reached by every thread, warp-uniformly).
+/// `barrier.sync 0`: all threads of the CTA. The non-`.aligned` form, so it is legal where the
+/// threads of a warp arrive from divergent code (rustc marks nothing `convergent`, so nothing
+/// guarantees reconvergence before an aligned barrier).
 #[inline(always)]
 pub fn sync_threads() {
     // SAFETY: a barrier has no memory operands.
-    unsafe { asm!("bar.sync 0;") };
+    unsafe { asm!("barrier.sync 0;") };
 }
 
 /// `bar.sync ID, COUNT`: a named barrier for the `COUNT` threads (whole warps) that use `ID`.

@@ -160,32 +160,31 @@ pub unsafe fn commit(bar: u32) {
     };
 }
 
-/// `tcgen05.ld.sync.aligned.32x32b.x16.b32`: thread `t` of the warp reads 16 consecutive
-/// columns of lane (lane of `taddr`) + t. Registers are undefined until [`wait_ld`].
+/// Two `tcgen05.ld.sync.aligned.32x32b.x16.b32` (thread `t` of the warp reads 16 consecutive
+/// columns of lane (lane of the address) + t, from `first` and from `second`), then
+/// `tcgen05.wait::ld`, in one asm block: the loaded registers are undefined until the wait, and
+/// only a single block ties them to it (separate blocks would let the compiler move a use above
+/// the wait).
 #[inline(always)]
-pub fn ld_32x32b_x16(taddr: u32) -> [u32; 16] {
-    let r: [u32; 16];
-    let (r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15);
+pub fn ld_32x32b_x16_pair(first: u32, second: u32) -> ([u32; 16], [u32; 16]) {
+    let (mut a, mut b) = ([0u32; 16], [0u32; 16]);
     // SAFETY: whole-warp call by contract; the warp reads its own lane quadrant.
     unsafe {
         asm!(
-            "tcgen05.ld.sync.aligned.32x32b.x16.b32 {{{r0}, {r1}, {r2}, {r3}, {r4}, {r5}, {r6}, {r7}, {r8}, {r9}, {r10}, {r11}, {r12}, {r13}, {r14}, {r15}}}, [{t}];",
-            t = in(reg32) taddr,
-            r0 = out(reg32) r0, r1 = out(reg32) r1, r2 = out(reg32) r2, r3 = out(reg32) r3,
-            r4 = out(reg32) r4, r5 = out(reg32) r5, r6 = out(reg32) r6, r7 = out(reg32) r7,
-            r8 = out(reg32) r8, r9 = out(reg32) r9, r10 = out(reg32) r10, r11 = out(reg32) r11,
-            r12 = out(reg32) r12, r13 = out(reg32) r13, r14 = out(reg32) r14, r15 = out(reg32) r15,
+            "tcgen05.ld.sync.aligned.32x32b.x16.b32 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}}}, [{x}];",
+            "tcgen05.ld.sync.aligned.32x32b.x16.b32 {{{16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, [{y}];",
+            "tcgen05.wait::ld.sync.aligned;",
+            out(reg32) a[0], out(reg32) a[1], out(reg32) a[2], out(reg32) a[3],
+            out(reg32) a[4], out(reg32) a[5], out(reg32) a[6], out(reg32) a[7],
+            out(reg32) a[8], out(reg32) a[9], out(reg32) a[10], out(reg32) a[11],
+            out(reg32) a[12], out(reg32) a[13], out(reg32) a[14], out(reg32) a[15],
+            out(reg32) b[0], out(reg32) b[1], out(reg32) b[2], out(reg32) b[3],
+            out(reg32) b[4], out(reg32) b[5], out(reg32) b[6], out(reg32) b[7],
+            out(reg32) b[8], out(reg32) b[9], out(reg32) b[10], out(reg32) b[11],
+            out(reg32) b[12], out(reg32) b[13], out(reg32) b[14], out(reg32) b[15],
+            x = in(reg32) first,
+            y = in(reg32) second,
         )
     };
-    r = [
-        r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15,
-    ];
-    r
-}
-
-/// `tcgen05.wait::ld.sync.aligned`: waits for this thread's earlier `tcgen05.ld`s.
-#[inline(always)]
-pub fn wait_ld() {
-    // SAFETY: ordering only; whole-warp call.
-    unsafe { asm!("tcgen05.wait::ld.sync.aligned;") };
+    (a, b)
 }

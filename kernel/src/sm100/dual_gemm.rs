@@ -318,9 +318,8 @@ unsafe fn drain_accumulators(p: &Params, shared: &Shared, grid: &TileGrid, tmem:
         tcgen05::fence_after_thread_sync();
         for chunk in 0..TILE_N / 16 {
             let column = gate_column(buffer) + 16 * chunk;
-            let gate = tcgen05::ld_32x32b_x16(tmem_address(tmem, 32 * quadrant, column));
-            let up = tcgen05::ld_32x32b_x16(tmem_address(tmem, 32 * quadrant, column + TILE_N));
-            tcgen05::wait_ld();
+            let lane_base = tmem_address(tmem, 32 * quadrant, column);
+            let (gate, up) = tcgen05::ld_32x32b_x16_pair(lane_base, lane_base + TILE_N);
             let value = |i: usize| {
                 let g = f32::from_bits(gate[i]) * p.alpha_gate;
                 let u = f32::from_bits(up[i]) * p.alpha_up;
@@ -353,7 +352,7 @@ unsafe fn drain_accumulators(p: &Params, shared: &Shared, grid: &TileGrid, tmem:
             }
         }
         tcgen05::fence_before_thread_sync();
-        // SAFETY: barrier initialized; this thread's TMEM loads have completed (wait_ld).
+        // SAFETY: barrier initialized; this thread's TMEM loads have completed (their wait::ld).
         unsafe { mbarrier::arrive(shared.accumulator_empty(buffer)) };
         accumulators.advance();
     }
