@@ -101,7 +101,9 @@ impl Sm90Geometry {
 /// hardware (no B200 here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sm100Geometry {
-    /// Output tiles of 128 tokens × 64 outputs.
+    /// Tile shape: 128 tokens × 64 outputs up to M = 256, × 128 above (when N allows).
+    pub tile: sm100::Tile,
+    /// Output tiles.
     pub tiles: TileGrid,
     /// Persistent CTAs: `min(tiles, multiprocessors)`.
     pub grid: u32,
@@ -112,13 +114,15 @@ impl Sm100Geometry {
     /// multiple of 64, K of 256) and picks the grid.
     pub fn new(shape: DualGemmShape, multiprocessors: u32) -> Result<Self> {
         const _: () = assert!(
-            sm100::TILE_N == TILE_N && sm100::K_PER_STAGE == K_PER_STAGE,
+            sm100::TILES[0].n == TILE_N && sm100::K_PER_STAGE == K_PER_STAGE,
             "both kernels share the shape rules"
         );
         let DualGemmShape { m, n, .. } = shape;
         Sm90Geometry::new(shape, multiprocessors)?; // the shared shape rules, one definition
-        let tiles = TileGrid::new(m as u32, n as u32, sm100::TILE_M, sm100::TILE_N);
+        let tile = sm100::Tile::for_shape(m as u32, n as u32);
+        let tiles = TileGrid::new(m as u32, n as u32, sm100::TILE_M, tile.n);
         Ok(Self {
+            tile,
             tiles,
             grid: tiles.len().min(multiprocessors.max(1)),
         })
@@ -187,7 +191,7 @@ impl Gpu {
             Arch::Sm100a => {
                 let geometry = Sm100Geometry::new(shape, self.multiprocessors())?;
                 (
-                    self.sm100_dual_gemm_function()?,
+                    self.sm100_dual_gemm_function(geometry.tile)?,
                     PlannedKernel::Sm100 { geometry },
                 )
             }
@@ -229,7 +233,7 @@ impl DualGemmPlan {
     pub fn tile_and_grid(&self) -> ((u32, u32), u32) {
         match &self.kernel {
             PlannedKernel::Sm90 { geometry, .. } => ((geometry.tile.tokens, TILE_N), geometry.grid),
-            PlannedKernel::Sm100 { geometry } => ((sm100::TILE_M, sm100::TILE_N), geometry.grid),
+            PlannedKernel::Sm100 { geometry } => ((sm100::TILE_M, geometry.tile.n), geometry.grid),
         }
     }
 
@@ -325,7 +329,7 @@ impl DualGemmPlan {
                 LaunchConfig {
                     grid_dim: (geometry.grid, 1, 1),
                     block_dim: (sm100::THREADS, 1, 1),
-                    shared_mem_bytes: sm100::SHARED_BYTES,
+                    shared_mem_bytes: geometry.tile.shared_bytes(),
                 }
             }
         };

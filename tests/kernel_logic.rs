@@ -385,53 +385,67 @@ fn umma_shared_descriptors_match_the_documented_constants() {
 #[test]
 fn sm100_tmem_plan_gives_every_column_one_owner_inside_the_allocation() {
     use nvfp4_kernel::sm100::config::*;
-    let mut owner = vec![None; TMEM_COLUMNS as usize];
-    let mut claim = |column: u32, what: String| {
-        let slot = &mut owner[column as usize];
-        assert!(slot.is_none(), "column {column}: {what} overlaps {:?}", slot);
-        *slot = Some(what);
-    };
-    for buffer in 0..ACCUMULATOR_BUFFERS {
-        for n in 0..TILE_N {
-            claim(gate_column(buffer) + n, format!("gate {buffer}/{n}"));
-            claim(gate_column(buffer) + TILE_N + n, format!("up {buffer}/{n}"));
+    for tile in TILES {
+        let mut owner = vec![None; TMEM_COLUMNS as usize];
+        let mut claim = |column: u32, what: String| {
+            let slot = &mut owner[column as usize];
+            assert!(
+                slot.is_none(),
+                "{tile:?}: column {column}: {what} overlaps {:?}",
+                slot
+            );
+            *slot = Some(what);
+        };
+        for buffer in 0..tile.accumulator_buffers() {
+            for n in 0..tile.n {
+                claim(tile.gate_column(buffer) + n, format!("gate {buffer}/{n}"));
+                claim(tile.gate_column(buffer) + tile.n + n, format!("up {buffer}/{n}"));
+            }
         }
-    }
-    for stage in 0..STAGES {
-        for operand in 0..3 {
-            for mma in 0..MMAS_PER_STAGE {
-                for c in 0..4 {
-                    claim(
-                        scale_column(stage, operand, mma) + c,
-                        format!("scale {stage}/{operand}/{mma}"),
-                    );
+        for stage in 0..STAGES {
+            for operand in 0..3 {
+                for mma in 0..MMAS_PER_STAGE {
+                    for c in 0..4 {
+                        claim(
+                            tile.scale_column(stage, operand, mma) + c,
+                            format!("scale {stage}/{operand}/{mma}"),
+                        );
+                    }
                 }
             }
         }
+        assert_eq!(
+            owner.iter().filter(|o| o.is_some()).count() as u32,
+            tile.tmem_columns_used(),
+            "{tile:?}"
+        );
     }
-    assert_eq!(
-        owner.iter().filter(|o| o.is_some()).count() as u32,
-        TMEM_COLUMNS_USED
-    );
     assert_eq!(tmem_address(0x0040, 32, 5), (32 << 16) | 0x45);
 }
 
 #[test]
 fn sm100_stage_layout_fits_shared_memory_and_keeps_swizzled_tiles_aligned() {
     use nvfp4_kernel::sm100::config::*;
-    assert_eq!(STAGE_BYTES, 16384 + 2 * 8192 + 3 * 2048);
-    for offset in [STAGE_A, STAGE_B1, STAGE_B2] {
-        assert_eq!(offset % 1024, 0);
+    for tile in TILES {
+        assert_eq!(
+            tile.stage_bytes(),
+            16384 + 2 * tile.n * 128 + 3 * 2048,
+            "{tile:?}"
+        );
+        for offset in [STAGE_A, tile.stage_b1(), tile.stage_b2()] {
+            assert_eq!(offset % 1024, 0, "{tile:?}");
+        }
+        assert_eq!(tile.stage_sfb2() + SCALE_BYTES, tile.stage_bytes());
+        assert!(tile.shared_bytes() <= 227 * 1024, "{tile:?}");
+        assert_eq!(tile.b_boxes() * BOX_ROWS, tile.n);
     }
-    assert_eq!(STAGE_SFB2 + SCALE_BYTES, STAGE_BYTES);
     assert_eq!(THREADS, 32 * (2 + EPILOGUE_WARPS));
     // The four epilogue warps cover the four TMEM lane quadrants.
-    let quadrants: Vec<u32> = (FIRST_EPILOGUE_WARP..FIRST_EPILOGUE_WARP + EPILOGUE_WARPS)
+    let mut quadrants: Vec<u32> = (FIRST_EPILOGUE_WARP..FIRST_EPILOGUE_WARP + EPILOGUE_WARPS)
         .map(|w| w % 4)
         .collect();
-    let mut sorted = quadrants.clone();
-    sorted.sort();
-    assert_eq!(sorted, [0, 1, 2, 3]);
+    quadrants.sort();
+    assert_eq!(quadrants, [0, 1, 2, 3]);
 }
 
 #[test]
@@ -458,12 +472,12 @@ fn sm100_stage_copies_hold_every_scale_its_mmas_read_at_the_addressed_tmem_colum
     use nvfp4::BlockedScales;
     use nvfp4_kernel::layout::ATOM_BYTES;
     use nvfp4_kernel::sm100::config::{
-        MMAS_PER_STAGE, TILE_M, TILE_N, b_scale_column_offset, stage_scale_atoms,
+        MMAS_PER_STAGE, TILE_M, TILES, b_scale_column_offset, stage_scale_atoms,
     };
     for (rows, k) in [(256usize, 7168usize), (300, 512), (4096, 256)] {
         let layout = BlockedScales::new(rows, k);
         for k_stage in 0..(k / 256) as u32 {
-            for tile_rows in [TILE_M, TILE_N] {
+            for tile_rows in [TILE_M, TILES[0].n, TILES[1].n] {
                 for row0 in (0..rows as u32).step_by(tile_rows as usize) {
                     let copied = stage_scale_atoms(&layout, row0, k_stage);
                     for row in row0..(row0 + tile_rows).min(rows as u32) {
@@ -479,7 +493,7 @@ fn sm100_stage_copies_hold_every_scale_its_mmas_read_at_the_addressed_tmem_colum
                                 // plus the row's offset inside the tile.
                                 let (lane, group) = ((at - atom) / 16, ((at - atom) % 16) / 4);
                                 assert_eq!(lane as u32, row % 32);
-                                let start = if tile_rows == TILE_N {
+                                let start = if tile_rows < TILE_M {
                                     b_scale_column_offset(row0)
                                 } else {
                                     0

@@ -171,21 +171,21 @@ fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
         String::from_utf8_lossy(&output.stderr)
     );
     let sass = String::from_utf8_lossy(&output.stdout);
-    let start = sass
-        .find("Function : nvfp4_dual_gemm_sm100")
-        .expect("sm100 dual-GEMM entry");
-    let body = &sass[start..];
-    let body = &body[..body[1..].find("Function : ").map_or(body.len(), |e| e + 1)];
-    for instruction in ["UTCOMMA.4X", "UTCCP", "UTCBAR", "LDTM", "UTMALDG.2D"] {
+    for tile in nvfp4_kernel::sm100::config::TILES {
+        let name = tile.entry_name();
+        let start = sass
+            .find(&format!("Function : {name}"))
+            .unwrap_or_else(|| panic!("no {name}"));
+        let body = &sass[start..];
+        let body = &body[..body[1..].find("Function : ").map_or(body.len(), |e| e + 1)];
+        for instruction in ["UTCOMMA.4X", "UTCCP", "UTCBAR", "LDTM", "UTMALDG.2D"] {
+            assert!(body.contains(instruction), "no {instruction} in {name}");
+        }
         assert!(
-            body.contains(instruction),
-            "no {instruction} in the sm100 dual GEMM"
+            !body.contains("LDL") && !body.contains("STL"),
+            "local memory in {name}"
         );
     }
-    assert!(
-        !body.contains("LDL") && !body.contains("STL"),
-        "local memory in the sm100 dual GEMM"
-    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -18,8 +18,8 @@ use cudarc::driver::{
 };
 use half::{bf16, f16};
 use nvfp4_kernel::launch::{
-    DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint, SILU_MUL_BF16, SILU_MUL_F16, SM100_DUAL_GEMM,
-    sm90_dual_gemm as sm90_dual_gemm_entry,
+    DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint, SILU_MUL_BF16, SILU_MUL_F16,
+    sm90_dual_gemm as sm90_dual_gemm_entry, sm100_dual_gemm as sm100_dual_gemm_entry,
 };
 use nvfp4_kernel::layout::SCALE_BLOCK_K;
 use nvfp4_kernel::sm90::config::{self as sm90, Tile};
@@ -76,7 +76,7 @@ pub struct Gpu {
     silu_mul_f16: CudaFunction,
     silu_mul_bf16: CudaFunction,
     sm90_dual_gemm: Vec<(Tile, CudaFunction)>,
-    sm100_dual_gemm: Option<CudaFunction>,
+    sm100_dual_gemm: Vec<(nvfp4_kernel::sm100::config::Tile, CudaFunction)>,
     _module: Arc<CudaModule>,
 }
 
@@ -106,16 +106,17 @@ impl Gpu {
                 sm90_dual_gemm.push((tile, function));
             }
         }
-        let sm100_dual_gemm = if arch == Arch::Sm100a {
-            let function = load(SM100_DUAL_GEMM)?;
-            function.set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                nvfp4_kernel::sm100::config::SHARED_BYTES as i32,
-            )?;
-            Some(function)
-        } else {
-            None
-        };
+        let mut sm100_dual_gemm = Vec::new();
+        if arch == Arch::Sm100a {
+            for tile in nvfp4_kernel::sm100::config::TILES {
+                let function = load(sm100_dual_gemm_entry(tile))?;
+                function.set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    tile.shared_bytes() as i32,
+                )?;
+                sm100_dual_gemm.push((tile, function));
+            }
+        }
         Ok(Self {
             stream: context.default_stream(),
             arch,
@@ -241,11 +242,18 @@ impl Gpu {
         Ok(())
     }
 
-    pub(crate) fn sm100_dual_gemm_function(&self) -> Result<CudaFunction> {
-        self.sm100_dual_gemm.clone().ok_or(Error::KernelUnavailable {
-            operation: "dual-GEMM",
-            arch: "sm_100a",
-        })
+    pub(crate) fn sm100_dual_gemm_function(
+        &self,
+        tile: nvfp4_kernel::sm100::config::Tile,
+    ) -> Result<CudaFunction> {
+        self.sm100_dual_gemm
+            .iter()
+            .find(|(t, _)| *t == tile)
+            .map(|(_, f)| f.clone())
+            .ok_or(Error::KernelUnavailable {
+                operation: "dual-GEMM",
+                arch: "sm_100a",
+            })
     }
 
     pub(crate) fn sm90_dual_gemm_function(&self, tile: Tile) -> Result<CudaFunction> {

@@ -68,15 +68,21 @@ pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[
     sm90_dual_gemm(SM90_TILES[4]),
 ];
 
-/// The sm_100a dual GEMM (tcgen05). `.minnctapersm 1`: one CTA per SM owns all TMEM columns.
-pub const SM100_DUAL_GEMM: EntryPoint = EntryPoint {
-    name: "nvfp4_dual_gemm_sm100",
-    threads_per_block: crate::sm100::config::THREADS,
-    min_blocks_per_sm: Some(1),
-};
+/// The sm_100a dual GEMM (tcgen05), one entry per tile (`sm100::config::TILES`).
+/// `.minnctapersm 1`: one CTA per SM owns all TMEM columns.
+pub const fn sm100_dual_gemm(tile: crate::sm100::config::Tile) -> EntryPoint {
+    EntryPoint {
+        name: tile.entry_name(),
+        threads_per_block: crate::sm100::config::THREADS,
+        min_blocks_per_sm: Some(1),
+    }
+}
+
+const SM100_TILES: [crate::sm100::config::Tile; 2] = crate::sm100::config::TILES;
 
 /// Entry points of the sm_100a module only.
-pub const SM100_ENTRY_POINTS: &[EntryPoint] = &[SM100_DUAL_GEMM];
+pub const SM100_ENTRY_POINTS: &[EntryPoint] =
+    &[sm100_dual_gemm(SM100_TILES[0]), sm100_dual_gemm(SM100_TILES[1])];
 
 /// The entry points of the module for `arch` (`"sm_90a"` or `"sm_100a"`).
 pub fn entry_points(arch: &str) -> impl Iterator<Item = &'static EntryPoint> {

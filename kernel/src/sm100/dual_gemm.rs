@@ -41,10 +41,8 @@ use crate::ptx::{copy, cvt, fence, mbarrier, mem, smem, sreg, tcgen05};
 use crate::ring::RingPosition;
 use crate::schedule::TileGrid;
 use crate::sm100::config::{
-    ACCUMULATOR_BUFFERS, BARRIERS, BOX_ROWS, EPILOGUE_WARPS, K_PER_STAGE, MMA_WARP, MMAS_PER_STAGE,
-    SCALE_BYTES, SHARED_BYTES, STAGE_A, STAGE_B1, STAGE_B2, STAGE_BYTES, STAGE_SFA, STAGE_SFB1, STAGE_SFB2,
-    STAGES, THREADS, TILE_M, TILE_N, TMA_WARP, TMEM_COLUMNS, TMEM_SLOT, b_scale_column_offset, gate_column,
-    scale_column, stage_scale_atoms, tmem_address,
+    BOX_ROWS, EPILOGUE_WARPS, K_PER_STAGE, MMA_WARP, MMAS_PER_STAGE, SCALE_BYTES, STAGE_A, STAGES, THREADS,
+    TILE_M, TMA_WARP, TMEM_COLUMNS, Tile, b_scale_column_offset, stage_scale_atoms, tmem_address,
 };
 
 /// Kernel arguments, in launch order.
@@ -63,18 +61,19 @@ struct Params {
     alpha_up: f32,
 }
 
-/// Shared addresses of the ring, the barriers and the TMEM slot.
+/// Shared addresses of the ring, the barriers and the TMEM slot of one tile shape.
 #[derive(Clone, Copy)]
 struct Shared {
+    tile: Tile,
     base: u32,
 }
 
 impl Shared {
     fn stage(&self, stage: u32) -> u32 {
-        self.base + stage * STAGE_BYTES
+        self.base + stage * self.tile.stage_bytes()
     }
     fn full(&self, stage: u32) -> u32 {
-        self.base + BARRIERS + 8 * stage
+        self.base + self.tile.barriers() + 8 * stage
     }
     fn empty(&self, stage: u32) -> u32 {
         self.full(STAGES + stage)
@@ -83,10 +82,10 @@ impl Shared {
         self.full(2 * STAGES + buffer)
     }
     fn accumulator_empty(&self, buffer: u32) -> u32 {
-        self.full(2 * STAGES + ACCUMULATOR_BUFFERS + buffer)
+        self.full(2 * STAGES + self.tile.accumulator_buffers() + buffer)
     }
     fn tmem_slot(&self) -> u32 {
-        self.base + TMEM_SLOT
+        self.base + self.tile.tmem_slot()
     }
 }
 
@@ -96,14 +95,17 @@ const EMPTY_ARRIVALS: u32 = 1; // the MMA lane's tcgen05.commit
 const ACCUMULATOR_FULL_ARRIVALS: u32 = 1; // the MMA lane's tcgen05.commit
 const ACCUMULATOR_EMPTY_ARRIVALS: u32 = 32 * EPILOGUE_WARPS; // every epilogue thread
 
-const _: () = assert!(
-    SHARED_BYTES == TMEM_SLOT + 16 && THREADS == 192,
-    "role layout and shared plan disagree"
-);
+const _: () = assert!(THREADS == 192, "one TMA warp, one MMA warp, four epilogue warps");
 
+/// The kernel body for tiles of 128 tokens × `N` outputs with `BUFFERS` TMEM accumulator
+/// buffers ([`Tile::accumulator_buffers`]).
 #[inline(always)]
-unsafe fn dual_gemm(p: &Params) {
-    let shared = Shared { base: smem::base() };
+unsafe fn dual_gemm<const N: u32, const BUFFERS: u32>(p: &Params) {
+    let tile = Tile { n: N };
+    let shared = Shared {
+        tile,
+        base: smem::base(),
+    };
     let thread = sreg::thread_idx_x();
     let warp = thread / 32;
     if thread == 0 {
@@ -114,7 +116,7 @@ unsafe fn dual_gemm(p: &Params) {
                 mbarrier::init(shared.empty(stage), EMPTY_ARRIVALS);
             }
         }
-        for buffer in 0..ACCUMULATOR_BUFFERS {
+        for buffer in 0..BUFFERS {
             // SAFETY: as above.
             unsafe {
                 mbarrier::init(shared.accumulator_full(buffer), ACCUMULATOR_FULL_ARRIVALS);
@@ -133,7 +135,7 @@ unsafe fn dual_gemm(p: &Params) {
     // SAFETY: written by tcgen05.alloc before the barrier.
     let tmem = unsafe { smem::ld_b32(shared.tmem_slot()) };
 
-    let grid = TileGrid::new(p.m, p.n, TILE_M, TILE_N);
+    let grid = TileGrid::new(p.m, p.n, TILE_M, N);
     if grid.m_tiles != 0 && grid.n_tiles != 0 && p.k >= K_PER_STAGE {
         if warp == TMA_WARP {
             if sreg::lane_id() == 0 {
@@ -142,10 +144,10 @@ unsafe fn dual_gemm(p: &Params) {
             }
         } else if warp == MMA_WARP {
             // SAFETY: as above.
-            unsafe { issue_mmas(p, &shared, &grid, tmem) };
+            unsafe { issue_mmas::<BUFFERS>(p, &shared, &grid, tmem) };
         } else {
             // SAFETY: as above.
-            unsafe { drain_accumulators(p, &shared, &grid, tmem, warp % 4) };
+            unsafe { drain_accumulators::<BUFFERS>(p, &shared, &grid, tmem, warp % 4) };
         }
     }
     // Every TMEM access has completed (epilogue loads waited, MMAs committed and consumed).
@@ -179,9 +181,11 @@ fn my_tiles(grid: &TileGrid) -> Tiles {
     }
 }
 
-/// The TMA lane: per tile and 256-K stage, A (two boxes), B1, B2 and their scale atoms.
+/// The TMA lane: per tile and 256-K stage, A (two boxes), B1 and B2 (`n / 64` boxes each) and
+/// their scale atoms.
 #[inline(always)]
 unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
+    let tile = shared.tile;
     let (a_scales, b_scales) = (
         BlockedScales::new(p.m as usize, p.k as usize),
         BlockedScales::new(p.n as usize, p.k as usize),
@@ -193,9 +197,9 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
         copy::prefetch_tensor_map(p.b2_map);
     }
     let mut ring = RingPosition::<STAGES>::new();
-    for tile in my_tiles(grid) {
-        let (m_tile, n_tile) = grid.coords(tile);
-        let (m0, n0) = (m_tile * TILE_M, n_tile * TILE_N);
+    for index in my_tiles(grid) {
+        let (m_tile, n_tile) = grid.coords(index);
+        let (m0, n0) = (m_tile * TILE_M, n_tile * tile.n);
         for k_stage in 0..p.k / K_PER_STAGE {
             let (full, base, x) = (
                 shared.full(ring.stage),
@@ -210,7 +214,7 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
             // (zeros); the A row block m0/128 exists since m0 < M.
             unsafe {
                 mbarrier::wait(shared.empty(ring.stage), ring.empty_parity());
-                mbarrier::arrive_expect_tx(full, STAGE_BYTES);
+                mbarrier::arrive_expect_tx(full, tile.stage_bytes());
                 for b in 0..TILE_M / BOX_ROWS {
                     copy::tensor_2d(
                         base + STAGE_A + b * BOX_ROWS * 128,
@@ -220,11 +224,29 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
                         full,
                     );
                 }
-                copy::tensor_2d(base + STAGE_B1, p.b1_map, x, n0 as i32, full);
-                copy::tensor_2d(base + STAGE_B2, p.b2_map, x, n0 as i32, full);
-                copy::bulk(base + STAGE_SFA, p.a_scales.add(a_atoms), SCALE_BYTES, full);
-                copy::bulk(base + STAGE_SFB1, p.b1_scales.add(b_atoms), SCALE_BYTES, full);
-                copy::bulk(base + STAGE_SFB2, p.b2_scales.add(b_atoms), SCALE_BYTES, full);
+                for b in 0..tile.b_boxes() {
+                    let (offset, row) = (b * BOX_ROWS * 128, (n0 + b * BOX_ROWS) as i32);
+                    copy::tensor_2d(base + tile.stage_b1() + offset, p.b1_map, x, row, full);
+                    copy::tensor_2d(base + tile.stage_b2() + offset, p.b2_map, x, row, full);
+                }
+                copy::bulk(
+                    base + tile.stage_sfa(),
+                    p.a_scales.add(a_atoms),
+                    SCALE_BYTES,
+                    full,
+                );
+                copy::bulk(
+                    base + tile.stage_sfb1(),
+                    p.b1_scales.add(b_atoms),
+                    SCALE_BYTES,
+                    full,
+                );
+                copy::bulk(
+                    base + tile.stage_sfb2(),
+                    p.b2_scales.add(b_atoms),
+                    SCALE_BYTES,
+                    full,
+                );
             }
             ring.advance();
         }
@@ -233,20 +255,21 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
 
 /// The MMA warp: all lanes wait, lane 0 issues scale copies, MMAs and commits.
 #[inline(always)]
-unsafe fn issue_mmas(p: &Params, shared: &Shared, grid: &TileGrid, tmem: u32) {
-    let idesc = umma_idesc_mxf4nvf4(TILE_M, TILE_N);
+unsafe fn issue_mmas<const BUFFERS: u32>(p: &Params, shared: &Shared, grid: &TileGrid, tmem: u32) {
+    let tile = shared.tile;
+    let idesc = umma_idesc_mxf4nvf4(TILE_M, tile.n);
     let issuer = sreg::lane_id() == 0;
     let mut ring = RingPosition::<STAGES>::new();
-    let mut accumulators = RingPosition::<ACCUMULATOR_BUFFERS>::new();
-    for tile in my_tiles(grid) {
-        let n0 = grid.coords(tile).1 * TILE_N;
+    let mut accumulators = RingPosition::<BUFFERS>::new();
+    for index in my_tiles(grid) {
+        let n0 = grid.coords(index).1 * tile.n;
         let sfb_offset = b_scale_column_offset(n0);
         let buffer = accumulators.stage;
         // SAFETY: barrier initialized; the epilogue releases the buffer.
         unsafe { mbarrier::wait(shared.accumulator_empty(buffer), accumulators.empty_parity()) };
         tcgen05::fence_after_thread_sync();
-        let gate = tmem_address(tmem, 0, gate_column(buffer));
-        let up = gate + TILE_N;
+        let gate = tmem_address(tmem, 0, tile.gate_column(buffer));
+        let up = gate + tile.n;
         for k_stage in 0..p.k / K_PER_STAGE {
             let stage = ring.stage;
             // SAFETY: barrier initialized; the TMA lane fills the stage.
@@ -255,7 +278,7 @@ unsafe fn issue_mmas(p: &Params, shared: &Shared, grid: &TileGrid, tmem: u32) {
             if issuer {
                 let base = shared.stage(stage);
                 let column =
-                    |operand: u32, mma: u32| tmem_address(tmem, 0, scale_column(stage, operand, mma));
+                    |operand: u32, mma: u32| tmem_address(tmem, 0, tile.scale_column(stage, operand, mma));
                 for j in 0..MMAS_PER_STAGE {
                     let atom = j * ATOM_BYTES as u32;
                     // SAFETY: atoms inside the stage; columns inside this stage's scale range,
@@ -263,23 +286,23 @@ unsafe fn issue_mmas(p: &Params, shared: &Shared, grid: &TileGrid, tmem: u32) {
                     unsafe {
                         tcgen05::cp_32x128b_warpx4(
                             column(0, j),
-                            umma_desc_scale_atom(base + STAGE_SFA + atom),
+                            umma_desc_scale_atom(base + tile.stage_sfa() + atom),
                         );
                         tcgen05::cp_32x128b_warpx4(
                             column(1, j),
-                            umma_desc_scale_atom(base + STAGE_SFB1 + atom),
+                            umma_desc_scale_atom(base + tile.stage_sfb1() + atom),
                         );
                         tcgen05::cp_32x128b_warpx4(
                             column(2, j),
-                            umma_desc_scale_atom(base + STAGE_SFB2 + atom),
+                            umma_desc_scale_atom(base + tile.stage_sfb2() + atom),
                         );
                     }
                 }
                 for j in 0..MMAS_PER_STAGE {
                     // K = 64 fp4 is 32 bytes along the 128-byte swizzled rows.
                     let a = umma_desc_sw128_k_major(base + STAGE_A + 32 * j);
-                    let b1 = umma_desc_sw128_k_major(base + STAGE_B1 + 32 * j);
-                    let b2 = umma_desc_sw128_k_major(base + STAGE_B2 + 32 * j);
+                    let b1 = umma_desc_sw128_k_major(base + tile.stage_b1() + 32 * j);
+                    let b2 = umma_desc_sw128_k_major(base + tile.stage_b2() + 32 * j);
                     let accumulate = k_stage > 0 || j > 0;
                     // A stays in the collector between the two MMAs: read from shared memory once.
                     let (sfa, sfb1, sfb2) =
@@ -305,21 +328,28 @@ unsafe fn issue_mmas(p: &Params, shared: &Shared, grid: &TileGrid, tmem: u32) {
 
 /// An epilogue warp: TMEM lanes `32·quadrant ..`, i.e. tokens `m0 + 32·quadrant + lane`.
 #[inline(always)]
-unsafe fn drain_accumulators(p: &Params, shared: &Shared, grid: &TileGrid, tmem: u32, quadrant: u32) {
+unsafe fn drain_accumulators<const BUFFERS: u32>(
+    p: &Params,
+    shared: &Shared,
+    grid: &TileGrid,
+    tmem: u32,
+    quadrant: u32,
+) {
+    let tile = shared.tile;
     let lane = sreg::lane_id();
-    let mut accumulators = RingPosition::<ACCUMULATOR_BUFFERS>::new();
-    for tile in my_tiles(grid) {
-        let (m_tile, n_tile) = grid.coords(tile);
+    let mut accumulators = RingPosition::<BUFFERS>::new();
+    for index in my_tiles(grid) {
+        let (m_tile, n_tile) = grid.coords(index);
         let token = m_tile * TILE_M + 32 * quadrant + lane;
-        let n0 = n_tile * TILE_N;
+        let n0 = n_tile * tile.n;
         let buffer = accumulators.stage;
         // SAFETY: barrier initialized; the MMA warp commits the buffer.
         unsafe { mbarrier::wait(shared.accumulator_full(buffer), accumulators.full_parity()) };
         tcgen05::fence_after_thread_sync();
-        for chunk in 0..TILE_N / 16 {
-            let column = gate_column(buffer) + 16 * chunk;
+        for chunk in 0..tile.n / 16 {
+            let column = tile.gate_column(buffer) + 16 * chunk;
             let lane_base = tmem_address(tmem, 32 * quadrant, column);
-            let (gate, up) = tcgen05::ld_32x32b_x16_pair(lane_base, lane_base + TILE_N);
+            let (gate, up) = tcgen05::ld_32x32b_x16_pair(lane_base, lane_base + tile.n);
             let value = |i: usize| {
                 let g = f32::from_bits(gate[i]) * p.alpha_gate;
                 let u = f32::from_bits(up[i]) * p.alpha_up;
@@ -358,39 +388,47 @@ unsafe fn drain_accumulators(p: &Params, shared: &Shared, grid: &TileGrid, tmem:
     }
 }
 
-/// The sm_100a dual GEMM (see the module doc for the contract).
-///
-/// # Safety
-/// Arguments must satisfy the module contract.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_sm100(
-    a_map: u64,
-    a_scales: *const u8,
-    b1_map: u64,
-    b1_scales: *const u8,
-    b2_map: u64,
-    b2_scales: *const u8,
-    out: *mut u16,
-    m: u32,
-    n: u32,
-    k: u32,
-    alpha_gate: f32,
-    alpha_up: f32,
-) {
-    let p = Params {
-        a_map,
-        a_scales,
-        b1_map,
-        b1_scales,
-        b2_map,
-        b2_scales,
-        out,
-        m,
-        n,
-        k,
-        alpha_gate,
-        alpha_up,
+macro_rules! entry_point {
+    ($name:ident, $n:literal) => {
+        /// The sm_100a dual GEMM for one tile width (see the module doc for the contract).
+        ///
+        /// # Safety
+        /// Arguments must satisfy the module contract.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            a_map: u64,
+            a_scales: *const u8,
+            b1_map: u64,
+            b1_scales: *const u8,
+            b2_map: u64,
+            b2_scales: *const u8,
+            out: *mut u16,
+            m: u32,
+            n: u32,
+            k: u32,
+            alpha_gate: f32,
+            alpha_up: f32,
+        ) {
+            let p = Params {
+                a_map,
+                a_scales,
+                b1_map,
+                b1_scales,
+                b2_map,
+                b2_scales,
+                out,
+                m,
+                n,
+                k,
+                alpha_gate,
+                alpha_up,
+            };
+            const BUFFERS: u32 = Tile { n: $n }.accumulator_buffers();
+            // SAFETY: forwarded contract.
+            unsafe { dual_gemm::<$n, BUFFERS>(&p) }
+        }
     };
-    // SAFETY: forwarded contract.
-    unsafe { dual_gemm(&p) }
 }
+
+entry_point!(nvfp4_dual_gemm_sm100_n64, 64);
+entry_point!(nvfp4_dual_gemm_sm100_n128, 128);
