@@ -135,7 +135,7 @@ impl Sm100Geometry {
 const DATA_PARALLEL_EFFICIENCY: f64 = 0.9;
 
 /// CTAs for `tiles × stages` work on `multiprocessors` SMs: whole tiles per CTA (data-parallel)
-/// when full waves of tiles keep at least [`DATA_PARALLEL_EFFICIENCY`] of the SMs busy and the
+/// when full waves of tiles keep at least 90 % (`DATA_PARALLEL_EFFICIENCY`) of the SMs busy and the
 /// CTAs divide the tiles evenly; otherwise every SM, each with an equal stream-K share.
 pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> u32 {
     let waves = tiles.div_ceil(multiprocessors);

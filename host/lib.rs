@@ -4,7 +4,7 @@
 //! * [`NvFp4Matrix`]: packed e2m1 data, blocked e4m3 scales, optional fp32 global scale; built
 //!   from parts, from plain-layout scales, or by [quantizing](NvFp4Matrix::quantize) f32/f16/bf16.
 //! * [`codec`]: e2m1 and e4m3fn scalar codecs.
-//! * [`reference`]: the multi-threaded CPU reference, an f64 oracle and the tolerance check.
+//! * [`mod@reference`]: the multi-threaded CPU reference, an f64 oracle and the tolerance check.
 //! * [`gpu`]: device selection (sm_90a / sm_100a), device matrices, the dequantization kernel.
 //! * [`dual_gemm`]: the fused GPU kernel: a plan per shape, launched on the GPU's stream.
 //! * [`problem`]: shapes and random inputs.

@@ -4,13 +4,13 @@
 //! * for the host (any target, stable Rust): only the pure modules ([`layout`], [`fp4`]), which
 //!   the host library and its tests call, so that every layout or bit trick has one definition;
 //! * for `nvptx64-nvidia-cuda` by the host crate's `build.rs`, once per GPU architecture, with
-//!   `--cfg nvfp4_arch="sm_90a"` or `"sm_100a"`: the pure modules plus [`ptx`] (one wrapper per PTX
+//!   `--cfg nvfp4_arch="sm_90a"` or `"sm_100a"`: the pure modules plus `ptx` (one wrapper per PTX
 //!   instruction) and the kernel entry points.
 //!
 //! Kernels (exported PTX entry names):
-//! * `nvfp4_dequantize_f16`, `nvfp4_dequantize_bf16` ([`dequant`]): NVFP4 matrix → row-major
+//! * `nvfp4_dequantize_f16`, `nvfp4_dequantize_bf16` (`dequant`): NVFP4 matrix → row-major
 //!   fp16/bf16, used to feed library baselines and to prove the toolchain end to end.
-//! * `nvfp4_silu_mul_f16`, `nvfp4_silu_mul_bf16` ([`elementwise`]): `silu(gate) · up`, the
+//! * `nvfp4_silu_mul_f16`, `nvfp4_silu_mul_bf16` (`elementwise`): `silu(gate) · up`, the
 //!   last step of the unfused baseline the benchmarks compare against.
 //! * `nvfp4_dual_gemm_sm90_t{8,16,32,64,128}` (`sm90::dual_gemm`, sm_90a only): the fused dual
 //!   GEMM for Hopper, one entry per token-tile size ([`sm90::config`]).

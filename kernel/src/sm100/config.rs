@@ -118,8 +118,8 @@ impl Tile {
         self.stage_sfb2() + SCALE_BYTES
     }
 
-    /// Offset of the mbarriers after the ring: full[STAGES], empty[STAGES], accumulator
-    /// full[buffers], accumulator empty[buffers] (8 bytes each), then the TMEM address slot.
+    /// Offset of the mbarriers after the ring: `full[STAGES]`, `empty[STAGES]`, accumulator
+    /// `full[buffers]`, accumulator `empty[buffers]` (8 bytes each), then the TMEM address slot.
     pub const fn barriers(&self) -> u32 {
         STAGES * self.stage_bytes()
     }
