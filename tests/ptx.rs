@@ -77,27 +77,23 @@ fn sm90_module_has_a_dual_gemm_entry_for_every_tile() {
     }
 }
 
-#[test]
-fn sm90_dual_gemm_sass_uses_hgmma_for_every_tile() {
-    let test = "sm90_dual_gemm_sass_uses_hgmma_for_every_tile";
-    let (Some(ptxas), Some(cuobjdump)) = (
-        common::cuda_tool_or_skip("ptxas", test),
-        common::cuda_tool_or_skip("cuobjdump", test),
-    ) else {
-        return;
-    };
-    let dir = std::env::temp_dir().join(format!("nvfp4-sass-{}", std::process::id()));
+/// The SASS of `ptx` assembled for `arch`, or `None` (with a printed skip) when ptxas or
+/// cuobjdump is absent.
+fn sass_of(arch: &str, ptx: &str, test: &str) -> Option<String> {
+    let ptxas = common::cuda_tool_or_skip("ptxas", test)?;
+    let cuobjdump = common::cuda_tool_or_skip("cuobjdump", test)?;
+    let dir = std::env::temp_dir().join(format!("nvfp4-sass-{arch}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (ptx, cubin) = (dir.join("sm90a.ptx"), dir.join("sm90a.cubin"));
-    std::fs::write(&ptx, PTX_SM90A).unwrap();
+    let (source, cubin) = (dir.join("module.ptx"), dir.join("module.cubin"));
+    std::fs::write(&source, ptx).unwrap();
     let status = Command::new(&ptxas)
-        .arg("-arch=sm_90a")
-        .arg(&ptx)
+        .arg(format!("-arch={arch}"))
+        .arg(&source)
         .arg("-o")
         .arg(&cubin)
         .status()
         .unwrap();
-    assert!(status.success());
+    assert!(status.success(), "ptxas rejected the {arch} module");
     // cuobjdump finds nvdisasm next to itself or on PATH.
     let path = format!(
         "{}:{}",
@@ -115,69 +111,47 @@ fn sm90_dual_gemm_sass_uses_hgmma_for_every_tile() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let sass = String::from_utf8_lossy(&output.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The SASS of entry `name`, up to the next function.
+fn function_sass<'a>(sass: &'a str, name: &str) -> &'a str {
+    let start = sass
+        .find(&format!("Function : {name}"))
+        .unwrap_or_else(|| panic!("no {name} in the SASS"));
+    let body = &sass[start..];
+    &body[..body[1..].find("Function : ").map_or(body.len(), |e| e + 1)]
+}
+
+#[test]
+fn sm90_dual_gemm_sass_uses_hgmma_for_every_tile() {
+    let Some(sass) = sass_of(
+        "sm_90a",
+        PTX_SM90A,
+        "sm90_dual_gemm_sass_uses_hgmma_for_every_tile",
+    ) else {
+        return;
+    };
     for tile in nvfp4_kernel::sm90::config::TILES {
-        let start = sass
-            .find(&format!("Function : {}", tile.entry_name()))
-            .unwrap_or_else(|| panic!("{tile:?}"));
-        let body = &sass[start..];
-        let body = &body[..body[1..].find("Function : ").map_or(body.len(), |e| e + 1)];
+        let (name, body) = (tile.entry_name(), function_sass(&sass, tile.entry_name()));
         let hgmma = format!("HGMMA.64x{}x16.F32", tile.tokens);
-        assert!(body.contains(&hgmma), "{}: no {hgmma}", tile.entry_name());
+        assert!(body.contains(&hgmma), "{name}: no {hgmma}");
         assert!(
             !body.contains("LDL") && !body.contains("STL"),
-            "{}: local memory",
-            tile.entry_name()
+            "{name}: local memory"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
     let test = "sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory";
-    let (Some(ptxas), Some(cuobjdump)) = (
-        common::cuda_tool_or_skip("ptxas", test),
-        common::cuda_tool_or_skip("cuobjdump", test),
-    ) else {
+    let Some(sass) = sass_of("sm_100a", PTX_SM100A, test) else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("nvfp4-sass100-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (ptx, cubin) = (dir.join("sm100a.ptx"), dir.join("sm100a.cubin"));
-    std::fs::write(&ptx, PTX_SM100A).unwrap();
-    let status = Command::new(&ptxas)
-        .arg("-arch=sm_100a")
-        .arg(&ptx)
-        .arg("-o")
-        .arg(&cubin)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let path = format!(
-        "{}:{}",
-        cuobjdump.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let output = Command::new(&cuobjdump)
-        .arg("-sass")
-        .arg(&cubin)
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let sass = String::from_utf8_lossy(&output.stdout);
     for tile in nvfp4_kernel::sm100::config::TILES {
-        let name = tile.entry_name();
-        let start = sass
-            .find(&format!("Function : {name}"))
-            .unwrap_or_else(|| panic!("no {name}"));
-        let body = &sass[start..];
-        let body = &body[..body[1..].find("Function : ").map_or(body.len(), |e| e + 1)];
+        let (name, body) = (tile.entry_name(), function_sass(&sass, tile.entry_name()));
         for instruction in ["UTCOMMA.4X", "UTCCP", "UTCBAR", "LDTM", "UTMALDG.2D"] {
             assert!(body.contains(instruction), "no {instruction} in {name}");
         }
@@ -186,7 +160,6 @@ fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
             "local memory in {name}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
