@@ -34,8 +34,9 @@ pub const FIRST_EPILOGUE_WARP: u32 = 2;
 pub const EPILOGUE_WARPS: u32 = 4;
 /// Threads per CTA.
 pub const THREADS: u32 = 32 * (FIRST_EPILOGUE_WARP + EPILOGUE_WARPS);
-/// Rows per TMA box of the host's tensor maps (a 128-row operand tile is two boxes).
-pub const BOX_ROWS: u32 = 64;
+/// Rows per TMA box of the host's tensor maps (one definition, shared with sm_90a; a 128-row
+/// operand tile is two boxes).
+pub const BOX_ROWS: u32 = crate::sm90::config::TOKEN_BOX_ROWS;
 
 /// Bytes of one stage's A tile (128 rows × 128 bytes, 128-byte swizzle).
 pub const A_BYTES: u32 = TILE_M * 128;
