@@ -13,7 +13,7 @@ use nvfp4_kernel::sm90::config::{self as sm90, K_PER_STAGE, TILE_N, Tile};
 use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu};
+use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
 use crate::problem::DualGemmShape;
 
 /// The scale the sm_90a kernel's fp16 operands carry: each is `value · 2⁻¹⁴`, so each product
@@ -74,6 +74,13 @@ impl Sm90Geometry {
                 "m × n × k",
                 "too large for one launch (tiles × K-stages ≥ 2^31)",
                 format!("{m} × {n} × {k}"),
+            ));
+        }
+        if tile.predecoded_tokens() && (m as u64) * (k as u64 / sm90::K_PER_SLICE as u64) >= 1 << 31 {
+            return Err(Error::invalid(
+                "m × k",
+                "too large for one launch (m × k / 64 ≥ 2^31 token slices)",
+                format!("{m} × {k}"),
             ));
         }
         let grid = grid_size(tiles.len(), stages, multiprocessors.max(1));
@@ -160,14 +167,23 @@ pub struct DualGemmPlan {
 
 /// The kernel a plan launches.
 enum PlannedKernel {
-    /// Hopper, with its stream-K partial-sum workspace and per-tile counters.
+    /// Hopper, with its stream-K partial-sum workspace, per-tile counters and, for large token
+    /// tiles, the pre-decoded token buffer.
     Sm90 {
         geometry: Sm90Geometry,
         workspace: CudaSlice<u32>,
         tile_counters: CudaSlice<u32>,
+        tokens: Option<PredecodedTokens>,
     },
     /// Blackwell (never run here).
     Sm100 { geometry: Sm100Geometry },
+}
+
+/// The fp16 token operand of large sm_90a tiles (`nvfp4_kernel::sm90::tokens`), rewritten from
+/// A by each launch, and the tensor map the kernel loads it through.
+struct PredecodedTokens {
+    buffer: CudaSlice<u16>,
+    map: CudaSlice<u8>,
 }
 
 impl Gpu {
@@ -179,12 +195,27 @@ impl Gpu {
                 let workspace = self.stream().alloc_zeros::<u32>(geometry.workspace_bytes() / 4)?;
                 let tile_counters = self.stream().alloc_zeros::<u32>(geometry.tiles.len() as usize)?;
                 let function = self.sm90_dual_gemm_function(geometry.tile)?;
+                let tokens = if geometry.tile.predecoded_tokens() {
+                    let (m, k) = (shape.m, shape.k);
+                    let buffer = self.stream().alloc_zeros::<u16>(m * k)?;
+                    let map = tensor_map::predecoded_tokens_map(
+                        self.stream(),
+                        &buffer,
+                        m,
+                        k,
+                        geometry.tile.tokens,
+                    )?;
+                    Some(PredecodedTokens { buffer, map })
+                } else {
+                    None
+                };
                 (
                     function,
                     PlannedKernel::Sm90 {
                         geometry,
                         workspace,
                         tile_counters,
+                        tokens,
                     },
                 )
             }
@@ -296,7 +327,15 @@ impl DualGemmPlan {
                 geometry,
                 workspace,
                 tile_counters,
+                tokens,
             } => {
+                let a_map = match tokens {
+                    Some(tokens) => {
+                        self.predecode_tokens(gpu, a, &tokens.buffer)?;
+                        &tokens.map
+                    }
+                    None => a_map,
+                };
                 launch
                     .arg(a_map)
                     .arg(a.scales_buffer())
@@ -341,6 +380,39 @@ impl DualGemmPlan {
             .arg(&alpha_up);
         // SAFETY: arguments follow the order and contract of `nvfp4_kernel::sm90::dual_gemm` /
         // `nvfp4_kernel::sm100::dual_gemm`, checked above and by the geometry.
+        unsafe { launch.launch(config) }?;
+        Ok(())
+    }
+}
+
+impl DualGemmPlan {
+    /// Enqueues `nvfp4_predecode_tokens_sm90`: A → the fp16 token operand in `out` (M × K).
+    fn predecode_tokens(&self, gpu: &Gpu, a: &DeviceNvFp4Matrix, out: &CudaSlice<u16>) -> Result<()> {
+        let entry = nvfp4_kernel::launch::SM90_PREDECODE_TOKENS;
+        let DualGemmShape { m, k, .. } = self.shape;
+        // One thread per token and 64-K slice; the geometry bounded m × k.
+        let items = (m * (k / sm90::K_PER_SLICE as usize)) as u32;
+        let config = LaunchConfig {
+            grid_dim: (
+                items
+                    .div_ceil(entry.threads_per_block)
+                    .min(gpu.multiprocessors() * 16),
+                1,
+                1,
+            ),
+            block_dim: (entry.threads_per_block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (m32, k32) = (m as u32, k as u32);
+        let mut launch = gpu.stream().launch_builder(gpu.sm90_predecode_tokens_function()?);
+        launch
+            .arg(a.data_buffer())
+            .arg(a.scales_buffer())
+            .arg(out)
+            .arg(&m32)
+            .arg(&k32);
+        // SAFETY: parameter order and types match `nvfp4_predecode_tokens_sm90`; A has the
+        // planned shape (checked by the caller), `out` holds m × k fp16, all 16-byte aligned.
         unsafe { launch.launch(config) }?;
         Ok(())
     }

@@ -6,7 +6,7 @@
 //! typed errors.
 
 mod matrix;
-mod tensor_map;
+pub(crate) mod tensor_map;
 
 pub use matrix::DeviceNvFp4Matrix;
 
@@ -18,7 +18,7 @@ use cudarc::driver::{
 };
 use half::{bf16, f16};
 use nvfp4_kernel::launch::{
-    DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint, SILU_MUL_BF16, SILU_MUL_F16,
+    DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint, SILU_MUL_BF16, SILU_MUL_F16, SM90_PREDECODE_TOKENS,
     sm90_dual_gemm as sm90_dual_gemm_entry, sm100_dual_gemm as sm100_dual_gemm_entry,
 };
 use nvfp4_kernel::layout::SCALE_BLOCK_K;
@@ -76,6 +76,7 @@ pub struct Gpu {
     silu_mul_f16: CudaFunction,
     silu_mul_bf16: CudaFunction,
     sm90_dual_gemm: Vec<(Tile, CudaFunction)>,
+    sm90_predecode_tokens: Option<CudaFunction>,
     sm100_dual_gemm: Vec<(nvfp4_kernel::sm100::config::Tile, CudaFunction)>,
     _module: Arc<CudaModule>,
 }
@@ -96,7 +97,9 @@ impl Gpu {
         let module = context.load_module(cudarc::nvrtc::Ptx::from_src(arch.ptx()))?;
         let load = |entry: EntryPoint| module.load_function(entry.name);
         let mut sm90_dual_gemm = Vec::new();
+        let mut sm90_predecode_tokens = None;
         if arch == Arch::Sm90a {
+            sm90_predecode_tokens = Some(load(SM90_PREDECODE_TOKENS)?);
             for tile in sm90::TILES {
                 let function = load(sm90_dual_gemm_entry(tile))?;
                 function.set_attribute(
@@ -127,6 +130,7 @@ impl Gpu {
             silu_mul_f16: load(SILU_MUL_F16)?,
             silu_mul_bf16: load(SILU_MUL_BF16)?,
             sm90_dual_gemm,
+            sm90_predecode_tokens,
             sm100_dual_gemm,
             _module: module,
         })
@@ -263,6 +267,16 @@ impl Gpu {
             .map(|(_, f)| f.clone())
             .ok_or(Error::KernelUnavailable {
                 operation: "dual-GEMM",
+                arch: "sm_100a",
+            })
+    }
+
+    /// The sm_90a token pre-decoding kernel.
+    pub(crate) fn sm90_predecode_tokens_function(&self) -> Result<&CudaFunction> {
+        self.sm90_predecode_tokens
+            .as_ref()
+            .ok_or(Error::KernelUnavailable {
+                operation: "token pre-decoding",
                 arch: "sm_100a",
             })
     }

@@ -35,17 +35,58 @@ pub(crate) fn packed_rows_map(
         ));
     }
     let (address, _sync) = data.device_ptr(stream);
-    let dims = [row_bytes as u64, rows as u64];
-    let strides = [row_bytes as u64];
-    let boxes = [BOX_ROW_BYTES, BOX_ROWS];
+    encode_2d_sw128(
+        stream,
+        address,
+        CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        [row_bytes as u64, rows as u64],
+        row_bytes as u64,
+        [BOX_ROW_BYTES, BOX_ROWS],
+    )
+}
+
+/// Encodes the map the sm_90a kernel reads pre-decoded tokens through
+/// (`nvfp4_kernel::sm90::tokens`): `rows × k` fp16 as FLOAT16, dims `{k, rows}`, box
+/// `{K_PER_SLICE, box_rows}` (one decoded slice of a `box_rows`-token tile), 128-byte swizzle,
+/// zeros outside the matrix. `k` must be a multiple of `K_PER_SLICE` (the kernel's rule).
+pub(crate) fn predecoded_tokens_map(
+    stream: &std::sync::Arc<CudaStream>,
+    tokens: &CudaSlice<u16>,
+    rows: usize,
+    k: usize,
+    box_rows: u32,
+) -> Result<CudaSlice<u8>> {
+    let (address, _sync) = tokens.device_ptr(stream);
+    encode_2d_sw128(
+        stream,
+        address,
+        CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        [k as u64, rows as u64],
+        2 * k as u64,
+        [nvfp4_kernel::sm90::config::K_PER_SLICE, box_rows],
+    )
+}
+
+/// A 2-D, 128-byte-swizzled map of `dims` (innermost first) elements of `data_type` at
+/// `address`, rows `row_pitch` bytes apart, boxes of `boxes` elements, zeros outside; copied to a
+/// device buffer.
+fn encode_2d_sw128(
+    stream: &std::sync::Arc<CudaStream>,
+    address: u64,
+    data_type: CUtensorMapDataType,
+    dims: [u64; 2],
+    row_pitch: u64,
+    boxes: [u32; 2],
+) -> Result<CudaSlice<u8>> {
+    let strides = [row_pitch];
     let element_strides = [1u32, 1];
     let mut map = CUtensorMap { opaque: [0; 16] };
-    // SAFETY: every pointer refers to a live local array of the rank the call states; the address
-    // is a device allocation of rows × k/2 bytes.
+    // SAFETY: every pointer refers to a live local array of the rank the call states; the caller
+    // passes a device allocation that covers `dims` with rows `row_pitch` bytes apart.
     let status = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
-            CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            data_type,
             2,
             address as *mut std::ffi::c_void,
             dims.as_ptr(),

@@ -55,6 +55,13 @@ pub const fn sm90_dual_gemm(tile: crate::sm90::config::Tile) -> EntryPoint {
 
 const SM90_TILES: [crate::sm90::config::Tile; 5] = crate::sm90::config::TILES;
 
+/// Token pre-decoding for the sm_90a dual GEMM's large tiles (`sm90::tokens`).
+pub const SM90_PREDECODE_TOKENS: EntryPoint = EntryPoint {
+    name: "nvfp4_predecode_tokens_sm90",
+    threads_per_block: 256,
+    min_blocks_per_sm: None,
+};
+
 /// Entry points of both modules.
 pub const COMMON_ENTRY_POINTS: &[EntryPoint] =
     &[DEQUANTIZE_F16, DEQUANTIZE_BF16, SILU_MUL_F16, SILU_MUL_BF16];
@@ -66,6 +73,7 @@ pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[
     sm90_dual_gemm(SM90_TILES[2]),
     sm90_dual_gemm(SM90_TILES[3]),
     sm90_dual_gemm(SM90_TILES[4]),
+    SM90_PREDECODE_TOKENS,
 ];
 
 /// The sm_100a dual GEMM (tcgen05), one entry per tile (`sm100::config::TILES`).

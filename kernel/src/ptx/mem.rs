@@ -40,6 +40,18 @@ pub unsafe fn ld_global_nc_v2_b32(ptr: *const u32) -> [u32; 2] {
     [a, b]
 }
 
+/// `ld.global.nc.b32`: load 4 read-only bytes through the non-coherent cache.
+///
+/// # Safety
+/// `ptr` must be a valid, 4-byte aligned global address that no thread writes during the kernel.
+#[inline(always)]
+pub unsafe fn ld_global_nc_b32(ptr: *const u32) -> u32 {
+    let v: u32;
+    // SAFETY: the caller guarantees the address and that it is read-only.
+    unsafe { asm!("ld.global.nc.b32 {v}, [{p}];", p = in(reg64) ptr, v = out(reg32) v) };
+    v
+}
+
 /// `ld.global.nc.u8`: load one read-only byte through the non-coherent cache.
 ///
 /// # Safety

@@ -61,12 +61,20 @@ pub const K_PER_STAGE: u32 = 256;
 pub const K_PER_SLICE: u32 = 64;
 /// Decoded slices per raw stage.
 pub const SLICES_PER_STAGE: u32 = K_PER_STAGE / K_PER_SLICE;
+/// Scale blocks (16 K each) per decoded slice.
+pub const BLOCKS_PER_SLICE: u32 = K_PER_SLICE / 16;
 /// wgmma k16 steps per decoded slice.
 pub const STEPS_PER_SLICE: u32 = K_PER_SLICE / 16;
 /// Token rows per TMA box (the box is 128 bytes × this many rows, 128-byte swizzled).
 pub const TOKEN_BOX_ROWS: u32 = 64;
 /// Bytes of token scales per 128 token rows and raw stage: 4 consecutive 512-byte atoms.
 pub const SCALE_GROUP_BYTES: u32 = (K_PER_STAGE / 64) * ATOM_BYTES as u32;
+/// Token tiles at least this wide take their tokens pre-decoded to fp16 by
+/// `sm90::tokens::nvfp4_predecode_tokens_sm90` (one pass per call) instead of decoding them once
+/// per 64-output tile in the kernel; the producer then loads each fp16 slice with TMA (box
+/// `K_PER_SLICE × tokens`, 128-byte swizzle) straight into the decoded ring, and the decoder
+/// warpgroups idle.
+pub const PREDECODED_MIN_TOKENS: u32 = 128;
 /// Stages of the raw ring (TMA → decoder).
 pub const RAW_STAGES: u32 = 4;
 /// Stages of the decoded ring (decoder → consumers).
@@ -125,9 +133,16 @@ impl Tile {
         TILES[TILES.len() - 1]
     }
 
-    /// Raw token rows per stage (a whole number of TMA boxes).
+    /// Whether the tile's tokens are pre-decoded (see [`PREDECODED_MIN_TOKENS`]).
+    pub const fn predecoded_tokens(&self) -> bool {
+        self.tokens >= PREDECODED_MIN_TOKENS
+    }
+
+    /// Raw token rows per stage (a whole number of TMA boxes; none for pre-decoded tokens).
     pub const fn raw_rows(&self) -> u32 {
-        if self.tokens > TOKEN_BOX_ROWS {
+        if self.predecoded_tokens() {
+            0
+        } else if self.tokens > TOKEN_BOX_ROWS {
             self.tokens
         } else {
             TOKEN_BOX_ROWS
@@ -154,8 +169,11 @@ impl Tile {
         self.raw_rows() * 128
     }
 
-    /// Bytes of one raw scale stage.
+    /// Bytes of one raw scale stage (none for pre-decoded tokens).
     pub const fn raw_scale_bytes(&self) -> u32 {
+        if self.predecoded_tokens() {
+            return 0;
+        }
         self.scale_groups() * SCALE_GROUP_BYTES
     }
 

@@ -61,6 +61,7 @@ use crate::layout::{ATOM_BYTES, BlockedScales};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, wgmma};
 use crate::ring::RingPosition;
 use crate::schedule::{Segment, Segments, StreamK, TileGrid};
+use crate::sm90::tokens;
 use crate::sm90::config::{
     self, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP, K_PER_STAGE, PRODUCER_WARPGROUP,
     RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan, TILE_N, TOKEN_BOX_ROWS, Tile,
@@ -159,6 +160,7 @@ impl Work {
 const RAW_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the copies' bytes)
 const RAW_EMPTY_ARRIVALS: u32 = DECODER_WARPGROUPS * WARPGROUP_THREADS; // every decoder thread
 const DECODED_FULL_ARRIVALS: u32 = WARPGROUP_THREADS; // the slice's decoder warpgroup, after its proxy fence
+const PREDECODED_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the TMA's bytes)
 const DECODED_EMPTY_ARRIVALS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS; // every consumer thread
 
 /// The kernel body for `2·ACC` tokens per tile with `SETS` accumulator sets; `CONSUMER`,
@@ -195,7 +197,12 @@ unsafe fn dual_gemm<
         for stage in 0..DECODED_STAGES {
             // SAFETY: as above.
             unsafe {
-                mbarrier::init(shared.decoded_full(stage), DECODED_FULL_ARRIVALS);
+                let full_arrivals = if tile.predecoded_tokens() {
+                    PREDECODED_FULL_ARRIVALS
+                } else {
+                    DECODED_FULL_ARRIVALS
+                };
+                mbarrier::init(shared.decoded_full(stage), full_arrivals);
                 mbarrier::init(shared.decoded_empty(stage), DECODED_EMPTY_ARRIVALS);
             }
         }
@@ -213,10 +220,19 @@ unsafe fn dual_gemm<
         reg::decrease::<PRODUCER>();
         if thread == PRODUCER_WARPGROUP * WARPGROUP_THREADS {
             // SAFETY: the host plan checked the contract of the module doc.
-            unsafe { produce(p, &shared, &grid, &work) };
+            unsafe {
+                if tile.predecoded_tokens() {
+                    produce_predecoded(p, &shared, &grid, &work)
+                } else {
+                    produce(p, &shared, &grid, &work)
+                }
+            };
         }
     } else if warpgroup >= FIRST_DECODER_WARPGROUP {
         reg::decrease::<DECODER>();
+        if tile.predecoded_tokens() {
+            return; // the producer loads decoded slices
+        }
         let decoder = warpgroup - FIRST_DECODER_WARPGROUP;
         // SAFETY: as above.
         unsafe { decode_tokens(&shared, &grid, &work, decoder, thread % WARPGROUP_THREADS) };
@@ -269,6 +285,37 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid, work: &Work) {
                         full,
                     );
                 }
+            }
+            ring.advance();
+        }
+    }
+}
+
+/// The producer thread for pre-decoded tokens: per tile and 64-K slice, one TMA box of fp16
+/// tokens (`K_PER_SLICE × tokens`, 128-byte swizzle) straight into the decoded ring.
+#[inline(always)]
+unsafe fn produce_predecoded(p: &Params, shared: &Shared, grid: &TileGrid, work: &Work) {
+    let tile = shared.tile;
+    // SAFETY: the host passes a valid tensor map.
+    unsafe { copy::prefetch_tensor_map(p.a_map) };
+    let mut ring = RingPosition::<DECODED_STAGES>::new();
+    for segment in work.segments() {
+        let m0 = grid.coords(segment.tile).0 * tile.tokens;
+        let first_slice = segment.first_stage * SLICES_PER_STAGE;
+        for slice in first_slice..first_slice + segment.stages * SLICES_PER_STAGE {
+            let full = shared.decoded_full(ring.stage);
+            // SAFETY: barriers are initialized; the box fills exactly one decoded slice (rows
+            // past M are zeros).
+            unsafe {
+                mbarrier::wait(shared.decoded_empty(ring.stage), ring.empty_parity());
+                mbarrier::arrive_expect_tx(full, tile.decoded_slice_bytes());
+                copy::tensor_2d(
+                    shared.decoded_slice(ring.stage),
+                    p.a_map,
+                    (slice * config::K_PER_SLICE) as i32,
+                    m0 as i32,
+                    full,
+                );
             }
             ring.advance();
         }
@@ -343,15 +390,11 @@ unsafe fn decode_token_block(
         + (in_block % 32) * 16
         + (in_block / 32) * 4;
     // SAFETY: inside the raw scale stage.
-    let scales = unsafe { smem::ld_b32(scale_addr) };
-    let block_scales: [u32; 4] = core::array::from_fn(|b| cvt::e4m3_to_f16x2_broadcast(scales >> (8 * b)));
+    let block_scales = tokens::block_scales(unsafe { smem::ld_b32(scale_addr) });
     let dst = shared.decoded_slice(decoded_stage);
     // One 16-byte chunk at a time (4 live pairs, not 32: the decoders have 48 registers).
     unrolled16!(8, |pair| {
-        let chunk: [u32; 4] = core::array::from_fn(|block| {
-            let word = words[2 * block + pair / 4];
-            cvt::mul_f16x2(e2m1x8_pair(word, (pair % 4) as u32), block_scales[block])
-        });
+        let chunk = tokens::slice_chunk(&words, &block_scales, pair);
         // SAFETY: row < tokens and chunk < 8 stay inside the decoded slice.
         unsafe { smem::st_v4(dst + sw128_offset(row, pair as u32), chunk) };
     });

@@ -5,3 +5,6 @@ pub mod config;
 
 #[cfg(all(target_arch = "nvptx64", nvfp4_arch = "sm_90a"))]
 pub mod dual_gemm;
+
+#[cfg(all(target_arch = "nvptx64", nvfp4_arch = "sm_90a"))]
+pub mod tokens;
