@@ -173,7 +173,7 @@ enum PlannedKernel {
         geometry: Sm90Geometry,
         workspace: CudaSlice<u32>,
         tile_counters: CudaSlice<u32>,
-        tokens: Option<PredecodedTokens>,
+        tokens: Option<Box<PredecodedTokens>>,
     },
     /// Blackwell (never run here).
     Sm100 { geometry: Sm100Geometry },
@@ -205,7 +205,7 @@ impl Gpu {
                         k,
                         geometry.tile.tokens,
                     )?;
-                    Some(PredecodedTokens { buffer, map })
+                    Some(Box::new(PredecodedTokens { buffer, map }))
                 } else {
                     None
                 };
