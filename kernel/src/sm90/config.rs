@@ -74,7 +74,7 @@ pub const SCALE_GROUP_BYTES: u32 = (K_PER_STAGE / 64) * ATOM_BYTES as u32;
 /// per 64-output tile in the kernel; the producer then loads each fp16 slice with TMA (box
 /// `K_PER_SLICE × tokens`, 128-byte swizzle) straight into the decoded ring, and the decoder
 /// warpgroups idle.
-pub const PREDECODED_MIN_TOKENS: u32 = 128;
+pub const PREDECODED_MIN_TOKENS: u32 = 64;
 /// Stages of the raw ring (TMA → decoder).
 pub const RAW_STAGES: u32 = 4;
 /// Stages of the decoded ring (decoder → consumers).

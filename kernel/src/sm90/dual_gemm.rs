@@ -341,11 +341,15 @@ unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: 
                 }
                 // SAFETY: as above; consumers release decoded slices.
                 unsafe { mbarrier::wait(shared.decoded_empty(decoded.stage), decoded.empty_parity()) };
-                let mut row = thread;
-                while row < tile.tokens {
+                // Item `i` is chunk `i % 8` of token `i / 8`; lane `l` of warp `w` starts at item
+                // `4l + w`, so that small tiles spread over all four warps (one scheduler each)
+                // and the chunks a quarter-warp stores land in distinct banks.
+                let mut item = 4 * (thread % 32) + thread / 32;
+                while item < tile.tokens * CHUNKS_PER_ROW {
+                    let (row, chunk) = (item / CHUNKS_PER_ROW, item % CHUNKS_PER_ROW);
                     // SAFETY: row < tokens ≤ raw rows; offsets stay inside the stage buffers.
-                    unsafe { decode_token_block(shared, raw.stage, decoded.stage, m0, row, slice) };
-                    row += WARPGROUP_THREADS;
+                    unsafe { decode_token_chunk(shared, raw.stage, decoded.stage, m0, row, slice, chunk) };
+                    item += WARPGROUP_THREADS;
                 }
                 fence::proxy_async_shared();
                 // SAFETY: barrier initialized.
@@ -359,29 +363,41 @@ unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: 
     }
 }
 
-/// Decodes token `row`'s 64 values of slice `slice` (blocks `4·slice .. 4·slice + 3` of the
-/// stage) into decoded row `row`: chunk `p` gets pair `p` of blocks 0..3 (one fp16x2 each).
+/// 16-byte chunks per decoded token row (one 64-K slice).
+const CHUNKS_PER_ROW: u32 = 8;
+
+/// Decodes chunk `chunk` of token `row`'s slice `slice` (blocks `4·slice .. 4·slice + 3` of the
+/// stage) into decoded row `row`: pair `chunk` of each of the four blocks (one fp16x2 each).
 #[inline(always)]
-unsafe fn decode_token_block(
+unsafe fn decode_token_chunk(
     shared: &Shared,
     raw_stage: u32,
     decoded_stage: u32,
     m0: u32,
     row: u32,
     slice: u32,
+    chunk: u32,
 ) {
     let raw_row = shared.raw_tokens(raw_stage)
         + (row / TOKEN_BOX_ROWS) * TOKEN_BOX_ROWS * 128
         + (row % TOKEN_BOX_ROWS) * 128;
     let swizzle = row % 8;
+    // Pair `chunk` of a block is in its word `chunk / 4`; blocks 0, 1 fill the slice's first
+    // 16 bytes (swizzled chunk 2·slice), blocks 2, 3 the next.
+    let word = 4 * (chunk / 4);
+    let (first, second) = (
+        raw_row + ((2 * slice) ^ swizzle) * 16 + word,
+        raw_row + ((2 * slice + 1) ^ swizzle) * 16 + word,
+    );
     // SAFETY: inside the raw stage (the caller's contract).
-    let (lo, hi) = unsafe {
-        (
-            smem::ld_v4(raw_row + ((2 * slice) ^ swizzle) * 16),
-            smem::ld_v4(raw_row + ((2 * slice + 1) ^ swizzle) * 16),
-        )
+    let words = unsafe {
+        [
+            smem::ld_b32(first),
+            smem::ld_b32(first + 8),
+            smem::ld_b32(second),
+            smem::ld_b32(second + 8),
+        ]
     };
-    let words = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
     let token = m0 + row;
     let in_block = token % 128;
     let scale_addr = shared.raw_scales(raw_stage)
@@ -391,13 +407,10 @@ unsafe fn decode_token_block(
         + (in_block / 32) * 4;
     // SAFETY: inside the raw scale stage.
     let block_scales = tokens::block_scales(unsafe { smem::ld_b32(scale_addr) });
+    let values = tokens::block_pairs(&words, &block_scales, chunk % 4);
     let dst = shared.decoded_slice(decoded_stage);
-    // One 16-byte chunk at a time (4 live pairs, not 32: the decoders have 48 registers).
-    unrolled16!(8, |pair| {
-        let chunk = tokens::slice_chunk(&words, &block_scales, pair);
-        // SAFETY: row < tokens and chunk < 8 stay inside the decoded slice.
-        unsafe { smem::st_v4(dst + sw128_offset(row, pair as u32), chunk) };
-    });
+    // SAFETY: row < tokens and chunk < 8 stay inside the decoded slice.
+    unsafe { smem::st_v4(dst + sw128_offset(row, chunk), values) };
 }
 
 /// The eight fp16x2 pairs of one 16-element block (`lo` = elements 0..7, `hi` = 8..15), each

@@ -25,10 +25,16 @@ const SLICE_BYTES: usize = K_PER_SLICE as usize / 2;
 /// both halves).
 #[inline(always)]
 pub fn slice_chunk(words: &[u32; 8], block_scales: &[u32; 4], pair: usize) -> [u32; 4] {
-    core::array::from_fn(|block| {
-        let word = words[2 * block + pair / 4];
-        cvt::mul_f16x2(e2m1x8_pair(word, (pair % 4) as u32), block_scales[block])
-    })
+    let half = pair / 4;
+    let block_words = [words[half], words[2 + half], words[4 + half], words[6 + half]];
+    block_pairs(&block_words, block_scales, (pair % 4) as u32)
+}
+
+/// Pair `k` (0..4) of [`e2m1x8_pair`] of each block's word (`words[b]`: the block's word that
+/// holds the pair), times the block's scale: one chunk of a decoded slice.
+#[inline(always)]
+pub fn block_pairs(words: &[u32; 4], block_scales: &[u32; 4], k: u32) -> [u32; 4] {
+    core::array::from_fn(|block| cvt::mul_f16x2(e2m1x8_pair(words[block], k), block_scales[block]))
 }
 
 /// The four scale codes of a slice (one byte per block, block 0 lowest) as fp16x2 broadcasts.
