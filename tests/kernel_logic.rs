@@ -204,6 +204,29 @@ fn sm90_tiles_cover_small_m_in_one_tile_and_large_m_with_128() {
 }
 
 #[test]
+fn sm90_predecoded_tiles_load_one_decoded_slice_per_tma_box_and_keep_no_raw_ring() {
+    use nvfp4_kernel::sm90::config::{K_PER_SLICE, PREDECODED_MIN_TOKENS};
+    let mut predecoded = 0;
+    for tile in TILES {
+        let plan = tile.shared();
+        if tile.predecoded_tokens() {
+            predecoded += 1;
+            assert!(tile.tokens >= PREDECODED_MIN_TOKENS);
+            // The producer's box is {K_PER_SLICE fp16, tokens rows}: one decoded slice, within
+            // TMA's 256-row box limit and the 128-byte swizzle span.
+            assert_eq!(K_PER_SLICE * 2 * tile.tokens, tile.decoded_slice_bytes());
+            assert!(tile.tokens <= 256 && K_PER_SLICE * 2 == 128);
+            assert_eq!(plan.raw_scales, plan.raw_tokens, "no raw token stages");
+            assert_eq!(plan.barriers, plan.raw_scales, "no raw scale stages");
+        } else {
+            assert!(plan.raw_scales > plan.raw_tokens && plan.barriers > plan.raw_scales);
+        }
+    }
+    assert!(predecoded >= 1, "the largest tile pre-decodes its tokens");
+    assert!(TILES[TILES.len() - 1].predecoded_tokens() && !TILES[0].predecoded_tokens());
+}
+
+#[test]
 fn sm90_geometry_keeps_whole_tiles_when_waves_are_full_and_splits_k_otherwise() {
     // (m, n, k, CTAs, whole tiles per CTA)
     let cases = [

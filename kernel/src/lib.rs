@@ -14,6 +14,8 @@
 //!   last step of the unfused baseline the benchmarks compare against.
 //! * `nvfp4_dual_gemm_sm90_t{8,16,32,64,128}` (`sm90::dual_gemm`, sm_90a only): the fused dual
 //!   GEMM for Hopper, one entry per token-tile size ([`sm90::config`]).
+//! * `nvfp4_predecode_tokens_sm90` (`sm90::tokens`, sm_90a only): A → the fp16 token operand of
+//!   the large Hopper tiles, run by the host before the dual GEMM.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",

@@ -7,9 +7,16 @@
 //! # Design
 //! * **Swap AB.** The kernel computes tiles of `Cᵀ`: the weights (B1, B2: N rows, the big stream)
 //!   are wgmma's A operand, decoded from global loads *straight into registers* (no shared-memory
-//!   round trip), and the tokens (A: M rows) are wgmma's B operand in shared memory, decoded once
-//!   per CTA and read by both consumer warpgroups and both products. wgmma's N is the token tile
-//!   (8…128, see [`config::TILES`]), which fits decode-sized M as well as prefill.
+//!   round trip), and the tokens (A: M rows) are wgmma's B operand in shared memory, read by
+//!   both consumer warpgroups and both products. wgmma's N is the token tile (8…128, see
+//!   [`config::TILES`]), which fits decode-sized M as well as prefill.
+//! * **Tokens: decoded in the kernel or once per call.** Below
+//!   [`config::PREDECODED_MIN_TOKENS`] the decoder warpgroups decode each tile's tokens (cheap:
+//!   few tokens, and no second launch). From there on, decoding every token once per 64-output
+//!   tile cost as much issue bandwidth as the weights, so the host first runs
+//!   [`tokens::nvfp4_predecode_tokens_sm90`] (A → fp16 in the operand format of [`tokens`], once
+//!   per call) and the producer loads each fp16 slice by TMA straight into the decoded ring; the
+//!   decoders idle. Measured on an H200: 256×4096×7168 63.5 → 52.4 µs, M = 64 40.1 → 36.3 µs.
 //! * **Gate and up in one accumulator.** A consumer warp's 16 wgmma rows are 8 rows of B1 and the
 //!   same 8 rows of B2 (rows `g` and `g + 8` of the fragment), so one `m64nT` accumulator holds
 //!   gate and up of the same outputs in the same thread: no exchange before SiLU·up.
@@ -27,30 +34,37 @@
 //! 1. Warpgroups 0–1, **consumers** (`setmaxnreg`: [`Tile::registers`]): per 64-K slice, decode 16 fragment
 //!    registers (2 rows × 16 K per thread) from prefetched registers, wait for the decoded token
 //!    slice, issue 4 `wgmma m64nTk16`, release the previous slice; epilogue from registers.
-//! 2. Warpgroups 2–3, **decoders**: per 256-K stage, wait for the raw token tile
-//!    and decode alternate 64-K slices into 128-byte-swizzled fp16 tiles.
-//! 3. Warpgroup 4, **producer**: one thread issues the TMA load of the packed
-//!    token tile (128-byte swizzle) and the 1-D bulk copy of its scale atoms per stage.
+//! 2. Warpgroups 2–3, **decoders** (in-kernel tokens only): per 256-K stage, wait for the raw
+//!    token tile and decode alternate 64-K slices into 128-byte-swizzled fp16 tiles, as (token,
+//!    16-byte chunk) items spread over all four warps (one per scheduler: a single warp's chain
+//!    took ≈ 950 clocks per slice for an 8-token tile).
+//! 3. Warpgroup 4, **producer**: one thread issues, per stage, the TMA load of the packed token
+//!    tile (128-byte swizzle) and the 1-D bulk copy of its scale atoms; for pre-decoded tokens,
+//!    one TMA load of fp16 tokens per 64-K slice into the decoded ring instead.
 //!
-//! Rings: raw (TMA → decoder, [`config::RAW_STAGES`] × 256 K) and decoded (decoder → consumers,
-//! [`config::DECODED_STAGES`] × 64 K), each with full/empty mbarriers ([`RingPosition`]).
+//! Rings: raw (TMA → decoder, [`config::RAW_STAGES`] × 256 K; unused for pre-decoded tokens)
+//! and decoded (decoder or TMA → consumers, [`config::DECODED_STAGES`] × 64 K), each with
+//! full/empty mbarriers ([`RingPosition`]).
 //!
 //! # Cost per 64-K slice, T = 128 tokens (the benchmark tile), per CTA
 //! * Tensor: 2 warpgroups × 4 × `m64n128k16` = 2 · 4 · 64 · 128 · 16 = 1 Mi FMA ≈ 512 clocks at
 //!   the H100's 2048 dense fp16 FMA/clock/SM.
-//! * Decode: weights 2 × 64 rows × 64 K = 8192 values into registers, tokens 128 × 64 = 8192
-//!   values into shared memory: 16 Ki values ≈ 32 per clock of tensor time, at about 1.5 integer
-//!   instructions + 0.5 `mul.f16x2` per value (the integer pipe is 64 lanes/clock/SM): decode is
-//!   the second limit after the tensor cores and must overlap them.
-//! * Shared memory: TMA writes 4 KiB of packed tokens (+ 512 B of scales); the decoder reads
-//!   them and writes 16 KiB of fp16; wgmma reads 2 × 16 KiB: ≈ 53 KiB per 512 clocks ≈
-//!   104 B/clock of the ≈ 128 B/clock the SM can move — the third limit.
-//! * Global: weights 2 × 64 rows × 32 B = 4 KiB per slice per CTA, streamed through registers.
+//! * Decode: weights 2 × 64 rows × 64 K = 8192 values into registers per slice (tokens are
+//!   pre-decoded), 16 per consumer thread: per pair of values two shifts, two `lop3` and one
+//!   `mul.f16x2` (SASS), ≈ 1000 warp-instructions per slice, 250 issue clocks per scheduler.
+//!   Decoding tokens in the kernel as well (before pre-decoding) doubled that and the kernel
+//!   ran at ≈ 1000 clocks per slice (IPC ≈ 1.9), issue-bound next to 512 clocks of tensor work.
+//! * Shared memory: TMA writes 16 KiB of fp16 tokens; wgmma reads 2 × 16 KiB: 48 KiB per 512
+//!   clocks ≈ 96 B/clock of the ≈ 128 B/clock the SM can move.
+//! * L2: 16 KiB of tokens per slice per CTA (4× the packed size, the price of decoding once);
+//!   global: weights 2 × 64 rows × 32 B = 4 KiB per slice per CTA, streamed through registers.
 //!
 //! # Contract (checked by the host plan before launch)
 //! `m ≥ 1`; `n` a multiple of [`config::TILE_N`]; `k` a positive multiple of
 //! [`config::K_PER_STAGE`]; `a_map` the generic address of a tensor map of A's packed bytes
-//! (UINT8, dims {k/2, m}, box {128, 64}, 128-byte swizzle); scale buffers in the blocked layout;
+//! (UINT8, dims {k/2, m}, box {128, 64}, 128-byte swizzle) or, for pre-decoded tiles, of the
+//! fp16 tokens (FLOAT16, dims {k, m}, box {64, T}, 128-byte swizzle; `a_scales` unused);
+//! scale buffers in the blocked layout;
 //! all pointers aligned for their accesses; grid ≤ tiles, [`config::THREADS`] threads, [`SharedPlan::total`]
 //! bytes of dynamic shared memory.
 
