@@ -3,8 +3,9 @@
 //!
 //! A [`DualGemmPlan`] is built once per (M, N, K) on a [`Gpu`]: it checks the shape against the
 //! kernel's rules, picks the tile and the persistent grid, and holds the kernel function. Each
-//! [`DualGemmPlan::launch`] checks the operands against the plan and enqueues one kernel on the
-//! GPU's stream, without synchronizing the host.
+//! [`DualGemmPlan::launch`] checks the operands against the plan and enqueues the kernel (on
+//! Hopper with 64 or more tokens per tile, after the token pre-decoding kernel) on the GPU's
+//! stream, without synchronizing the host.
 
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use half::f16;
@@ -157,8 +158,10 @@ pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> u32 {
 
 /// A validated dual-GEMM launch for one shape on one GPU, with its stream-K workspace.
 ///
-/// Launches of one plan run in stream order on its GPU's stream and share the workspace and the
-/// per-tile counters (each launch leaves the counters at zero).
+/// Launches of one plan run in stream order on its GPU's stream and share the workspace, the
+/// per-tile counters (each launch leaves the counters at zero) and, on Hopper for M large enough
+/// for 64-token tiles, an M × K fp16 token buffer (2·M·K bytes) that each launch first rewrites
+/// from A with a small pre-decoding kernel.
 pub struct DualGemmPlan {
     shape: DualGemmShape,
     function: CudaFunction,
