@@ -75,12 +75,12 @@ use crate::layout::{ATOM_BYTES, BlockedScales};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, wgmma};
 use crate::ring::RingPosition;
 use crate::schedule::{Segment, Segments, StreamK, TileGrid};
-use crate::sm90::tokens;
 use crate::sm90::config::{
     self, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP, K_PER_STAGE, PRODUCER_WARPGROUP,
     RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan, TILE_N, TOKEN_BOX_ROWS, Tile,
     WARPGROUP_THREADS,
 };
+use crate::sm90::tokens;
 
 /// Runs `$body` with `$q` bound to the literals 0, 1, …, 15 while below `$limit`. Loops over
 /// the accumulators must use literal indices: LLVM does not fully unroll these loops, and a

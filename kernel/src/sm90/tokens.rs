@@ -73,7 +73,10 @@ pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(
         // bytes inside their buffers.
         unsafe {
             let src = data.add(item as usize * SLICE_BYTES) as *const u32;
-            let (lo, hi) = (mem::ld_global_nc_v4_b32(src), mem::ld_global_nc_v4_b32(src.add(4)));
+            let (lo, hi) = (
+                mem::ld_global_nc_v4_b32(src),
+                mem::ld_global_nc_v4_b32(src.add(4)),
+            );
             let words = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
             let codes = mem::ld_global_nc_b32(
                 scales.add(layout.offset(row as usize, (slice * config::BLOCKS_PER_SLICE) as usize))
