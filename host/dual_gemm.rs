@@ -395,17 +395,7 @@ impl DualGemmPlan {
         let DualGemmShape { m, k, .. } = self.shape;
         // One thread per token and 64-K slice; the geometry bounded m × k.
         let items = (m * (k / sm90::K_PER_SLICE as usize)) as u32;
-        let config = LaunchConfig {
-            grid_dim: (
-                items
-                    .div_ceil(entry.threads_per_block)
-                    .min(gpu.multiprocessors() * 16),
-                1,
-                1,
-            ),
-            block_dim: (entry.threads_per_block, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = gpu.grid_stride_config(entry, items);
         let (m32, k32) = (m as u32, k as u32);
         let mut launch = gpu.stream().launch_builder(gpu.sm90_predecode_tokens_function()?);
         launch

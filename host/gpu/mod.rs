@@ -229,15 +229,7 @@ impl Gpu {
         if !len.is_multiple_of(8) || len >= 1 << 31 {
             return Err(Error::invalid("len", "must be a multiple of 8 below 2^31", len));
         }
-        let threads = entry.threads_per_block;
-        let grid = ((len / 8) as u32)
-            .div_ceil(threads)
-            .clamp(1, self.multiprocessors * 16);
-        let config = LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = self.grid_stride_config(entry, (len / 8) as u32);
         let len32 = len as u32;
         let mut launch = self.stream.launch_builder(function);
         launch.arg(gate).arg(up).arg(out).arg(&len32);
@@ -269,6 +261,17 @@ impl Gpu {
                 operation: "dual-GEMM",
                 arch: "sm_100a",
             })
+    }
+
+    /// Launch configuration of a grid-stride kernel over `items` work items, one per thread:
+    /// enough blocks for every item, at most 16 per SM, at least one.
+    pub(crate) fn grid_stride_config(&self, entry: EntryPoint, items: u32) -> LaunchConfig {
+        let threads = entry.threads_per_block;
+        LaunchConfig {
+            grid_dim: (items.div_ceil(threads).clamp(1, self.multiprocessors * 16), 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        }
     }
 
     /// The sm_90a token pre-decoding kernel.
@@ -303,13 +306,7 @@ impl Gpu {
                 blocks,
             ));
         }
-        let threads = entry.threads_per_block;
-        let grid = (blocks as u32).div_ceil(threads).min(self.multiprocessors * 16);
-        let config = LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = self.grid_stride_config(entry, blocks as u32);
         let (rows, k) = (m.rows() as u32, m.k() as u32);
         let global_scale = m.global_scale().unwrap_or(1.0);
         let mut launch = self.stream.launch_builder(function);

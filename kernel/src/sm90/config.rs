@@ -2,7 +2,7 @@
 //! `sm90::dual_gemm` for the design). Pure: the host uses it to pick a tile, size shared memory
 //! and count tiles; the kernel uses it for every offset.
 
-use crate::layout::ATOM_BYTES;
+use crate::layout::{ATOM_BYTES, SCALE_BLOCK_K};
 
 /// Threads in a warpgroup.
 pub const WARPGROUP_THREADS: u32 = 128;
@@ -62,7 +62,7 @@ pub const K_PER_SLICE: u32 = 64;
 /// Decoded slices per raw stage.
 pub const SLICES_PER_STAGE: u32 = K_PER_STAGE / K_PER_SLICE;
 /// Scale blocks (16 K each) per decoded slice.
-pub const BLOCKS_PER_SLICE: u32 = K_PER_SLICE / 16;
+pub const BLOCKS_PER_SLICE: u32 = K_PER_SLICE / SCALE_BLOCK_K as u32;
 /// wgmma k16 steps per decoded slice.
 pub const STEPS_PER_SLICE: u32 = K_PER_SLICE / 16;
 /// Token rows per TMA box (the box is 128 bytes × this many rows, 128-byte swizzled).

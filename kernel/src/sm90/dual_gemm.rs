@@ -359,8 +359,8 @@ unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: 
                 // `4l + w`, so that small tiles spread over all four warps (one scheduler each)
                 // and the chunks a quarter-warp stores land in distinct banks.
                 let mut item = 4 * (thread % 32) + thread / 32;
-                while item < tile.tokens * CHUNKS_PER_ROW {
-                    let (row, chunk) = (item / CHUNKS_PER_ROW, item % CHUNKS_PER_ROW);
+                while item < tile.tokens * tokens::CHUNKS_PER_SLICE {
+                    let (row, chunk) = (item / tokens::CHUNKS_PER_SLICE, item % tokens::CHUNKS_PER_SLICE);
                     // SAFETY: row < tokens ≤ raw rows; offsets stay inside the stage buffers.
                     unsafe { decode_token_chunk(shared, raw.stage, decoded.stage, m0, row, slice, chunk) };
                     item += WARPGROUP_THREADS;
@@ -376,9 +376,6 @@ unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: 
         }
     }
 }
-
-/// 16-byte chunks per decoded token row (one 64-K slice).
-const CHUNKS_PER_ROW: u32 = 8;
 
 /// Decodes chunk `chunk` of token `row`'s slice `slice` (blocks `4·slice .. 4·slice + 3` of the
 /// stage) into decoded row `row`: pair `chunk` of each of the four blocks (one fp16x2 each).

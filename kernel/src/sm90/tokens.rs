@@ -19,6 +19,8 @@ use crate::sm90::config::{self, K_PER_SLICE};
 
 /// Packed fp4 bytes of one token's 64-K slice.
 const SLICE_BYTES: usize = K_PER_SLICE as usize / 2;
+/// 16-byte chunks of one token's decoded slice (128 bytes of fp16, one swizzle row).
+pub const CHUNKS_PER_SLICE: u32 = 2 * K_PER_SLICE / 16;
 
 /// Chunk `pair` (0..8) of a decoded slice from its 32 packed bytes (`words`, block `b` in
 /// words `2b` and `2b + 1`) and its blocks' scales (`block_scales[b]`: the e4m3 scale as fp16 in
@@ -83,8 +85,8 @@ pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(
                     as *const u32,
             );
             let block_scales = block_scales(codes);
-            let dst = out.add(item as usize * (2 * K_PER_SLICE as usize / 4));
-            for pair in 0..8 {
+            let dst = out.add(item as usize * CHUNKS_PER_SLICE as usize * 4);
+            for pair in 0..CHUNKS_PER_SLICE as usize {
                 mem::st_global_v4_b32(dst.add(4 * pair), slice_chunk(&words, &block_scales, pair));
             }
         }
