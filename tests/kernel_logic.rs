@@ -370,6 +370,28 @@ fn stream_k_segments_of_a_tile_are_numbered_along_k_and_own_distinct_slots() {
     }
 }
 
+#[test]
+fn stream_k_reducers_wait_only_after_their_last_segment_on_segments_that_never_wait_first() {
+    // The sm_90a fix-up: segment 0 of a split tile waits for the tile's other segments. That is
+    // deadlock-free if segment 0 is its CTA's last segment (the wait comes after all of the CTA's
+    // own work) and every other segment is its CTA's first (done before that CTA can wait).
+    for sk in stream_k_cases() {
+        for cta in 0..sk.ctas {
+            let segs: Vec<Segment> = sk.segments(cta).collect();
+            for (n, seg) in segs.iter().enumerate() {
+                if seg.count == 1 {
+                    continue;
+                }
+                if seg.index == 0 {
+                    assert_eq!(n, segs.len() - 1, "{sk:?} CTA {cta}: the reducer is not last");
+                } else {
+                    assert_eq!(n, 0, "{sk:?} CTA {cta}: a waited-for segment is not first");
+                }
+            }
+        }
+    }
+}
+
 // --- sm_100a (Blackwell): encoders and plans checked against independent values (no B200 here).
 
 #[test]

@@ -44,9 +44,12 @@ impl TileGrid {
 /// Stream-K split of `tiles × stages` K-stages over `ctas` persistent CTAs: CTA `c` takes the
 /// iterations `[begin(c), begin(c + 1))`, so every CTA gets the same work (±1 stage) whatever
 /// the tile count. A tile whose stages span several CTAs is a sequence of *segments*, one per
-/// CTA, numbered along K; each segment stores its partial sums, and the CTA that finishes a tile
-/// last adds them in segment order (a fixed order: results do not depend on timing) and runs the
-/// epilogue. No CTA ever waits for another.
+/// CTA, numbered along K. Segment 0 is the tile's *reducer*: a CTA's range ends inside such a
+/// tile, so its CTA computes segment 0 last. Every other segment stores its partial sums and
+/// counts itself done; the reducer waits for that count, adds the partial sums to its own in
+/// segment order (a fixed order: results do not depend on timing) and runs the epilogue. A CTA
+/// waits only after its last segment, and only for segments that other CTAs compute without
+/// waiting, so the waits cannot deadlock while all CTAs are resident.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamK {
     /// Output tiles.

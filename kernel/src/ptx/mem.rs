@@ -146,22 +146,26 @@ pub unsafe fn st_relaxed_gpu_b32(ptr: *mut u32, v: u32) {
     unsafe { asm!("st.relaxed.gpu.global.b32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v) };
 }
 
-/// `atom.acq_rel.gpu.global.add.u32`: adds `v` at `ptr` and returns the old value; acquire and
-/// release at GPU scope.
+/// `ld.acquire.gpu.global.u32`: reads a word other CTAs update; later accesses of this thread
+/// are ordered after it (the acquire side of a release/acquire pair at GPU scope).
 ///
 /// # Safety
 /// `ptr` must be a valid, 4-byte aligned global address.
 #[inline(always)]
-pub unsafe fn atom_add_acq_rel_gpu(ptr: *mut u32, v: u32) -> u32 {
-    let old: u32;
+pub unsafe fn ld_acquire_gpu_u32(ptr: *const u32) -> u32 {
+    let v: u32;
     // SAFETY: the caller guarantees the address.
-    unsafe {
-        asm!(
-            "atom.acq_rel.gpu.global.add.u32 {o}, [{p}], {v};",
-            p = in(reg64) ptr,
-            v = in(reg32) v,
-            o = out(reg32) old,
-        )
-    };
-    old
+    unsafe { asm!("ld.acquire.gpu.global.u32 {v}, [{p}];", p = in(reg64) ptr, v = out(reg32) v) };
+    v
+}
+
+/// `red.relaxed.gpu.global.add.u32`: adds `v` at `ptr` without returning the old value. Put a
+/// release fence ([`crate::ptx::fence::acq_rel_gpu`]) before it to publish earlier writes.
+///
+/// # Safety
+/// `ptr` must be a valid, 4-byte aligned global address.
+#[inline(always)]
+pub unsafe fn red_add_relaxed_gpu_u32(ptr: *mut u32, v: u32) {
+    // SAFETY: the caller guarantees the address.
+    unsafe { asm!("red.relaxed.gpu.global.add.u32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v) };
 }

@@ -114,8 +114,6 @@ pub struct SharedPlan {
     pub raw_scales: u32,
     /// mbarriers: full/empty of the raw ring, then full/empty of the decoded ring (8 bytes each).
     pub barriers: u32,
-    /// One word: the stream-K fix-up's tile counter value, broadcast to the consumers.
-    pub fixup_word: u32,
     /// Total bytes.
     pub total: u32,
 }
@@ -183,14 +181,12 @@ impl Tile {
         let raw_tokens = decoded + DECODED_STAGES * self.decoded_slice_bytes();
         let raw_scales = raw_tokens + RAW_STAGES * self.raw_token_bytes();
         let barriers = raw_scales + RAW_STAGES * self.raw_scale_bytes();
-        let fixup_word = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
-        let total = fixup_word + 16;
+        let total = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
         SharedPlan {
             decoded,
             raw_tokens,
             raw_scales,
             barriers,
-            fixup_word,
             total,
         }
     }

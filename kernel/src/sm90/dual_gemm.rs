@@ -142,9 +142,6 @@ impl Shared {
     fn decoded_empty(&self, stage: u32) -> u32 {
         self.raw_full(2 * RAW_STAGES + DECODED_STAGES + stage)
     }
-    fn fixup_word(&self) -> u32 {
-        self.base + self.plan.fixup_word
-    }
 }
 
 /// The stream-K work split of this launch (see [`StreamK`]).
@@ -170,12 +167,19 @@ impl Work {
     }
 }
 
+/// The thread that issues the producer's bulk copies: the first of its warpgroup.
+const PRODUCER_THREAD: u32 = PRODUCER_WARPGROUP * WARPGROUP_THREADS;
+/// Threads of the consumer warpgroups (they meet at [`FIXUP_BARRIER`]).
+const CONSUMER_THREADS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS;
+/// Named barrier of the stream-K fix-up (barrier 0 is the CTA-wide barrier of the setup).
+const FIXUP_BARRIER: u32 = 1;
+
 /// Arrivals that complete each barrier's phase.
 const RAW_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the copies' bytes)
 const RAW_EMPTY_ARRIVALS: u32 = DECODER_WARPGROUPS * WARPGROUP_THREADS; // every decoder thread
 const DECODED_FULL_ARRIVALS: u32 = WARPGROUP_THREADS; // the slice's decoder warpgroup, after its proxy fence
 const PREDECODED_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the TMA's bytes)
-const DECODED_EMPTY_ARRIVALS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS; // every consumer thread
+const DECODED_EMPTY_ARRIVALS: u32 = CONSUMER_THREADS; // every consumer thread
 
 /// The kernel body for `2·ACC` tokens per tile with `SETS` accumulator sets; `CONSUMER`,
 /// `DECODER` and `PRODUCER` are that tile's [`config::RegisterSplit`] (const arguments, as
@@ -200,6 +204,29 @@ unsafe fn dual_gemm<
         base: smem::base(),
     };
     let thread = sreg::thread_idx_x();
+    let grid = TileGrid::new(p.m, p.n, tile.tokens, TILE_N);
+    if grid.m_tiles == 0 || grid.n_tiles == 0 {
+        return; // never with a valid plan; also proves the tile divisions cannot panic
+    }
+    let work = Work::new(grid.len(), p.k / K_PER_STAGE);
+    let warpgroup = thread / WARPGROUP_THREADS;
+    // Start the slowest thing first: the consumers' first weight loads and the producer's tensor
+    // map fetch are in flight while the barriers are initialized. (Not for pre-decoded tiles:
+    // their consumers need every register, and values live across `setmaxnreg` spill there.)
+    let lane = ConsumerLane::new(thread);
+    let mut first_weights = None;
+    if warpgroup < config::CONSUMER_WARPGROUPS
+        && !tile.predecoded_tokens()
+        && let Some(segment) = work.segments().next()
+    {
+        // SAFETY: the host plan checked the contract of the module doc; a segment's stages are
+        // stages of its tile.
+        first_weights = Some(unsafe { WeightRows::new(p, &grid, &lane, &segment).load(segment.first_stage) });
+    }
+    if thread == PRODUCER_THREAD {
+        // SAFETY: the host passes a valid tensor map.
+        unsafe { copy::prefetch_tensor_map(p.a_map) };
+    }
     if thread == 0 {
         for stage in 0..RAW_STAGES {
             // SAFETY: barrier slots are inside the plan; only thread 0 touches them here.
@@ -224,15 +251,9 @@ unsafe fn dual_gemm<
     }
     fence::sync_threads();
 
-    let grid = TileGrid::new(p.m, p.n, tile.tokens, TILE_N);
-    if grid.m_tiles == 0 || grid.n_tiles == 0 {
-        return; // never with a valid plan; also proves the tile divisions cannot panic
-    }
-    let work = Work::new(grid.len(), p.k / K_PER_STAGE);
-    let warpgroup = thread / WARPGROUP_THREADS;
     if warpgroup == PRODUCER_WARPGROUP {
         reg::decrease::<PRODUCER>();
-        if thread == PRODUCER_WARPGROUP * WARPGROUP_THREADS {
+        if thread == PRODUCER_THREAD {
             // SAFETY: the host plan checked the contract of the module doc.
             unsafe {
                 if tile.predecoded_tokens() {
@@ -252,8 +273,8 @@ unsafe fn dual_gemm<
         unsafe { decode_tokens(&shared, &grid, &work, decoder, thread % WARPGROUP_THREADS) };
     } else {
         reg::increase::<CONSUMER>();
-        // SAFETY: as above.
-        unsafe { consume::<ACC, SETS>(p, &shared, &grid, &work, thread, &mma) };
+        // SAFETY: as above; `first_weights` is the first segment's first stage, if loaded.
+        unsafe { consume::<ACC, SETS>(p, &shared, &grid, &work, &lane, first_weights, &mma) };
     }
 }
 
@@ -263,8 +284,6 @@ unsafe fn dual_gemm<
 unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid, work: &Work) {
     let tile = shared.tile;
     let scales = BlockedScales::new(p.m as usize, p.k as usize);
-    // SAFETY: the host passes a valid tensor map.
-    unsafe { copy::prefetch_tensor_map(p.a_map) };
     let mut ring = RingPosition::<RAW_STAGES>::new();
     for segment in work.segments() {
         let m0 = grid.coords(segment.tile).0 * tile.tokens;
@@ -310,8 +329,6 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid, work: &Work) {
 #[inline(always)]
 unsafe fn produce_predecoded(p: &Params, shared: &Shared, grid: &TileGrid, work: &Work) {
     let tile = shared.tile;
-    // SAFETY: the host passes a valid tensor map.
-    unsafe { copy::prefetch_tensor_map(p.a_map) };
     let mut ring = RingPosition::<DECODED_STAGES>::new();
     for segment in work.segments() {
         let m0 = grid.coords(segment.tile).0 * tile.tokens;
@@ -449,25 +466,63 @@ struct WeightStage {
     up_scale: [u32; 4],
 }
 
-/// Where one consumer thread's weights are: byte offsets of its block (`8·t` bytes into each
-/// slice) in B1/B2 and of its scale column (`t`) in their scales. Gate and up rows share both
-/// offsets; the base pointers stay kernel parameters (constant bank, not registers).
+impl WeightStage {
+    /// No weights (all zero): what the pipeline carries past a CTA's last stage.
+    const ZERO: Self = Self {
+        gate: [[0; 2]; 4],
+        up: [[0; 2]; 4],
+        gate_scale: [0; 4],
+        up_scale: [0; 4],
+    };
+}
+
+/// Where a consumer thread sits in the tile: warpgroup, warp, and its fragment coordinates
+/// (`g`: row group, `t`: quad lane), hence the output column `n_in_tile` it decodes and stores.
+struct ConsumerLane {
+    t: u32,
+    n_in_tile: u32,
+}
+
+impl ConsumerLane {
+    /// The lane of consumer thread `thread` (meaningless for other threads, and unused there).
+    #[inline(always)]
+    fn new(thread: u32) -> Self {
+        let (warpgroup, warp, lane) = (thread / WARPGROUP_THREADS, (thread / 32) % 4, thread % 32);
+        let (g, t) = (lane / 4, lane % 4);
+        Self {
+            t,
+            n_in_tile: warpgroup * config::N_PER_WARPGROUP + warp * config::N_PER_WARP + g,
+        }
+    }
+}
+
+/// Where one consumer thread's weights are for one segment's tile: byte offsets of its block
+/// (`8·t` bytes into each slice) in B1/B2 and of its scale column (`t`) in their scales. Gate and
+/// up rows share both offsets; the base pointers stay kernel parameters (constant bank, not
+/// registers).
 struct WeightRows<'a> {
     p: &'a Params,
     data: usize,
     scale: usize,
 }
 
-impl WeightRows<'_> {
+impl<'a> WeightRows<'a> {
+    /// The rows of `lane` in `segment`'s tile.
+    #[inline(always)]
+    fn new(p: &'a Params, grid: &TileGrid, lane: &ConsumerLane, segment: &Segment) -> Self {
+        let n = grid.coords(segment.tile).1 * TILE_N + lane.n_in_tile;
+        // n < N (N is a multiple of TILE_N): the offsets are inside the buffers.
+        Self {
+            p,
+            data: (n as usize) * (p.k as usize / 2) + 8 * lane.t as usize,
+            scale: BlockedScales::new(p.n as usize, p.k as usize).offset(n as usize, lane.t as usize),
+        }
+    }
+
     /// Issues the loads of stage `stage` (they complete while earlier stages compute).
     #[inline(always)]
     unsafe fn load(&self, stage: u32) -> WeightStage {
-        let mut w = WeightStage {
-            gate: [[0; 2]; 4],
-            up: [[0; 2]; 4],
-            gate_scale: [0; 4],
-            up_scale: [0; 4],
-        };
+        let mut w = WeightStage::ZERO;
         for j in 0..SLICES_PER_STAGE as usize {
             let data = self.data + (stage * 128) as usize + 32 * j;
             let scale = self.scale + (stage * SLICES_PER_STAGE) as usize * ATOM_BYTES + j * ATOM_BYTES;
@@ -497,41 +552,54 @@ fn slice_fragments(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
 }
 
 /// A consumer thread: per segment, the mainloop over its 64-K slices, then the SiLU·up epilogue
-/// (whole tile) or the stream-K fix-up.
+/// (whole tile) or the stream-K fix-up. The weight pipeline runs across segments: the last stage
+/// of a segment loads the first stage of the next one, so a new tile starts without waiting for
+/// memory. `first_weights` is the first segment's first stage when it was loaded before the
+/// setup barrier.
 #[inline(always)]
 unsafe fn consume<const ACC: usize, const SETS: usize>(
     p: &Params,
     shared: &Shared,
     grid: &TileGrid,
     work: &Work,
-    thread: u32,
+    lane: &ConsumerLane,
+    first_weights: Option<WeightStage>,
     mma: &impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
     let tile = shared.tile;
-    let (warpgroup, warp, lane) = (thread / WARPGROUP_THREADS, (thread / 32) % 4, sreg::lane_id());
-    let (g, t) = (lane / 4, lane % 4);
-    let n_in_tile = warpgroup * config::N_PER_WARPGROUP + warp * config::N_PER_WARP + g;
-    let b_scales = BlockedScales::new(p.n as usize, p.k as usize);
+    let thread = sreg::thread_idx_x();
     let mut decoded = RingPosition::<DECODED_STAGES>::new();
-    for segment in work.segments() {
-        let (m_tile, n_tile) = grid.coords(segment.tile);
-        let (m0, n) = (m_tile * tile.tokens, n_tile * TILE_N + n_in_tile);
-        // n < N (N is a multiple of TILE_N): the offsets are inside the buffers.
-        let rows = WeightRows {
-            p,
-            data: (n as usize) * (p.k as usize / 2) + 8 * t as usize,
-            scale: b_scales.offset(n as usize, t as usize),
-        };
+    let mut segments = work.segments();
+    let mut current = match (first_weights, segments.clone().next()) {
+        (Some(weights), _) => weights,
+        // SAFETY: the first stage of the first segment's tile.
+        (None, Some(first)) => unsafe { WeightRows::new(p, grid, lane, &first).load(first.first_stage) },
+        (None, None) => WeightStage::ZERO,
+    };
+    let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
+    while let Some(segment) = segments.next() {
+        let m0 = grid.coords(segment.tile).0 * tile.tokens;
+        let n = grid.coords(segment.tile).1 * TILE_N + lane.n_in_tile;
+        let rows = WeightRows::new(p, grid, lane, &segment);
         let (first, last) = (segment.first_stage, segment.first_stage + segment.stages - 1);
+        // What the last stage loads: the next segment's first stage (else its own stage again,
+        // unused), chosen here so that the loop body has one unconditional load.
+        let (tail_rows, tail_stage) = match segments.clone().next() {
+            Some(following) => (WeightRows::new(p, grid, lane, &following), following.first_stage),
+            None => (WeightRows::new(p, grid, lane, &segment), last),
+        };
         // SETS independent accumulator sets, k16 step s into set s % SETS: small tiles' wgmmas
         // are latency-bound when chained through one accumulator (see `Tile::accumulator_sets`).
         let mut sets = [[0f32; ACC]; SETS];
-        // SAFETY: `first` is a stage of the tile.
-        let mut current = unsafe { rows.load(first) };
-        let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
         for stage in first..=last {
-            // SAFETY: clamped to the segment's last stage; loads in flight while this one computes.
-            let next = unsafe { rows.load((stage + 1).min(last)) };
+            // Loads in flight while this stage computes: the segment's next stage, else the tail.
+            let (next_rows, next_stage) = if stage < last {
+                (&rows, stage + 1)
+            } else {
+                (&tail_rows, tail_stage)
+            };
+            // SAFETY: a stage of this segment's tile or of the next segment's.
+            let next = unsafe { next_rows.load(next_stage) };
             // One 64-K slice; written out four times so that every fragment index is a constant
             // (a run-time index would move the fragment registers to local memory).
             macro_rules! slice {
@@ -595,31 +663,37 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
             add_set(3 % SETS);
         }
         // SAFETY: the workspace and counters were sized by the host plan for this split.
-        let finishes_tile =
-            segment.count == 1 || unsafe { fix_up(p, shared, work, &segment, &mut acc, thread) };
+        let finishes_tile = segment.count == 1 || unsafe { fix_up(p, work, &segment, &mut acc, thread) };
         if finishes_tile {
             // SAFETY: output indices are checked against M; N is exact.
-            unsafe { epilogue(p, &acc, m0, n, t) };
+            unsafe { epilogue(p, &acc, m0, n, lane.t) };
         }
     }
 }
 
-/// Stream-K fix-up of a segment of a split tile: stores this segment's partial sums, counts the
-/// segment in the tile's counter, and, if it was the tile's last segment to finish, replaces
-/// `acc` by the sum of all the tile's partial sums in segment order (returning true) and resets
-/// the counter for the next launch. Called by all consumer threads together.
+/// Stream-K fix-up of a segment of a split tile, called by all consumer threads together.
+///
+/// Segment 0 of a tile is the *reducer*: its CTA computes it last (a CTA's range ends inside
+/// the tile), so the other segments are usually done by then. Every other segment stores its
+/// partial sums to its slot and counts itself in the tile's counter (a release at GPU scope by
+/// one thread after a barrier of the consumers), then goes on with its next segment. The reducer
+/// waits until the counter shows all of them, adds their partial sums to its own in segment
+/// order (a fixed order: results do not depend on timing), resets the counter for the next
+/// launch and returns true. Waits only ever happen after a CTA's last segment, on segments that
+/// other CTAs compute without waiting, so they cannot deadlock while the grid is resident (the
+/// host launches at most one CTA per multiprocessor).
 #[inline(always)]
 unsafe fn fix_up<const ACC: usize>(
     p: &Params,
-    shared: &Shared,
     work: &Work,
     segment: &Segment,
     acc: &mut [f32; ACC],
     thread: u32,
 ) -> bool {
-    const CONSUMER_THREADS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS;
-    const FIXUP_BARRIER: u32 = 1; // bar 0 is the CTA-wide barrier of the setup
-    let slot_words = config::partial_slot_bytes(shared.tile) as usize / 4;
+    let slot_words = config::partial_slot_bytes(Tile {
+        tokens: 2 * ACC as u32,
+    }) as usize
+        / 4;
     let slot = |index: u32| {
         // SAFETY: slots < 2 · CTAs, inside the workspace the plan allocated.
         unsafe {
@@ -627,51 +701,53 @@ unsafe fn fix_up<const ACC: usize>(
                 .add(work.split.partial_slot(segment.tile, index) as usize * slot_words)
         }
     };
+    // SAFETY: one counter per tile, allocated and zeroed by the plan.
+    let counter = unsafe { p.tile_counters.add(segment.tile as usize) };
     // Accumulators q·4 .. q·4 + 3 of every thread are contiguous 16-byte runs: coalesced.
     let element = |q: usize| (q * CONSUMER_THREADS as usize + thread as usize) * 4;
-    let mine = slot(segment.index);
-    unrolled16!(ACC / 4, |q| {
-        let words = [
-            acc[4 * q].to_bits(),
-            acc[4 * q + 1].to_bits(),
-            acc[4 * q + 2].to_bits(),
-            acc[4 * q + 3].to_bits(),
-        ];
-        // SAFETY: inside this segment's slot.
-        unsafe { mem::st_global_v4_b32(mine.add(element(q)), words) };
-    });
-    fence::acq_rel_gpu();
-    fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
-    if thread == 0 {
-        // SAFETY: one counter per tile, allocated and zeroed by the plan.
-        let arrived = unsafe { mem::atom_add_acq_rel_gpu(p.tile_counters.add(segment.tile as usize), 1) };
-        // SAFETY: the fix-up word is inside the shared plan.
-        unsafe { smem::st_b32(shared.fixup_word(), arrived) };
-    }
-    fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
-    // SAFETY: written above, ordered by the barrier.
-    let arrived = unsafe { smem::ld_b32(shared.fixup_word()) };
-    if arrived + 1 != segment.count {
+    if segment.index != REDUCER_SEGMENT {
+        let mine = slot(segment.index);
+        unrolled16!(ACC / 4, |q| {
+            let words = [
+                acc[4 * q].to_bits(),
+                acc[4 * q + 1].to_bits(),
+                acc[4 * q + 2].to_bits(),
+                acc[4 * q + 3].to_bits(),
+            ];
+            // SAFETY: inside this segment's slot.
+            unsafe { mem::st_global_v4_b32(mine.add(element(q)), words) };
+        });
+        fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
+        if thread == 0 {
+            fence::acq_rel_gpu();
+            // SAFETY: the tile's counter.
+            unsafe { mem::red_add_relaxed_gpu_u32(counter, 1) };
+        }
         return false;
     }
-    fence::acq_rel_gpu();
-    for index in 0..segment.count {
+    // SAFETY: the tile's counter; the other segments publish their slots before counting.
+    while unsafe { mem::ld_acquire_gpu_u32(counter) } != segment.count - 1 {}
+    // Every consumer thread has seen the final count before it is reset.
+    fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
+    if thread == 0 {
+        // SAFETY: every other segment has counted itself; nobody reads it again in this launch.
+        unsafe { mem::st_relaxed_gpu_b32(counter, 0) };
+    }
+    for index in REDUCER_SEGMENT + 1..segment.count {
         let partial = slot(index);
         unrolled16!(ACC / 4, |q| {
-            // SAFETY: inside slot `index`, written by its segment before its release increment.
+            // SAFETY: inside slot `index`, written by its segment before its release.
             let words = unsafe { mem::ld_global_v4_b32(partial.add(element(q))) };
             for (e, w) in words.iter().enumerate() {
-                let v = f32::from_bits(*w);
-                acc[4 * q + e] = if index == 0 { v } else { acc[4 * q + e] + v };
+                acc[4 * q + e] += f32::from_bits(*w);
             }
         });
     }
-    if thread == 0 {
-        // SAFETY: every segment of the tile has counted itself; nobody reads it again in this launch.
-        unsafe { mem::st_relaxed_gpu_b32(p.tile_counters.add(segment.tile as usize), 0) };
-    }
     true
 }
+
+/// The segment of a split tile that adds the others' partial sums (see [`fix_up`]).
+const REDUCER_SEGMENT: u32 = 0;
 
 /// Releases the decoded slice before `position` (its wgmmas have completed).
 #[inline(always)]
