@@ -8,9 +8,11 @@
 //! ```
 //!
 //! Method (the reference harness's, task.md): per shape and backend, `--sets` distinct input sets;
-//! before each timed batch the L2 is flushed (a 256 MiB memset); one event pair around one call per
-//! input set, back to back, launch cost included; batches repeat until the relative standard error
-//! of the mean is below 0.5 % (at least 5 batches) or `--max-seconds` pass.
+//! before each timed batch the L2 is flushed (a 256 MiB memset); one event pair around a batch of
+//! back-to-back calls, one per input set, launch cost included (µs per call = batch time / calls);
+//! batches repeat until the relative standard error of the mean is below 0.5 % (at least 5
+//! batches) or `--max-seconds` pass. Ours is timed as planned (on Hopper: programmatic dependent
+//! launches, so one call's launch overlaps the previous call's tail) and again with plain launches.
 //!
 //! Backends: ours (the fused kernel on NVFP4); cuBLAS fp16 and bf16 (two GEMMs on weights and
 //! activations dequantized beforehand, then `silu·mul`: what a user without this library runs);
@@ -287,6 +289,8 @@ struct Row {
     shape: DualGemmShape,
     /// `None` on a GPU without a fused kernel yet (baselines only).
     ours: Option<Timing>,
+    /// Ours with plain launches, where the plan uses programmatic dependent launches.
+    ours_plain: Option<Timing>,
     cublas_f16: Timing,
     cublas_bf16: Timing,
     torch_bf16: Option<f64>,
@@ -397,12 +401,25 @@ fn bench_shape(
     drop(problems);
 
     let mut c: CudaSlice<f16> = gpu.stream().alloc_zeros(shape.m * shape.n)?;
-    let ours = match gpu.plan_dual_gemm(shape) {
-        Ok(plan) => Some(time_calls(gpu, flush, sets, options.max_seconds, |i| {
-            let [a, b1, b2] = &inputs[i];
-            Ok(plan.launch(gpu, a, b1, b2, &mut c)?)
-        })?),
-        Err(nvfp4::Error::KernelUnavailable { .. }) => None,
+    // Ours as planned (on Hopper: programmatic dependent launches), then with plain launches.
+    let (ours, ours_plain) = match gpu.plan_dual_gemm(shape) {
+        Ok(mut plan) => {
+            let mut time = |plan: &nvfp4::dual_gemm::DualGemmPlan| {
+                time_calls(gpu, flush, sets, options.max_seconds, |i| {
+                    let [a, b1, b2] = &inputs[i];
+                    Ok(plan.launch(gpu, a, b1, b2, &mut c)?)
+                })
+            };
+            let planned = time(&plan)?;
+            let plain = if plan.programmatic_launch() {
+                plan.set_programmatic_launch(false)?;
+                Some(time(&plan)?)
+            } else {
+                None
+            };
+            (Some(planned), plain)
+        }
+        Err(nvfp4::Error::KernelUnavailable { .. }) => (None, None),
         Err(e) => return Err(e.into()),
     };
 
@@ -420,6 +437,7 @@ fn bench_shape(
     Ok(Row {
         shape,
         ours,
+        ours_plain,
         cublas_f16,
         cublas_bf16,
         torch_bf16: None,
@@ -537,15 +555,15 @@ fn markdown_table(rows: &[Row]) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "| M × N × K | ours µs | ± | cuBLAS fp16 µs | cuBLAS bf16 µs | PyTorch bf16 µs | floor µs (bound) | ours / floor | TFLOP/s | GB/s | vs cuBLAS fp16 | vs cuBLAS bf16 | vs PyTorch |"
+        "| M × N × K | ours µs | ± | ours, plain launch µs | cuBLAS fp16 µs | cuBLAS bf16 µs | PyTorch bf16 µs | floor µs (bound) | ours / floor | TFLOP/s | GB/s | vs cuBLAS fp16 | vs cuBLAS bf16 | vs PyTorch |"
     );
-    let _ = writeln!(t, "|{}", " --- |".repeat(13));
+    let _ = writeln!(t, "|{}", " --- |".repeat(14));
     for r in rows {
         let s = r.shape;
         let ours = r.ours.map(|o| o.us);
         let _ = writeln!(
             t,
-            "| {}×{}×{} | {} | {} | {:.1} | {:.1} | {} | {:.1} ({}) | {} | {} | {} | {} | {} | {} |",
+            "| {}×{}×{} | {} | {} | {} | {:.1} | {:.1} | {} | {:.1} ({}) | {} | {} | {} | {} | {} | {} |",
             s.m,
             s.n,
             s.k,
@@ -554,6 +572,7 @@ fn markdown_table(rows: &[Row]) -> String {
                 "{:.1} %",
                 100.0 * o.relative_error
             )),
+            show(r.ours_plain.map(|o| o.us)),
             r.cublas_f16.us,
             r.cublas_bf16.us,
             show(r.torch_bf16),
@@ -583,8 +602,9 @@ fn markdown_table(rows: &[Row]) -> String {
         let floor = g(&|r| Some(r.floor_us));
         let _ = writeln!(
             t,
-            "| geomean (4 task shapes) | {} | | {} | {} | {} | {} | {} | | | {} | {} | {} |",
+            "| geomean (4 task shapes) | {} | | {} | {} | {} | {} | {} | {} | | | {} | {} | {} |",
             show(ours),
+            show(g(&|r| r.ours_plain.map(|o| o.us))),
             show(g(&|r| Some(r.cublas_f16.us))),
             show(g(&|r| Some(r.cublas_bf16.us))),
             show(g(&|r| r.torch_bf16)),
@@ -665,7 +685,7 @@ fn write_results(
         let json_value = |v: Option<f64>| v.map_or("null".to_string(), |t| format!("{t:.3}"));
         let _ = writeln!(
             json,
-            "    {{\"m\": {}, \"n\": {}, \"k\": {}, \"ours_us\": {}, \"ours_median_us\": {}, \"ours_relative_error\": {}, \"ours_batches\": {}, \"cublas_fp16_us\": {:.3}, \"cublas_bf16_us\": {:.3}, \"torch_bf16_us\": {}, \"torch_scaled_mm_us\": {}, \"cute_dsl_us\": {}, \"floor_us\": {:.3}, \"floor_bound\": \"{}\"}}{}",
+            "    {{\"m\": {}, \"n\": {}, \"k\": {}, \"ours_us\": {}, \"ours_median_us\": {}, \"ours_relative_error\": {}, \"ours_batches\": {}, \"ours_plain_launch_us\": {}, \"cublas_fp16_us\": {:.3}, \"cublas_bf16_us\": {:.3}, \"torch_bf16_us\": {}, \"torch_scaled_mm_us\": {}, \"cute_dsl_us\": {}, \"floor_us\": {:.3}, \"floor_bound\": \"{}\"}}{}",
             r.shape.m,
             r.shape.n,
             r.shape.k,
@@ -674,6 +694,7 @@ fn write_results(
             r.ours
                 .map_or("null".to_string(), |o| format!("{:.5}", o.relative_error)),
             r.ours.map_or("null".to_string(), |o| o.batches.to_string()),
+            json_value(r.ours_plain.map(|o| o.us)),
             r.cublas_f16.us,
             r.cublas_bf16.us,
             json_value(r.torch_bf16),

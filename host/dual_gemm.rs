@@ -5,16 +5,17 @@
 //! kernel's rules, picks the tile and the persistent grid, and holds the kernel function. Each
 //! [`DualGemmPlan::launch`] checks the operands against the plan and enqueues the kernel (on
 //! Hopper with 64 or more tokens per tile, after the token pre-decoding kernel) on the GPU's
-//! stream, without synchronizing the host.
+//! stream, without synchronizing the host. On Hopper the kernels are programmatic dependent
+//! launches by default (see [`DualGemmPlan::set_programmatic_launch`]).
 
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use half::f16;
 use nvfp4_kernel::schedule::{StreamK, TileGrid};
 use nvfp4_kernel::sm90::config::{self as sm90, K_PER_STAGE, TILE_N, Tile};
 use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
+use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, KernelArg, tensor_map};
 use crate::problem::DualGemmShape;
 
 /// The scale the sm_90a kernel's fp16 operands carry: each is `value · 2⁻¹⁴`, so each product
@@ -142,18 +143,44 @@ impl Sm100Geometry {
 /// 256×4096×7168 (128 tiles on 132 SMs), while 192 tiles gained 127 → 102 µs.
 const DATA_PARALLEL_EFFICIENCY: f64 = 0.9;
 
+/// What a split segment costs its CTA on top of its own K-stages, in stages: the fix-up and,
+/// for a CTA's later segment, the pipeline restart. Per-CTA traces at M = 1 on an H100 (stages
+/// of ≈ 2.1 k clocks) showed ≈ 1.5–2 k clocks for a segment that stores its partial sums and
+/// ≈ 2.5 k for the reducer.
+const SEGMENT_COST_STAGES: u32 = 1;
+
+/// The slowest CTA of a stream-K split under the cost model of [`SEGMENT_COST_STAGES`].
+fn stream_k_cost(split: &StreamK) -> u32 {
+    (0..split.ctas)
+        .map(|cta| {
+            split
+                .segments(cta)
+                .map(|s| s.stages + if s.count > 1 { SEGMENT_COST_STAGES } else { 0 })
+                .sum::<u32>()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// CTAs for `tiles × stages` work on `multiprocessors` SMs: whole tiles per CTA (data-parallel)
 /// when full waves of tiles keep at least 90 % (`DATA_PARALLEL_EFFICIENCY`) of the SMs busy and the
-/// CTAs divide the tiles evenly; otherwise every SM, each with an equal stream-K share.
+/// CTAs divide the tiles evenly; otherwise an equal stream-K share each for the number of CTAs,
+/// from 7/8 of the SMs to all of them, whose slowest CTA ([`stream_k_cost`]) is fastest (the
+/// most CTAs among equals). At M = 1, N = 4096, K = 7168 on 132 SMs that is 128 CTAs of one
+/// half-tile each instead of 132 CTAs whose shares straddle tiles.
 pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> u32 {
     let waves = tiles.div_ceil(multiprocessors);
     let data_parallel = tiles.div_ceil(waves);
     let efficiency = tiles as f64 / (waves * multiprocessors) as f64;
     if tiles.is_multiple_of(data_parallel) && efficiency >= DATA_PARALLEL_EFFICIENCY {
-        data_parallel
-    } else {
-        (tiles * stages).min(multiprocessors)
+        return data_parallel;
     }
+    let most = (tiles * stages).min(multiprocessors);
+    let fewest = (most - most / 8).max(1);
+    (fewest..=most)
+        .rev()
+        .min_by_key(|&ctas| stream_k_cost(&StreamK { tiles, stages, ctas }))
+        .unwrap_or(most)
 }
 
 /// A validated dual-GEMM launch for one shape on one GPU, with its stream-K workspace.
@@ -166,6 +193,7 @@ pub struct DualGemmPlan {
     shape: DualGemmShape,
     function: CudaFunction,
     kernel: PlannedKernel,
+    programmatic: bool,
 }
 
 /// The kernel a plan launches.
@@ -230,10 +258,12 @@ impl Gpu {
                 )
             }
         };
+        let programmatic = matches!(kernel, PlannedKernel::Sm90 { .. });
         Ok(DualGemmPlan {
             shape,
             function,
             kernel,
+            programmatic,
         })
     }
 
@@ -261,6 +291,33 @@ impl DualGemmPlan {
     /// The planned shape.
     pub fn shape(&self) -> DualGemmShape {
         self.shape
+    }
+
+    /// Whether launches are programmatic dependent launches (see
+    /// [`DualGemmPlan::set_programmatic_launch`]).
+    pub fn programmatic_launch(&self) -> bool {
+        self.programmatic
+    }
+
+    /// Chooses whether the Hopper kernels are enqueued as *programmatic dependent launches*
+    /// (the default there): their CTAs may start while the stream's previous kernel finishes,
+    /// set up shared memory, and wait (`griddepcontrol.wait`) for that kernel to complete before
+    /// they touch any memory, so results and stream order are unchanged and only the launch
+    /// latency overlaps. Back-to-back calls gain the most (measured in `benches/dual_gemm`,
+    /// which times both). Blackwell plans launch plainly: asking for it there is an error.
+    pub fn set_programmatic_launch(&mut self, enabled: bool) -> Result<()> {
+        match self.kernel {
+            PlannedKernel::Sm90 { .. } => {
+                self.programmatic = enabled;
+                Ok(())
+            }
+            PlannedKernel::Sm100 { .. } if enabled => Err(Error::invalid(
+                "programmatic launch",
+                "only the sm_90a kernels wait for the previous kernel (griddepcontrol.wait)",
+                enabled,
+            )),
+            PlannedKernel::Sm100 { .. } => Ok(()),
+        }
     }
 
     /// Tile size (tokens × outputs) and persistent CTAs of the launch.
@@ -339,21 +396,41 @@ impl DualGemmPlan {
                     }
                     None => a_map,
                 };
-                launch
-                    .arg(a_map)
-                    .arg(a.scales_buffer())
-                    .arg(b1.data_buffer())
-                    .arg(b1.scales_buffer())
-                    .arg(b2.data_buffer())
-                    .arg(b2.scales_buffer())
-                    .arg(c)
-                    .arg(workspace)
-                    .arg(tile_counters);
-                LaunchConfig {
+                // The guards keep each buffer's stream bookkeeping until the launch is enqueued.
+                let (a_map, _a_map) = a_map.device_ptr(stream);
+                let (a_scales, _a_scales) = a.scales_buffer().device_ptr(stream);
+                let (b1_data, _b1_data) = b1.data_buffer().device_ptr(stream);
+                let (b1_scales, _b1_scales) = b1.scales_buffer().device_ptr(stream);
+                let (b2_data, _b2_data) = b2.data_buffer().device_ptr(stream);
+                let (b2_scales, _b2_scales) = b2.scales_buffer().device_ptr(stream);
+                let (c, _c) = c.device_ptr_mut(stream);
+                let (workspace, _workspace) = workspace.device_ptr(stream);
+                let (tile_counters, _tile_counters) = tile_counters.device_ptr(stream);
+                let args = [
+                    KernelArg::address(a_map),
+                    KernelArg::address(a_scales),
+                    KernelArg::address(b1_data),
+                    KernelArg::address(b1_scales),
+                    KernelArg::address(b2_data),
+                    KernelArg::address(b2_scales),
+                    KernelArg::address(c),
+                    KernelArg::address(workspace),
+                    KernelArg::address(tile_counters),
+                    KernelArg::u32(m32),
+                    KernelArg::u32(n32),
+                    KernelArg::u32(k32),
+                    KernelArg::f32(alpha_gate),
+                    KernelArg::f32(alpha_up),
+                ];
+                let config = LaunchConfig {
                     grid_dim: (geometry.grid, 1, 1),
                     block_dim: (sm90::THREADS, 1, 1),
                     shared_mem_bytes: geometry.shared_bytes,
-                }
+                };
+                // SAFETY: arguments follow the order and contract of
+                // `nvfp4_kernel::sm90::dual_gemm`, checked above and by the geometry; the kernel
+                // waits for the previous kernel before it touches memory.
+                return unsafe { gpu.launch_ex(&self.function, config, &args, self.programmatic) };
             }
             PlannedKernel::Sm100 { geometry } => {
                 let needs_map =
@@ -396,18 +473,23 @@ impl DualGemmPlan {
         // One thread per token and 64-K slice; the geometry bounded m × k.
         let items = (m * (k / sm90::K_PER_SLICE as usize)) as u32;
         let config = gpu.grid_stride_config(entry, items);
-        let (m32, k32) = (m as u32, k as u32);
-        let mut launch = gpu.stream().launch_builder(gpu.sm90_predecode_tokens_function()?);
-        launch
-            .arg(a.data_buffer())
-            .arg(a.scales_buffer())
-            .arg(out)
-            .arg(&m32)
-            .arg(&k32);
+        let stream = gpu.stream();
+        let (data, _data) = a.data_buffer().device_ptr(stream);
+        let (scales, _scales) = a.scales_buffer().device_ptr(stream);
+        let (out, _out) = out.device_ptr(stream);
+        let args = [
+            KernelArg::address(data),
+            KernelArg::address(scales),
+            KernelArg::address(out),
+            KernelArg::u32(m as u32),
+            KernelArg::u32(k as u32),
+        ];
+        // A plain launch even in programmatic mode: started early, its few small CTAs would
+        // crowd onto the first multiprocessors the previous kernel frees (measured on an H100:
+        // M = 64 36.4 → 48.2 µs). The dual GEMM after it is the programmatic one.
         // SAFETY: parameter order and types match `nvfp4_predecode_tokens_sm90`; A has the
         // planned shape (checked by the caller), `out` holds m × k fp16, all 16-byte aligned.
-        unsafe { launch.launch(config) }?;
-        Ok(())
+        unsafe { gpu.launch_ex(gpu.sm90_predecode_tokens_function()?, config, &args, false) }
     }
 }
 

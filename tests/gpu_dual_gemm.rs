@@ -126,6 +126,62 @@ fn same_inputs_give_bitwise_identical_outputs() {
 }
 
 #[test]
+fn back_to_back_programmatic_launches_match_the_reference_and_plain_launches() {
+    // Launch i + 1 may start while launch i runs; both share the plan's stream-K counters and
+    // workspace and, for 64-token tiles, the pre-decoded token buffer. Alternating inputs catch
+    // a launch that touches any of those before the previous one has finished.
+    let Some(gpu) =
+        dual_gemm_gpu_or_skip("back_to_back_programmatic_launches_match_the_reference_and_plain_launches")
+    else {
+        return;
+    };
+    for (m, n, k) in [(1, 4096, 7168), (64, 4096, 7168), (256, 3072, 4096)] {
+        let shape = DualGemmShape { m, n, k };
+        let mut plan = gpu.plan_dual_gemm(shape).unwrap();
+        assert!(
+            plan.programmatic_launch(),
+            "Hopper plans launch programmatically by default"
+        );
+        let problems: Vec<Problem> = (0..3)
+            .map(|seed| Problem::random(shape, Distribution::Task, 500 + seed).unwrap())
+            .collect();
+        let inputs: Vec<_> = problems
+            .iter()
+            .map(|p| {
+                [
+                    gpu.upload(&p.a).unwrap(),
+                    gpu.upload(&p.b1).unwrap(),
+                    gpu.upload(&p.b2).unwrap(),
+                ]
+            })
+            .collect();
+        let poisoned = || -> CudaSlice<f16> { gpu.stream().clone_htod(&vec![f16::NAN; m * n]).unwrap() };
+        let mut outputs: Vec<CudaSlice<f16>> = (0..3).map(|_| poisoned()).collect();
+        for _round in 0..4 {
+            for (j, [a, b1, b2]) in inputs.iter().enumerate() {
+                plan.launch(&gpu, a, b1, b2, &mut outputs[j]).unwrap();
+            }
+        }
+        plan.set_programmatic_launch(false).unwrap();
+        for (j, (problem, [a, b1, b2])) in problems.iter().zip(&inputs).enumerate() {
+            let got = gpu.stream().clone_dtoh(&outputs[j]).unwrap();
+            let want = reference::dual_gemm(&problem.a, &problem.b1, &problem.b2).unwrap();
+            let report = reference::check(&got, &want, n, TASK_TOLERANCE).unwrap();
+            println!("{m} × {n} × {k} input set {j}, back to back: {report}");
+            assert!(report.passed(), "{m}×{n}×{k} input set {j}: {report}");
+            let mut plain = poisoned();
+            plan.launch(&gpu, a, b1, b2, &mut plain).unwrap();
+            let plain = gpu.stream().clone_dtoh(&plain).unwrap();
+            let same = got.iter().zip(&plain).all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(
+                same,
+                "{m}×{n}×{k} input set {j}: plain and programmatic launches differ"
+            );
+        }
+    }
+}
+
+#[test]
 fn launch_rejects_operands_that_do_not_match_the_plan() {
     let Some(gpu) = dual_gemm_gpu_or_skip("launch_rejects_operands_that_do_not_match_the_plan") else {
         return;

@@ -65,6 +65,27 @@ pub fn driver_available() -> bool {
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
+/// One kernel argument for [`Gpu::launch_ex`], in the low bytes of a word.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KernelArg(u64);
+
+impl KernelArg {
+    /// A device address (8 bytes).
+    pub(crate) fn address(address: u64) -> Self {
+        Self(address)
+    }
+
+    /// A 32-bit unsigned integer.
+    pub(crate) fn u32(value: u32) -> Self {
+        Self(u64::from(value))
+    }
+
+    /// A 32-bit float.
+    pub(crate) fn f32(value: f32) -> Self {
+        Self(u64::from(value.to_bits()))
+    }
+}
+
 /// An open GPU: its context, a stream, and the kernel module for its architecture.
 pub struct Gpu {
     stream: Arc<CudaStream>,
@@ -272,6 +293,60 @@ impl Gpu {
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         }
+    }
+
+    /// Enqueues `function` on this GPU's stream with `cuLaunchKernelEx`. With `dependent`, as a
+    /// programmatic dependent launch: its CTAs may start while the stream's previous kernel
+    /// finishes, so the kernel must execute `griddepcontrol.wait` before it touches memory that
+    /// earlier work writes (the sm_90a dual-GEMM kernels and the token pre-decoder do).
+    ///
+    /// # Safety
+    /// `args` must match the kernel's parameters in order and size, with every buffer alive and
+    /// large enough for what the kernel reads and writes.
+    pub(crate) unsafe fn launch_ex(
+        &self,
+        function: &CudaFunction,
+        config: LaunchConfig,
+        args: &[KernelArg],
+        dependent: bool,
+    ) -> Result<()> {
+        use cudarc::driver::sys;
+        let mut words: Vec<u64> = args.iter().map(|arg| arg.0).collect();
+        let mut params: Vec<*mut std::ffi::c_void> =
+            words.iter_mut().map(|w| (w as *mut u64).cast()).collect();
+        // SAFETY: a plain C union; all-zero is a valid value of every member.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        value.programmaticStreamSerializationAllowed = 1;
+        let mut attribute = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value,
+        };
+        let launch_config = sys::CUlaunchConfig {
+            gridDimX: config.grid_dim.0,
+            gridDimY: config.grid_dim.1,
+            gridDimZ: config.grid_dim.2,
+            blockDimX: config.block_dim.0,
+            blockDimY: config.block_dim.1,
+            blockDimZ: config.block_dim.2,
+            sharedMemBytes: config.shared_mem_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut attribute,
+            numAttrs: u32::from(dependent),
+        };
+        self.stream.context().bind_to_thread()?;
+        // SAFETY: the config, the attribute and every parameter word outlive the call (the
+        // driver copies them); the caller guarantees that the arguments match the kernel.
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &launch_config,
+                function.cu_function(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()?;
+        Ok(())
     }
 
     /// The sm_90a token pre-decoding kernel.

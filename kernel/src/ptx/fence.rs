@@ -40,3 +40,22 @@ pub fn acq_rel_gpu() {
     // SAFETY: a fence has no operands.
     unsafe { asm!("fence.acq_rel.gpu;") };
 }
+
+/// `griddepcontrol.wait`: waits until the grids this one depends on (the previous kernel of the
+/// stream, when launched as a programmatic dependent) have completed and their memory is
+/// visible. A no-op for a grid launched without that dependency. Put it before the first access
+/// to memory another kernel may write.
+#[inline(always)]
+pub fn grid_dependency_wait() {
+    // SAFETY: no operands.
+    unsafe { asm!("griddepcontrol.wait;") };
+}
+
+/// `griddepcontrol.launch_dependents`: lets the next kernel of the stream, if launched as a
+/// programmatic dependent, start its CTAs (they wait in [`grid_dependency_wait`] for this grid to
+/// finish before touching memory).
+#[inline(always)]
+pub fn launch_dependents() {
+    // SAFETY: no operands.
+    unsafe { asm!("griddepcontrol.launch_dependents;") };
+}

@@ -210,21 +210,8 @@ unsafe fn dual_gemm<
     }
     let work = Work::new(grid.len(), p.k / K_PER_STAGE);
     let warpgroup = thread / WARPGROUP_THREADS;
-    // Start the slowest thing first: the consumers' first weight loads and the producer's tensor
-    // map fetch are in flight while the barriers are initialized. (Not for pre-decoded tiles:
-    // their consumers need every register, and values live across `setmaxnreg` spill there.)
-    let lane = ConsumerLane::new(thread);
-    let mut first_weights = None;
-    if warpgroup < config::CONSUMER_WARPGROUPS
-        && !tile.predecoded_tokens()
-        && let Some(segment) = work.segments().next()
-    {
-        // SAFETY: the host plan checked the contract of the module doc; a segment's stages are
-        // stages of its tile.
-        first_weights = Some(unsafe { WeightRows::new(p, &grid, &lane, &segment).load(segment.first_stage) });
-    }
     if thread == PRODUCER_THREAD {
-        // SAFETY: the host passes a valid tensor map.
+        // SAFETY: the host passes a valid tensor map (written by a copy before any launch).
         unsafe { copy::prefetch_tensor_map(p.a_map) };
     }
     if thread == 0 {
@@ -248,6 +235,24 @@ unsafe fn dual_gemm<
             }
         }
         fence::mbarrier_init();
+    }
+    // Programmatic dependent launch: the next kernel of the stream may start its CTAs now (they
+    // wait for this grid before touching memory), and this grid waits here for the previous
+    // kernel: everything above touched only shared memory and the host-written tensor map.
+    fence::launch_dependents();
+    fence::grid_dependency_wait();
+    // Start the slowest thing first: the consumers' first weight loads are in flight across the
+    // setup barrier and `setmaxnreg`. (Not for pre-decoded tiles: their consumers need every
+    // register, and values live across `setmaxnreg` spill there.)
+    let lane = ConsumerLane::new(thread);
+    let mut first_weights = None;
+    if warpgroup < config::CONSUMER_WARPGROUPS
+        && !tile.predecoded_tokens()
+        && let Some(segment) = work.segments().next()
+    {
+        // SAFETY: the host plan checked the contract of the module doc; a segment's stages are
+        // stages of its tile.
+        first_weights = Some(unsafe { WeightRows::new(p, &grid, &lane, &segment).load(segment.first_stage) });
     }
     fence::sync_threads();
 
@@ -733,15 +738,34 @@ unsafe fn fix_up<const ACC: usize>(
         // SAFETY: every other segment has counted itself; nobody reads it again in this launch.
         unsafe { mem::st_relaxed_gpu_b32(counter, 0) };
     }
-    for index in REDUCER_SEGMENT + 1..segment.count {
-        let partial = slot(index);
+    // Two partial sums per round trip where the registers allow it (each is ACC words per
+    // thread), added in segment order.
+    let pairs = ACC <= 32;
+    let mut index = REDUCER_SEGMENT + 1;
+    while index < segment.count {
+        let both = pairs && index + 1 < segment.count;
+        let first = slot(index);
+        let second = if both { slot(index + 1) } else { first };
+        let mut words = [[[0u32; 4]; 2]; 16];
         unrolled16!(ACC / 4, |q| {
-            // SAFETY: inside slot `index`, written by its segment before its release.
-            let words = unsafe { mem::ld_global_v4_b32(partial.add(element(q))) };
-            for (e, w) in words.iter().enumerate() {
-                acc[4 * q + e] += f32::from_bits(*w);
+            // SAFETY: inside slots `index` and (when read) `index + 1`, written by their
+            // segments before their release.
+            unsafe {
+                words[q][0] = mem::ld_global_v4_b32(first.add(element(q)));
+                if both {
+                    words[q][1] = mem::ld_global_v4_b32(second.add(element(q)));
+                }
             }
         });
+        unrolled16!(ACC / 4, |q| {
+            for e in 0..4 {
+                acc[4 * q + e] += f32::from_bits(words[q][0][e]);
+                if both {
+                    acc[4 * q + e] += f32::from_bits(words[q][1][e]);
+                }
+            }
+        });
+        index += if both { 2 } else { 1 };
     }
     true
 }

@@ -14,7 +14,7 @@
 
 use crate::fp4::e2m1x8_pair;
 use crate::layout::BlockedScales;
-use crate::ptx::{cvt, mem, sreg};
+use crate::ptx::{cvt, fence, mem, sreg};
 use crate::sm90::config::{self, K_PER_SLICE};
 
 /// Packed fp4 bytes of one token's 64-K slice.
@@ -46,7 +46,9 @@ pub fn block_scales(codes: u32) -> [u32; 4] {
 }
 
 /// Decodes an NVFP4 token matrix into the operand format above: `out` row `r` holds slice `j`
-/// at bytes `128·j .. 128·j + 128`. One thread per (row, slice), grid-stride.
+/// at bytes `128·j .. 128·j + 128`. One thread per (row, slice), grid-stride. It lets the dual
+/// GEMM that follows start early (programmatic dependent launch) and, should it be launched that
+/// way itself, waits for the previous kernel before it touches memory.
 ///
 /// # Safety
 /// `data`: `rows × k/2` bytes, 16-byte aligned; `scales`: the blocked layout of `rows × k/16`
@@ -64,6 +66,8 @@ pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(
     if slices_per_row == 0 {
         return; // never with a valid launch; also proves the divisions cannot panic
     }
+    fence::launch_dependents();
+    fence::grid_dependency_wait();
     let layout = BlockedScales::new(rows as usize, k as usize);
     let total = rows * slices_per_row;
     let stride = sreg::grid_dim_x() * sreg::block_dim_x();
