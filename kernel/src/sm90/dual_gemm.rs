@@ -236,29 +236,17 @@ unsafe fn dual_gemm<
         }
         fence::mbarrier_init();
     }
-    // Programmatic dependent launch: the next kernel of the stream may start its CTAs now (they
-    // wait for this grid before touching memory), and this grid waits here for the previous
-    // kernel: everything above touched only shared memory and the host-written tensor map.
-    fence::launch_dependents();
-    fence::grid_dependency_wait();
-    // Start the slowest thing first: the consumers' first weight loads are in flight across the
-    // setup barrier and `setmaxnreg`. (Not for pre-decoded tiles: their consumers need every
-    // register, and values live across `setmaxnreg` spill there.)
-    let lane = ConsumerLane::new(thread);
-    let mut first_weights = None;
-    if warpgroup < config::CONSUMER_WARPGROUPS
-        && !tile.predecoded_tokens()
-        && let Some(segment) = work.segments().next()
-    {
-        // SAFETY: the host plan checked the contract of the module doc; a segment's stages are
-        // stages of its tile.
-        first_weights = Some(unsafe { WeightRows::new(p, &grid, &lane, &segment).load(segment.first_stage) });
-    }
     fence::sync_threads();
-
+    // Programmatic dependent launch: the next kernel of the stream may start its CTAs now (they
+    // wait for this grid before touching memory). This grid's roles wait for the previous
+    // kernel (`grid_dependency_wait`) only before their first global access, so the setup above
+    // and `setmaxnreg` overlap the previous kernel's tail: the producer before its first copy,
+    // the consumers before their first weight load; the decoders read shared memory only.
+    fence::launch_dependents();
     if warpgroup == PRODUCER_WARPGROUP {
         reg::decrease::<PRODUCER>();
         if thread == PRODUCER_THREAD {
+            fence::grid_dependency_wait();
             // SAFETY: the host plan checked the contract of the module doc.
             unsafe {
                 if tile.predecoded_tokens() {
@@ -278,8 +266,9 @@ unsafe fn dual_gemm<
         unsafe { decode_tokens(&shared, &grid, &work, decoder, thread % WARPGROUP_THREADS) };
     } else {
         reg::increase::<CONSUMER>();
-        // SAFETY: as above; `first_weights` is the first segment's first stage, if loaded.
-        unsafe { consume::<ACC, SETS>(p, &shared, &grid, &work, &lane, first_weights, &mma) };
+        fence::grid_dependency_wait();
+        // SAFETY: as above.
+        unsafe { consume::<ACC, SETS>(p, &shared, &grid, &work, &ConsumerLane::new(thread), &mma) };
     }
 }
 
@@ -559,8 +548,7 @@ fn slice_fragments(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
 /// A consumer thread: per segment, the mainloop over its 64-K slices, then the SiLU·up epilogue
 /// (whole tile) or the stream-K fix-up. The weight pipeline runs across segments: the last stage
 /// of a segment loads the first stage of the next one, so a new tile starts without waiting for
-/// memory. `first_weights` is the first segment's first stage when it was loaded before the
-/// setup barrier.
+/// memory.
 #[inline(always)]
 unsafe fn consume<const ACC: usize, const SETS: usize>(
     p: &Params,
@@ -568,18 +556,16 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
     grid: &TileGrid,
     work: &Work,
     lane: &ConsumerLane,
-    first_weights: Option<WeightStage>,
     mma: &impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
     let tile = shared.tile;
     let thread = sreg::thread_idx_x();
     let mut decoded = RingPosition::<DECODED_STAGES>::new();
     let mut segments = work.segments();
-    let mut current = match (first_weights, segments.clone().next()) {
-        (Some(weights), _) => weights,
+    let mut current = match segments.clone().next() {
         // SAFETY: the first stage of the first segment's tile.
-        (None, Some(first)) => unsafe { WeightRows::new(p, grid, lane, &first).load(first.first_stage) },
-        (None, None) => WeightStage::ZERO,
+        Some(first) => unsafe { WeightRows::new(p, grid, lane, &first).load(first.first_stage) },
+        None => WeightStage::ZERO,
     };
     let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
     while let Some(segment) = segments.next() {
