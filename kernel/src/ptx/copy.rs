@@ -1,4 +1,5 @@
-//! Asynchronous bulk copies global → shared that complete on an mbarrier (`complete_tx`).
+//! Asynchronous bulk copies global → shared that complete on an mbarrier (`complete_tx`), and
+//! bulk prefetches into L2.
 //!
 //! The destination uses the `.shared::cluster` spelling (a CTA's own shared address is valid
 //! there), since `.shared::cta` destinations need PTX 8.6 and the sm_90a module is PTX 8.0.
@@ -54,4 +55,16 @@ pub unsafe fn bulk(dst: u32, src: *const u8, bytes: u32, bar: u32) {
 pub unsafe fn prefetch_tensor_map(tensor_map: u64) {
     // SAFETY: guaranteed by the caller.
     unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) tensor_map) };
+}
+
+/// `cp.async.bulk.prefetch.L2.global`: starts loading `bytes` (a multiple of 16) at `src`
+/// (16-byte aligned) into L2. Only a hint: it cannot change what any load returns (L2 is where
+/// all SMs' accesses meet), so it may run before the previous kernel has finished.
+///
+/// # Safety
+/// The range must be valid global memory.
+#[inline(always)]
+pub unsafe fn prefetch_bulk_l2(src: *const u8, bytes: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { asm!("cp.async.bulk.prefetch.L2.global [{s}], {n};", s = in(reg64) src, n = in(reg32) bytes) };
 }

@@ -266,9 +266,12 @@ unsafe fn dual_gemm<
         unsafe { decode_tokens(&shared, &grid, &work, decoder, thread % WARPGROUP_THREADS) };
     } else {
         reg::increase::<CONSUMER>();
+        let lane = ConsumerLane::new(thread);
+        // SAFETY: as above.
+        unsafe { warm_up_weights(p, &grid, &work, &lane, thread) };
         fence::grid_dependency_wait();
         // SAFETY: as above.
-        unsafe { consume::<ACC, SETS>(p, &shared, &grid, &work, &ConsumerLane::new(thread), &mma) };
+        unsafe { consume::<ACC, SETS>(p, &shared, &grid, &work, &lane, &mma) };
     }
 }
 
@@ -529,6 +532,46 @@ impl<'a> WeightRows<'a> {
             }
         }
         w
+    }
+}
+
+/// 256-K stages of weights each CTA prefetches into L2 before it waits for the previous kernel.
+const WARM_UP_STAGES: u32 = 2;
+
+/// Starts loading the first [`WARM_UP_STAGES`] stages of this CTA's weights (and their scales)
+/// into L2, before the dependency wait: with a programmatic launch this overlaps the previous
+/// kernel's tail, and the first loads then hit L2 (and a warm TLB) instead of DRAM. L2 is
+/// coherent for every SM, so data the previous kernel still writes cannot go stale this way.
+/// Quad lane 0 of each consumer row prefetches its B1 row, lane 1 its B2 row; consumer threads
+/// 2 and 3 the two scale ranges.
+#[inline(always)]
+unsafe fn warm_up_weights(p: &Params, grid: &TileGrid, work: &Work, lane: &ConsumerLane, thread: u32) {
+    let Some(segment) = work.segments().next() else {
+        return;
+    };
+    let stages = segment.stages.min(WARM_UP_STAGES);
+    let rows = WeightRows::new(p, grid, lane, &segment);
+    let row_bytes = stages * 128;
+    let data = rows.data - 8 * lane.t as usize + (segment.first_stage * 128) as usize;
+    let n0 = grid.coords(segment.tile).1 * TILE_N;
+    let scales = BlockedScales::new(p.n as usize, p.k as usize).atom_offset(
+        (n0 / 128) as usize,
+        (segment.first_stage * SLICES_PER_STAGE) as usize,
+    );
+    let scale_bytes = stages * SCALE_GROUP_BYTES;
+    // SAFETY: the prefetched ranges are this CTA's first stages of its rows of B1/B2 and of their
+    // scales (host contract), 16-byte aligned multiples of 16 bytes.
+    unsafe {
+        match lane.t {
+            0 => copy::prefetch_bulk_l2(p.b1.add(data), row_bytes),
+            1 => copy::prefetch_bulk_l2(p.b2.add(data), row_bytes),
+            _ => {}
+        }
+        match thread {
+            2 => copy::prefetch_bulk_l2(p.b1_scales.add(scales), scale_bytes),
+            3 => copy::prefetch_bulk_l2(p.b2_scales.add(scales), scale_bytes),
+            _ => {}
+        }
     }
 }
 
