@@ -114,18 +114,18 @@ pub unsafe fn ld_global_nc_v4_b32(ptr: *const u32) -> [u32; 4] {
     [a, b, c, d]
 }
 
-/// `ld.global.v4.b32`: 16 bytes through the coherent path (for data other CTAs wrote during
-/// this kernel, after an acquiring fence).
+/// `ld.global.cg.v4.b32`: 16 bytes cached in L2 only, where every SM's writes meet (for data
+/// other CTAs wrote during this kernel, once an acquire has ordered this read after them).
 ///
 /// # Safety
 /// `ptr` must be a valid, 16-byte aligned global address.
 #[inline(always)]
-pub unsafe fn ld_global_v4_b32(ptr: *const u32) -> [u32; 4] {
+pub unsafe fn ld_global_cg_v4_b32(ptr: *const u32) -> [u32; 4] {
     let (a, b, c, d): (u32, u32, u32, u32);
     // SAFETY: the caller guarantees the address.
     unsafe {
         asm!(
-            "ld.global.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            "ld.global.cg.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
             p = in(reg64) ptr,
             a = out(reg32) a,
             b = out(reg32) b,

@@ -759,14 +759,15 @@ unsafe fn fix_up<const ACC: usize>(
         }
         return false;
     }
-    // SAFETY: the tile's counter; the other segments publish their slots before counting.
-    while unsafe { mem::ld_acquire_gpu_u32(counter) } != segment.count - 1 {}
-    // Every consumer thread has seen the final count before it is reset.
-    fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
+    // One thread polls (an acquire at GPU scope), the barrier passes what it saw on to the
+    // other consumer threads; the partial sums are then read from L2.
     if thread == 0 {
+        // SAFETY: the tile's counter; the other segments publish their slots before counting.
+        while unsafe { mem::ld_acquire_gpu_u32(counter) } != segment.count - 1 {}
         // SAFETY: every other segment has counted itself; nobody reads it again in this launch.
         unsafe { mem::st_relaxed_gpu_b32(counter, 0) };
     }
+    fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
     // Two partial sums per round trip where the registers allow it (each is ACC words per
     // thread), added in segment order.
     let pairs = ACC <= 32;
@@ -780,9 +781,9 @@ unsafe fn fix_up<const ACC: usize>(
             // SAFETY: inside slots `index` and (when read) `index + 1`, written by their
             // segments before their release.
             unsafe {
-                words[q][0] = mem::ld_global_v4_b32(first.add(element(q)));
+                words[q][0] = mem::ld_global_cg_v4_b32(first.add(element(q)));
                 if both {
-                    words[q][1] = mem::ld_global_v4_b32(second.add(element(q)));
+                    words[q][1] = mem::ld_global_cg_v4_b32(second.add(element(q)));
                 }
             }
         });
