@@ -29,6 +29,13 @@
 //! * **Exact fp16 operands.** The trick yields `e2m1 · 2⁻¹⁴`; one `mul.f16x2` by the e4m3 scale
 //!   gives `e2m1 · scale · 2⁻¹⁴` exactly (a multiple of 2⁻²⁴ below 0.17: subnormals included).
 //!   The epilogue multiplies each fp32 sum by `alpha = 2²⁸ · g_A · g_B`.
+//! * **Programmatic dependent launch.** Every CTA lets the next kernel of the stream start
+//!   (`griddepcontrol.launch_dependents`) and sets up (barriers, `setmaxnreg`, an L2 prefetch of
+//!   its first weight stages) before its roles wait for the previous kernel
+//!   (`griddepcontrol.wait`) and touch memory; launched plainly, the wait is a no-op.
+//! * **Stream-K fix-up.** A split tile's segment 0 (computed last by its CTA) waits for the other
+//!   segments' count and adds their partial sums in segment order; the others store and count
+//!   themselves without waiting (see [`fix_up`]). The weight pipeline runs across segments.
 //!
 //! # Roles (640 threads, one CTA per SM, persistent over tiles)
 //! 1. Warpgroups 0–1, **consumers** (`setmaxnreg`: [`Tile::registers`]): per 64-K slice, decode 16 fragment
@@ -65,8 +72,9 @@
 //! (UINT8, dims {k/2, m}, box {128, 64}, 128-byte swizzle) or, for pre-decoded tiles, of the
 //! fp16 tokens (FLOAT16, dims {k, m}, box {64, T}, 128-byte swizzle; `a_scales` unused);
 //! scale buffers in the blocked layout;
-//! all pointers aligned for their accesses; grid ≤ tiles, [`config::THREADS`] threads, [`SharedPlan::total`]
-//! bytes of dynamic shared memory.
+//! all pointers aligned for their accesses; grid ≤ tiles and ≤ the SM count (one CTA per SM, so
+//! all CTAs are resident: reducers wait for other CTAs), [`config::THREADS`] threads,
+//! [`SharedPlan::total`] bytes of dynamic shared memory.
 
 use crate::desc::{sw128_offset, wgmma_desc_sw128_k_major};
 use crate::epilogue::silu;
