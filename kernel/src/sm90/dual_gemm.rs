@@ -481,8 +481,9 @@ impl WeightStage {
     };
 }
 
-/// Where a consumer thread sits in the tile: warpgroup, warp, and its fragment coordinates
-/// (`g`: row group, `t`: quad lane), hence the output column `n_in_tile` it decodes and stores.
+/// Where a consumer thread sits in the tile: its quad lane `t` (the 16-K block it decodes in each
+/// slice) and the output column `n_in_tile` (from warpgroup, warp and row group `g`) whose gate
+/// and up rows it decodes and stores.
 struct ConsumerLane {
     t: u32,
     n_in_tile: u32,
@@ -498,6 +499,12 @@ impl ConsumerLane {
             t,
             n_in_tile: warpgroup * config::N_PER_WARPGROUP + warp * config::N_PER_WARP + g,
         }
+    }
+
+    /// This thread's output column (row of B1 and B2) in `segment`'s tile.
+    #[inline(always)]
+    fn output(&self, grid: &TileGrid, segment: &Segment) -> u32 {
+        grid.coords(segment.tile).1 * TILE_N + self.n_in_tile
     }
 }
 
@@ -515,7 +522,7 @@ impl<'a> WeightRows<'a> {
     /// The rows of `lane` in `segment`'s tile.
     #[inline(always)]
     fn new(p: &'a Params, grid: &TileGrid, lane: &ConsumerLane, segment: &Segment) -> Self {
-        let n = grid.coords(segment.tile).1 * TILE_N + lane.n_in_tile;
+        let n = lane.output(grid, segment);
         // n < N (N is a multiple of TILE_N): the offsets are inside the buffers.
         Self {
             p,
@@ -621,7 +628,7 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
     let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
     while let Some(segment) = segments.next() {
         let m0 = grid.coords(segment.tile).0 * tile.tokens;
-        let n = grid.coords(segment.tile).1 * TILE_N + lane.n_in_tile;
+        let n = lane.output(grid, &segment);
         let rows = WeightRows::new(p, grid, lane, &segment);
         let (first, last) = (segment.first_stage, segment.first_stage + segment.stages - 1);
         // What the last stage loads: the next segment's first stage (else its own stage again,
