@@ -113,6 +113,27 @@ fn matches_the_reference_for_decode_and_odd_token_counts() {
 }
 
 #[test]
+fn matches_the_reference_on_split_k_and_64_output_small_tiles() {
+    let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_on_split_k_and_64_output_small_tiles")
+    else {
+        return;
+    };
+    // Token tiles of 8, 16 and 32: split-K (K a multiple of 512) whole tiles and stream-K
+    // splits, and 64-output tiles (an odd number of 256-K stages), whole and split.
+    check_shapes(
+        &gpu,
+        &[
+            (32, 4096, 4096), // split-K, 128 whole tiles
+            (16, 3072, 7168), // split-K, 96 tiles over 132 CTAs (stream-K)
+            (3, 512, 1024),   // split-K, 16 tiles of 2 steps, one step per CTA
+            (5, 4096, 7424),  // 64 outputs, 29 stages, stream-K
+            (12, 1024, 768),  // 64 outputs, 3 stages, stream-K
+            (30, 2048, 2304), // 64 outputs, 9 stages, stream-K
+        ],
+    );
+}
+
+#[test]
 fn same_inputs_give_bitwise_identical_outputs() {
     let Some(gpu) = dual_gemm_gpu_or_skip("same_inputs_give_bitwise_identical_outputs") else {
         return;

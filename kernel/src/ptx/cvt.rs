@@ -57,6 +57,23 @@ pub fn e4m3_to_f16x2_broadcast(code: u32) -> u32 {
     e4m3x2_to_f16x2(((code & 0xFF) * 0x101) as u16)
 }
 
+/// Byte `byte` (0..4) of `word`, an e4m3 code, as fp16 in both halves of an fp16x2 (exact): one
+/// `prmt` that copies the byte into the low two bytes and one `cvt.rn.f16x2.e4m3x2`.
+#[inline(always)]
+pub fn e4m3_byte_to_f16x2_broadcast(word: u32, byte: u32) -> u32 {
+    let pair: u32;
+    // SAFETY: pure register arithmetic; selector nibbles 0..3 pick bytes of `word`.
+    unsafe {
+        asm!(
+            "prmt.b32 {d}, {w}, 0, {s};",
+            d = out(reg32) pair,
+            w = in(reg32) word,
+            s = in(reg32) (byte & 3) * 0x11,
+        )
+    };
+    e4m3x2_to_f16x2(pair as u16)
+}
+
 /// `ex2.approx.ftz.f32`: 2^x (max relative error about 2⁻²²; +inf for large x).
 #[inline(always)]
 pub fn exp2_approx(x: f32) -> f32 {

@@ -36,6 +36,20 @@ pub unsafe fn ld_v4(addr: u32) -> [u32; 4] {
     [a, b, c, d]
 }
 
+/// `ld.shared.v2.b32`: 8 bytes.
+///
+/// # Safety
+/// `addr` must be an 8-byte aligned shared address inside the allocation.
+#[inline(always)]
+pub unsafe fn ld_v2(addr: u32) -> [u32; 2] {
+    let (a, b): (u32, u32);
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!("ld.shared.v2.b32 {{{a}, {b}}}, [{p}];", p = in(reg32) addr, a = out(reg32) a, b = out(reg32) b)
+    };
+    [a, b]
+}
+
 /// `ld.shared.b32`: 4 bytes.
 ///
 /// # Safety
