@@ -81,8 +81,8 @@ pub const RAW_STAGES: u32 = 4;
 /// Stages of the decoded ring (decoder → consumers).
 pub const DECODED_STAGES: u32 = 4;
 const _: () = assert!(
-    SLICES_PER_STAGE.is_multiple_of(DECODED_STAGES),
-    "a K-step must be whole passes over the decoded ring (consumers derive slots from the slice)"
+    DECODED_STAGES.is_power_of_two(),
+    "consumers derive slots from a wrapping slice count"
 );
 /// Bytes of one stream-K partial-sum slot: every consumer thread's accumulators (fp32), in
 /// split-K tiles too (both warpgroups store theirs).

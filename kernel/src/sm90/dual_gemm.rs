@@ -565,17 +565,13 @@ impl ConsumerLane {
         self.first_slice + self.tile.stages_per_step() * i
     }
 
-    /// The decoded-ring slot and phase of the warpgroup's slice `i` of the CTA's K-step number
-    /// `step_count` (counted over all its segments): the ring holds every slice in K order, and
-    /// a K-step is a whole number of passes over it, so slots depend on `i` alone.
+    /// Where the warpgroup's slice `i` of the CTA's K-step number `step_count` (counted over all
+    /// its segments) is in the decoded ring, which holds every slice in K order: its position in
+    /// that sequence. (With power-of-two ring sizes that divide a K-step's slices, the slots fold
+    /// to constants.)
     #[inline(always)]
-    fn ring_position(&self, step_count: u32, i: u32) -> RingPosition<DECODED_STAGES> {
-        let passes_per_step = self.slices_per_step() / DECODED_STAGES;
-        let in_step = self.slice_in_step(i);
-        RingPosition {
-            stage: in_step % DECODED_STAGES,
-            phase: (step_count * passes_per_step + in_step / DECODED_STAGES) % 2,
-        }
+    fn ring_sequence(&self, step_count: u32, i: u32) -> u32 {
+        step_count * self.slices_per_step() + self.slice_in_step(i)
     }
 }
 
@@ -743,7 +739,8 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
             // (a run-time index would move the fragment registers to local memory).
             macro_rules! slice {
                 ($i:literal, $decode_next:expr) => {{
-                    let decoded = lane.ring_position(step_count, $i);
+                    let sequence = lane.ring_sequence(step_count, $i);
+                    let decoded = RingPosition::<DECODED_STAGES>::at(sequence);
                     let b = shared.decoded_slice(decoded.stage);
                     // SAFETY: barrier initialized; the decoder fills the slice.
                     unsafe { mbarrier::wait(shared.decoded_full(decoded.stage), decoded.full_parity()) };
@@ -772,7 +769,8 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
                     wgmma::wait_group::<1>();
                     if step > first || $i > 0 {
                         // The warpgroup's slice before this one (slice 3 of the previous step).
-                        release(shared, lane.ring_position(0, ($i + 3) % 4).stage);
+                        let previous = sequence.wrapping_sub(tile.stages_per_step());
+                        release(shared, RingPosition::<DECODED_STAGES>::at(previous).stage);
                     }
                 }};
             }
@@ -784,7 +782,8 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
             step_count += 1;
         }
         wgmma::wait_group::<0>();
-        release(shared, lane.ring_position(0, 3).stage);
+        let last_slice = lane.ring_sequence(step_count.wrapping_sub(1), 3);
+        release(shared, RingPosition::<DECODED_STAGES>::at(last_slice).stage);
         // Constant indices only (an iterator over the sets moves them to local memory).
         let mut acc = sets[0];
         let mut add_set = |set: usize| {
