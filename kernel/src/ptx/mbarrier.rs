@@ -42,7 +42,14 @@ pub unsafe fn arrive_expect_tx(bar: u32, bytes: u32) {
     };
 }
 
-/// `mbarrier.try_wait.parity`: true once the phase of parity `parity` has completed.
+/// How long (ns) a waiting thread may stay suspended in one `try_wait` before it polls again:
+/// CUTLASS's 10 ms, that is, until the phase completes. Without a hint the hardware's short
+/// default made waiting warps spin (at M = 16 the decoders' retry loops were about 11 % of all
+/// instructions issued), taking issue slots from the warps that do the work.
+pub const SUSPEND_TIME_HINT_NS: u32 = 10_000_000;
+
+/// `mbarrier.try_wait.parity` with [`SUSPEND_TIME_HINT_NS`]: true once the phase of parity
+/// `parity` has completed (the thread may be suspended until then).
 ///
 /// # Safety
 /// `bar` must be an initialized mbarrier.
@@ -54,11 +61,12 @@ pub unsafe fn try_wait_parity(bar: u32, parity: u32) -> bool {
         asm!(
             "{{",
             ".reg .pred p;",
-            "mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {ph};",
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {ph}, {hint};",
             "selp.u32 {d}, 1, 0, p;",
             "}}",
             b = in(reg32) bar,
             ph = in(reg32) parity,
+            hint = const SUSPEND_TIME_HINT_NS,
             d = out(reg32) done,
         )
     };
