@@ -25,14 +25,14 @@ const SM90_OPERAND_RESCALE: f32 = (1u64 << 28) as f32;
 /// Launch geometry of the sm_90a kernel for one shape (pure; no GPU needed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sm90Geometry {
-    /// Tile: tokens (wgmma N), outputs, split-K or not ([`Tile::for_shape`]).
+    /// Token tile (wgmma N).
     pub tile: Tile,
     /// Output tiles.
     pub tiles: TileGrid,
-    /// Persistent CTAs ([`grid_size`]); each takes an equal share of all tiles' K-steps, whole
+    /// Persistent CTAs ([`grid_size`]); each takes an equal share of all tiles' K-stages, whole
     /// tiles when the grid divides them.
     pub grid: u32,
-    /// The stream-K split of tiles × K-steps over the grid.
+    /// The stream-K split of tiles × K-stages over the grid.
     pub split: StreamK,
     /// Dynamic shared memory per CTA.
     pub shared_bytes: u32,
@@ -68,13 +68,13 @@ impl Sm90Geometry {
                 format!("{m} × {n}"),
             ));
         }
-        let tile = Tile::for_shape(m as u32, k as u32);
-        let tiles = TileGrid::new(m as u32, n as u32, tile.tokens, tile.outputs());
-        let steps = (k / tile.k_per_step() as usize) as u32;
-        if (tiles.len() as u64) * (steps as u64) >= 1 << 31 {
+        let tile = Tile::for_tokens(m as u32);
+        let tiles = TileGrid::new(m as u32, n as u32, tile.tokens, TILE_N);
+        let stages = (k / K_PER_STAGE as usize) as u32;
+        if (tiles.len() as u64) * (stages as u64) >= 1 << 31 {
             return Err(Error::invalid(
                 "m × n × k",
-                "too large for one launch (tiles × K-steps ≥ 2^31)",
+                "too large for one launch (tiles × K-stages ≥ 2^31)",
                 format!("{m} × {n} × {k}"),
             ));
         }
@@ -85,10 +85,10 @@ impl Sm90Geometry {
                 format!("{m} × {k}"),
             ));
         }
-        let grid = grid_size(tiles.len(), steps, multiprocessors.max(1));
+        let grid = grid_size(tiles.len(), stages, multiprocessors.max(1));
         let split = StreamK {
             tiles: tiles.len(),
-            steps,
+            stages,
             ctas: grid,
         };
         Ok(Self {
@@ -143,43 +143,43 @@ impl Sm100Geometry {
 /// 256×4096×7168 (128 tiles on 132 SMs), while 192 tiles gained 127 → 102 µs.
 const DATA_PARALLEL_EFFICIENCY: f64 = 0.9;
 
-/// What a split segment costs its CTA on top of its own K-steps, in steps: the fix-up and,
-/// for a CTA's later segment, the pipeline restart. Per-CTA traces at M = 1 on an H100 (steps
+/// What a split segment costs its CTA on top of its own K-stages, in stages: the fix-up and,
+/// for a CTA's later segment, the pipeline restart. Per-CTA traces at M = 1 on an H100 (stages
 /// of ≈ 2.1 k clocks) showed ≈ 1.5–2 k clocks for a segment that stores its partial sums and
 /// ≈ 2.5 k for the reducer.
-const SEGMENT_COST_STEPS: u32 = 1;
+const SEGMENT_COST_STAGES: u32 = 1;
 
-/// The slowest CTA of a stream-K split under the cost model of [`SEGMENT_COST_STEPS`].
+/// The slowest CTA of a stream-K split under the cost model of [`SEGMENT_COST_STAGES`].
 fn stream_k_cost(split: &StreamK) -> u32 {
     (0..split.ctas)
         .map(|cta| {
             split
                 .segments(cta)
-                .map(|s| s.steps + if s.count > 1 { SEGMENT_COST_STEPS } else { 0 })
+                .map(|s| s.stages + if s.count > 1 { SEGMENT_COST_STAGES } else { 0 })
                 .sum::<u32>()
         })
         .max()
         .unwrap_or(0)
 }
 
-/// CTAs for `tiles × steps` work on `multiprocessors` SMs: whole tiles per CTA (data-parallel)
+/// CTAs for `tiles × stages` work on `multiprocessors` SMs: whole tiles per CTA (data-parallel)
 /// when full waves of tiles keep at least 90 % (`DATA_PARALLEL_EFFICIENCY`) of the SMs busy and the
 /// CTAs divide the tiles evenly; otherwise an equal stream-K share each for the number of CTAs,
 /// from 7/8 of the SMs to all of them, whose slowest CTA ([`stream_k_cost`]) is fastest (the
-/// most CTAs among equals). At M = 64, N = 4096, K = 7168 on 132 SMs that is 128 CTAs of one
+/// most CTAs among equals). At M = 1, N = 4096, K = 7168 on 132 SMs that is 128 CTAs of one
 /// half-tile each instead of 132 CTAs whose shares straddle tiles.
-pub fn grid_size(tiles: u32, steps: u32, multiprocessors: u32) -> u32 {
+pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> u32 {
     let waves = tiles.div_ceil(multiprocessors);
     let data_parallel = tiles.div_ceil(waves);
     let efficiency = tiles as f64 / (waves * multiprocessors) as f64;
     if tiles.is_multiple_of(data_parallel) && efficiency >= DATA_PARALLEL_EFFICIENCY {
         return data_parallel;
     }
-    let most = (tiles * steps).min(multiprocessors);
+    let most = (tiles * stages).min(multiprocessors);
     let fewest = (most - most / 8).max(1);
     (fewest..=most)
         .rev()
-        .min_by_key(|&ctas| stream_k_cost(&StreamK { tiles, steps, ctas }))
+        .min_by_key(|&ctas| stream_k_cost(&StreamK { tiles, stages, ctas }))
         .unwrap_or(most)
 }
 
@@ -323,9 +323,7 @@ impl DualGemmPlan {
     /// Tile size (tokens × outputs) and persistent CTAs of the launch.
     pub fn tile_and_grid(&self) -> ((u32, u32), u32) {
         match &self.kernel {
-            PlannedKernel::Sm90 { geometry, .. } => {
-                ((geometry.tile.tokens, geometry.tile.outputs()), geometry.grid)
-            }
+            PlannedKernel::Sm90 { geometry, .. } => ((geometry.tile.tokens, TILE_N), geometry.grid),
             PlannedKernel::Sm100 { geometry } => ((sm100::TILE_M, geometry.tile.n), geometry.grid),
         }
     }

@@ -113,22 +113,22 @@ fn matches_the_reference_for_decode_and_odd_token_counts() {
 }
 
 #[test]
-fn matches_the_reference_on_split_k_and_64_output_small_tiles() {
-    let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_on_split_k_and_64_output_small_tiles")
+fn matches_the_reference_on_small_token_tiles_whole_and_split() {
+    let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_on_small_token_tiles_whole_and_split")
     else {
         return;
     };
-    // Token tiles of 8, 16 and 32: split-K (K a multiple of 512) whole tiles and stream-K
-    // splits, and 64-output tiles (an odd number of 256-K stages), whole and split.
+    // Token tiles of 8, 16 and 32 (tokens decoded in the kernel), with whole tiles per CTA and
+    // stream-K splits of 1 to 29 stages.
     check_shapes(
         &gpu,
         &[
-            (32, 4096, 4096), // split-K, 128 whole tiles
-            (16, 3072, 7168), // split-K, 96 tiles over 132 CTAs (stream-K)
-            (3, 512, 1024),   // split-K, 16 tiles of 2 steps, one step per CTA
-            (5, 4096, 7424),  // 64 outputs, 29 stages, stream-K
-            (12, 1024, 768),  // 64 outputs, 3 stages, stream-K
-            (30, 2048, 2304), // 64 outputs, 9 stages, stream-K
+            (32, 4096, 4096), // 64 tiles of 16 stages: half a tile per CTA
+            (16, 3072, 7168), // 48 tiles of 28 stages over 132 CTAs
+            (3, 512, 1024),   // 8 tiles of 4 stages: one stage per CTA
+            (5, 4096, 7424),  // 29 stages
+            (12, 1024, 768),  // 16 tiles of 3 stages
+            (30, 2048, 2304), // 32 tiles of 9 stages
         ],
     );
 }

@@ -53,7 +53,7 @@ pub const fn sm90_dual_gemm(tile: crate::sm90::config::Tile) -> EntryPoint {
     }
 }
 
-const SM90_TILES: [crate::sm90::config::Tile; 8] = crate::sm90::config::TILES;
+const SM90_TILES: [crate::sm90::config::Tile; 5] = crate::sm90::config::TILES;
 
 /// Token pre-decoding for the sm_90a dual GEMM's large tiles (`sm90::tokens`).
 pub const SM90_PREDECODE_TOKENS: EntryPoint = EntryPoint {
@@ -73,9 +73,6 @@ pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[
     sm90_dual_gemm(SM90_TILES[2]),
     sm90_dual_gemm(SM90_TILES[3]),
     sm90_dual_gemm(SM90_TILES[4]),
-    sm90_dual_gemm(SM90_TILES[5]),
-    sm90_dual_gemm(SM90_TILES[6]),
-    sm90_dual_gemm(SM90_TILES[7]),
     SM90_PREDECODE_TOKENS,
 ];
 

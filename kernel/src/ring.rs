@@ -26,15 +26,6 @@ impl<const STAGES: u32> RingPosition<STAGES> {
         Self { stage: 0, phase: 0 }
     }
 
-    /// The position after `count` advances from the first stage.
-    #[inline(always)]
-    pub const fn at(count: u32) -> Self {
-        Self {
-            stage: count % STAGES,
-            phase: (count / STAGES) % 2,
-        }
-    }
-
     /// Moves to the next stage, flipping the phase after the last one.
     #[inline(always)]
     pub fn advance(&mut self) {

@@ -41,10 +41,9 @@ impl TileGrid {
     }
 }
 
-/// Stream-K split of `tiles × steps` K-steps over `ctas` persistent CTAs: CTA `c` takes the
-/// iterations `[begin(c), begin(c + 1))`, so every CTA gets the same work (±1 step) whatever
-/// the tile count. A K-step is the kernel's unit of K (sm_90: one 256-K stage, or two in
-/// split-K tiles). A tile whose steps span several CTAs is a sequence of *segments*, one per
+/// Stream-K split of `tiles × stages` K-stages over `ctas` persistent CTAs: CTA `c` takes the
+/// iterations `[begin(c), begin(c + 1))`, so every CTA gets the same work (±1 stage) whatever
+/// the tile count. A tile whose stages span several CTAs is a sequence of *segments*, one per
 /// CTA, numbered along K. Segment 0 is the tile's *reducer*: a CTA's range ends inside such a
 /// tile, so its CTA computes segment 0 last. Every other segment stores its partial sums and
 /// counts itself done; the reducer waits for that count, adds the partial sums to its own in
@@ -55,9 +54,9 @@ impl TileGrid {
 pub struct StreamK {
     /// Output tiles.
     pub tiles: u32,
-    /// K-steps per tile.
-    pub steps: u32,
-    /// CTAs of the launch (at most `tiles × steps`).
+    /// K-stages per tile.
+    pub stages: u32,
+    /// CTAs of the launch (at most `tiles × stages`).
     pub ctas: u32,
 }
 
@@ -66,10 +65,10 @@ pub struct StreamK {
 pub struct Segment {
     /// The tile.
     pub tile: u32,
-    /// Its first K-step.
-    pub first_step: u32,
-    /// K-steps in this segment.
-    pub steps: u32,
+    /// Its first stage.
+    pub first_stage: u32,
+    /// Stages in this segment.
+    pub stages: u32,
     /// Position among the tile's segments, along K.
     pub index: u32,
     /// Segments of the tile (1: this CTA computes the whole tile).
@@ -77,9 +76,9 @@ pub struct Segment {
 }
 
 impl StreamK {
-    /// Total iterations (K-steps over all tiles).
+    /// Total iterations (stages over all tiles).
     pub const fn total(&self) -> u32 {
-        self.tiles * self.steps
+        self.tiles * self.stages
     }
 
     // Divisions below are `checked_div(..).unwrap_or(0)`: a zero divisor only comes with an
@@ -108,18 +107,18 @@ impl StreamK {
     /// The segment that starts at iteration `i` of a CTA whose range ends at `end`.
     #[inline(always)]
     pub const fn segment(&self, i: u32, end: u32) -> Segment {
-        let tile = match i.checked_div(self.steps) {
+        let tile = match i.checked_div(self.stages) {
             Some(t) => t,
             None => 0,
         };
-        let tile_begin = tile * self.steps;
-        let tile_end = tile_begin + self.steps;
+        let tile_begin = tile * self.stages;
+        let tile_end = tile_begin + self.stages;
         let stop = if end < tile_end { end } else { tile_end };
         let first_cta = self.cta_of(tile_begin);
         Segment {
             tile,
-            first_step: i - tile_begin,
-            steps: stop - i,
+            first_stage: i - tile_begin,
+            stages: stop - i,
             index: self.cta_of(i) - first_cta,
             count: self.cta_of(tile_end - 1) - first_cta + 1,
         }
@@ -138,8 +137,8 @@ impl StreamK {
     /// holds its first iteration) and `2c + 1` (its last segment, when that is another tile).
     #[inline(always)]
     pub const fn partial_slot(&self, tile: u32, index: u32) -> u32 {
-        let cta = self.cta_of(tile * self.steps) + index;
-        let first_tile_of_cta = match self.begin(cta).checked_div(self.steps) {
+        let cta = self.cta_of(tile * self.stages) + index;
+        let first_tile_of_cta = match self.begin(cta).checked_div(self.stages) {
             Some(t) => t,
             None => 0,
         };
@@ -164,7 +163,7 @@ impl Iterator for Segments {
             return None;
         }
         let segment = self.split.segment(self.next, self.end);
-        self.next += segment.steps.max(1);
+        self.next += segment.stages.max(1);
         Some(segment)
     }
 }

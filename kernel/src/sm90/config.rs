@@ -80,12 +80,7 @@ pub const PREDECODED_MIN_TOKENS: u32 = 64;
 pub const RAW_STAGES: u32 = 4;
 /// Stages of the decoded ring (decoder → consumers).
 pub const DECODED_STAGES: u32 = 4;
-const _: () = assert!(
-    DECODED_STAGES.is_power_of_two(),
-    "consumers derive slots from a wrapping slice count"
-);
-/// Bytes of one stream-K partial-sum slot: every consumer thread's accumulators (fp32), in
-/// split-K tiles too (both warpgroups store theirs).
+/// Bytes of one stream-K partial-sum slot: every consumer thread's accumulators (fp32).
 pub const fn partial_slot_bytes(tile: Tile) -> u32 {
     CONSUMER_WARPGROUPS * WARPGROUP_THREADS * (tile.tokens / 2) * 4
 }
@@ -93,34 +88,20 @@ pub const fn partial_slot_bytes(tile: Tile) -> u32 {
 /// Largest dynamic shared memory per block on sm_90.
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 
-/// One tile shape: `tokens` tokens (wgmma N) × [`Tile::outputs`] outputs.
-///
-/// In a *split-K* tile the two consumer warpgroups compute the same 32 outputs, each over
-/// alternate 64-K slices (warpgroup `c` takes the slices `j` with `j % 2 == c` of every stage,
-/// those that decoder warpgroup `c` decodes), and add their sums through shared memory before
-/// the epilogue. At decode shapes that makes twice as many tiles as the 64-output layout: at
-/// N = 4096 one whole tile for each of 128 CTAs instead of a half tile whose partial sums
-/// cross CTAs through global memory. The price: each token slice feeds one warpgroup, not two,
-/// so tokens are decoded twice as often per weight.
+/// One tile shape: `TOKENS` tokens (wgmma N) × [`TILE_N`] outputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tile {
     /// Tokens per tile (the wgmma N dimension): 8, 16, 32, 64 or 128.
     pub tokens: u32,
-    /// Whether the consumer warpgroups split K (only for tiles that decode their tokens in the
-    /// kernel, and K a multiple of [`Tile::k_per_step`]).
-    pub split_k: bool,
 }
 
-/// The tile shapes the kernel is built for: 64-output tiles smallest first, then split-K tiles.
-pub const TILES: [Tile; 8] = [
-    Tile::wide(8),
-    Tile::wide(16),
-    Tile::wide(32),
-    Tile::wide(64),
-    Tile::wide(128),
-    Tile::split(8),
-    Tile::split(16),
-    Tile::split(32),
+/// The tile shapes the kernel is built for, smallest first.
+pub const TILES: [Tile; 5] = [
+    Tile { tokens: 8 },
+    Tile { tokens: 16 },
+    Tile { tokens: 32 },
+    Tile { tokens: 64 },
+    Tile { tokens: 128 },
 ];
 
 /// Byte offsets of the regions of dynamic shared memory.
@@ -132,8 +113,6 @@ pub struct SharedPlan {
     pub raw_tokens: u32,
     /// Raw token-scale stages, `RAW_STAGES × scale_groups × 2048` bytes.
     pub raw_scales: u32,
-    /// Split-K hand-over of accumulators, [`Tile::combine_bytes`] (16-byte aligned).
-    pub combine: u32,
     /// mbarriers: full/empty of the raw ring, then full/empty of the decoded ring (8 bytes each).
     pub barriers: u32,
     /// Total bytes.
@@ -141,71 +120,16 @@ pub struct SharedPlan {
 }
 
 impl Tile {
-    /// The 64-output tile of `tokens` tokens.
-    pub const fn wide(tokens: u32) -> Tile {
-        Tile {
-            tokens,
-            split_k: false,
-        }
-    }
-
-    /// The split-K tile of `tokens` tokens.
-    pub const fn split(tokens: u32) -> Tile {
-        Tile {
-            tokens,
-            split_k: true,
-        }
-    }
-
-    /// The smallest 64-output tile that covers `m` tokens in one tile, else the largest.
+    /// The smallest tile that covers `m` tokens in one tile, else the largest.
     pub const fn for_tokens(m: u32) -> Tile {
         let mut i = 0;
         while i < TILES.len() {
-            if !TILES[i].split_k && TILES[i].tokens >= m {
+            if TILES[i].tokens >= m {
                 return TILES[i];
             }
             i += 1;
         }
-        Tile::wide(128)
-    }
-
-    /// The tile for `m` tokens and depth `k`: [`Tile::for_tokens`], split-K where the tile
-    /// decodes its tokens in the kernel and `k` is a whole number of split-K steps.
-    pub const fn for_shape(m: u32, k: u32) -> Tile {
-        let wide = Tile::for_tokens(m);
-        let split = Tile::split(wide.tokens);
-        if !wide.predecoded_tokens() && k.is_multiple_of(split.k_per_step()) {
-            split
-        } else {
-            wide
-        }
-    }
-
-    /// Output columns (rows of B1 and B2) per tile: [`TILE_N`], or one warpgroup's
-    /// [`N_PER_WARPGROUP`] in split-K tiles.
-    pub const fn outputs(&self) -> u32 {
-        if self.split_k { N_PER_WARPGROUP } else { TILE_N }
-    }
-
-    /// 256-K stages per K-step, the unit of the stream-K schedule: the K over which each
-    /// consumer warpgroup computes four 64-K slices (two stages in split-K tiles).
-    pub const fn stages_per_step(&self) -> u32 {
-        if self.split_k { CONSUMER_WARPGROUPS } else { 1 }
-    }
-
-    /// K per K-step. K must be a multiple of this.
-    pub const fn k_per_step(&self) -> u32 {
-        self.stages_per_step() * K_PER_STAGE
-    }
-
-    /// Bytes of the shared buffer through which a split-K tile's second consumer warpgroup hands
-    /// its sums to the first (one warpgroup's fp32 accumulators; none for 64-output tiles).
-    pub const fn combine_bytes(&self) -> u32 {
-        if self.split_k {
-            WARPGROUP_THREADS * (self.tokens / 2) * 4
-        } else {
-            0
-        }
+        TILES[TILES.len() - 1]
     }
 
     /// Whether the tile's tokens are pre-decoded (see [`PREDECODED_MIN_TOKENS`]).
@@ -257,14 +181,12 @@ impl Tile {
         let decoded = 0;
         let raw_tokens = decoded + DECODED_STAGES * self.decoded_slice_bytes();
         let raw_scales = raw_tokens + RAW_STAGES * self.raw_token_bytes();
-        let combine = raw_scales + RAW_STAGES * self.raw_scale_bytes();
-        let barriers = combine + self.combine_bytes();
+        let barriers = raw_scales + RAW_STAGES * self.raw_scale_bytes();
         let total = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
         SharedPlan {
             decoded,
             raw_tokens,
             raw_scales,
-            combine,
             barriers,
             total,
         }
@@ -303,14 +225,11 @@ impl Tile {
 
     /// PTX entry name of the kernel for this tile.
     pub const fn entry_name(&self) -> &'static str {
-        match (self.tokens, self.split_k) {
-            (8, false) => "nvfp4_dual_gemm_sm90_t8",
-            (16, false) => "nvfp4_dual_gemm_sm90_t16",
-            (32, false) => "nvfp4_dual_gemm_sm90_t32",
-            (64, false) => "nvfp4_dual_gemm_sm90_t64",
-            (8, true) => "nvfp4_dual_gemm_sm90_t8_split",
-            (16, true) => "nvfp4_dual_gemm_sm90_t16_split",
-            (_, true) => "nvfp4_dual_gemm_sm90_t32_split",
+        match self.tokens {
+            8 => "nvfp4_dual_gemm_sm90_t8",
+            16 => "nvfp4_dual_gemm_sm90_t16",
+            32 => "nvfp4_dual_gemm_sm90_t32",
+            64 => "nvfp4_dual_gemm_sm90_t64",
             _ => "nvfp4_dual_gemm_sm90_t128",
         }
     }
@@ -334,14 +253,8 @@ const fn check_tiles() {
             "swizzled regions must stay 1024-byte aligned"
         );
         assert!(
-            plan.raw_scales.is_multiple_of(16)
-                && plan.combine.is_multiple_of(16)
-                && plan.barriers.is_multiple_of(8),
-            "bulk-copy, vector and mbarrier alignment"
-        );
-        assert!(
-            !(tile.split_k && tile.predecoded_tokens()),
-            "split-K tiles decode their tokens in the kernel (decoder c feeds consumer c)"
+            plan.raw_scales.is_multiple_of(16) && plan.barriers.is_multiple_of(8),
+            "bulk-copy and mbarrier alignment"
         );
         assert!(
             128u32.is_multiple_of(tile.tokens) || tile.tokens.is_multiple_of(128),

@@ -42,9 +42,10 @@
 //!    registers (2 rows × 16 K per thread) from prefetched registers, wait for the decoded token
 //!    slice, issue 4 `wgmma m64nTk16`, release the previous slice; epilogue from registers.
 //! 2. Warpgroups 2–3, **decoders** (in-kernel tokens only): per 256-K stage, wait for the raw
-//!    token tile and decode alternate 64-K slices into 128-byte-swizzled fp16 tiles, as (token,
-//!    16-byte chunk) items spread over all four warps (one per scheduler: a single warp's chain
-//!    took ≈ 950 clocks per slice for an 8-token tile).
+//!    token tile; each half warpgroup decodes one of its 64-K slices into a 128-byte-swizzled
+//!    fp16 tile, one 16-element scale block per thread (the same [`scaled_pairs`] as the
+//!    weights), so that every slice's work sits on two schedulers and every scheduler gets
+//!    decode work (a single warp's chain took ≈ 950 clocks per slice for an 8-token tile).
 //! 3. Warpgroup 4, **producer**: one thread issues, per stage, the TMA load of the packed token
 //!    tile (128-byte swizzle) and the 1-D bulk copy of its scale atoms; for pre-decoded tokens,
 //!    one TMA load of fp16 tokens per 64-K slice into the decoded ring instead.
@@ -159,11 +160,11 @@ struct Work {
 }
 
 impl Work {
-    fn new(tiles: u32, steps: u32) -> Self {
+    fn new(tiles: u32, stages: u32) -> Self {
         Self {
             split: StreamK {
                 tiles,
-                steps,
+                stages,
                 ctas: sreg::grid_dim_x(),
             },
         }
@@ -175,21 +176,12 @@ impl Work {
     }
 }
 
-/// The 256-K stages of `segment` (its K-steps are [`Tile::stages_per_step`] stages each).
-#[inline(always)]
-fn segment_stages(tile: Tile, segment: &Segment) -> core::ops::Range<u32> {
-    let per_step = tile.stages_per_step();
-    segment.first_step * per_step..(segment.first_step + segment.steps) * per_step
-}
-
 /// The thread that issues the producer's bulk copies: the first of its warpgroup.
 const PRODUCER_THREAD: u32 = PRODUCER_WARPGROUP * WARPGROUP_THREADS;
 /// Threads of the consumer warpgroups (they meet at [`FIXUP_BARRIER`]).
 const CONSUMER_THREADS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS;
 /// Named barrier of the stream-K fix-up (barrier 0 is the CTA-wide barrier of the setup).
 const FIXUP_BARRIER: u32 = 1;
-/// Named barrier of the split-K hand-over between the consumer warpgroups.
-const COMBINE_BARRIER: u32 = 2;
 
 /// Arrivals that complete each barrier's phase.
 const RAW_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the copies' bytes)
@@ -197,7 +189,6 @@ const RAW_EMPTY_ARRIVALS: u32 = DECODER_WARPGROUPS * WARPGROUP_THREADS; // every
 const DECODED_FULL_ARRIVALS: u32 = DECODER_HALF_THREADS; // the slice's half decoder warpgroup, after its proxy fence
 const PREDECODED_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the TMA's bytes)
 const DECODED_EMPTY_ARRIVALS: u32 = CONSUMER_THREADS; // every consumer thread
-const SPLIT_K_DECODED_EMPTY_ARRIVALS: u32 = WARPGROUP_THREADS; // the slice's consumer warpgroup
 
 /// The kernel body for `2·ACC` tokens per tile with `SETS` accumulator sets; `CONSUMER`,
 /// `DECODER` and `PRODUCER` are that tile's [`config::RegisterSplit`] (const arguments, as
@@ -206,7 +197,6 @@ const SPLIT_K_DECODED_EMPTY_ARRIVALS: u32 = WARPGROUP_THREADS; // the slice's co
 unsafe fn dual_gemm<
     const ACC: usize,
     const SETS: usize,
-    const SPLIT_K: bool,
     const CONSUMER: u32,
     const DECODER: u32,
     const PRODUCER: u32,
@@ -216,7 +206,6 @@ unsafe fn dual_gemm<
 ) {
     let tile = Tile {
         tokens: 2 * ACC as u32,
-        split_k: SPLIT_K,
     };
     let shared = Shared {
         tile,
@@ -224,11 +213,11 @@ unsafe fn dual_gemm<
         base: smem::base(),
     };
     let thread = sreg::thread_idx_x();
-    let grid = TileGrid::new(p.m, p.n, tile.tokens, tile.outputs());
+    let grid = TileGrid::new(p.m, p.n, tile.tokens, TILE_N);
     if grid.m_tiles == 0 || grid.n_tiles == 0 {
         return; // never with a valid plan; also proves the tile divisions cannot panic
     }
-    let work = Work::new(grid.len(), p.k / tile.k_per_step());
+    let work = Work::new(grid.len(), p.k / K_PER_STAGE);
     let warpgroup = thread / WARPGROUP_THREADS;
     if thread == PRODUCER_THREAD {
         // SAFETY: the host passes a valid tensor map (written by a copy before any launch).
@@ -250,13 +239,8 @@ unsafe fn dual_gemm<
                 } else {
                     DECODED_FULL_ARRIVALS
                 };
-                let empty_arrivals = if tile.split_k {
-                    SPLIT_K_DECODED_EMPTY_ARRIVALS
-                } else {
-                    DECODED_EMPTY_ARRIVALS
-                };
                 mbarrier::init(shared.decoded_full(stage), full_arrivals);
-                mbarrier::init(shared.decoded_empty(stage), empty_arrivals);
+                mbarrier::init(shared.decoded_empty(stage), DECODED_EMPTY_ARRIVALS);
             }
         }
         fence::mbarrier_init();
@@ -291,7 +275,7 @@ unsafe fn dual_gemm<
         unsafe { decode_tokens(&shared, &grid, &work, decoder, thread % WARPGROUP_THREADS) };
     } else {
         reg::increase::<CONSUMER>();
-        let lane = ConsumerLane::new(thread, tile);
+        let lane = ConsumerLane::new(thread);
         // SAFETY: as above.
         unsafe { warm_up_weights(p, &grid, &work, &lane, thread) };
         fence::grid_dependency_wait();
@@ -312,7 +296,7 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid, work: &Work) {
         let first_group = m0 / 128;
         let groups = tile.scale_groups().min(scales.row_blocks as u32 - first_group);
         let bytes = tile.raw_token_bytes() + groups * SCALE_GROUP_BYTES;
-        for stage in segment_stages(tile, &segment) {
+        for stage in segment.first_stage..segment.first_stage + segment.stages {
             let full = shared.raw_full(ring.stage);
             // SAFETY: barriers are initialized; copies stay inside the stage buffers and inside
             // A's scales (only existing row blocks are copied); the box may run past M (zeros).
@@ -354,8 +338,8 @@ unsafe fn produce_predecoded(p: &Params, shared: &Shared, grid: &TileGrid, work:
     let mut ring = RingPosition::<DECODED_STAGES>::new();
     for segment in work.segments() {
         let m0 = grid.coords(segment.tile).0 * tile.tokens;
-        let stages = segment_stages(tile, &segment);
-        for slice in stages.start * SLICES_PER_STAGE..stages.end * SLICES_PER_STAGE {
+        let first_slice = segment.first_stage * SLICES_PER_STAGE;
+        for slice in first_slice..first_slice + segment.stages * SLICES_PER_STAGE {
             let full = shared.decoded_full(ring.stage);
             // SAFETY: barriers are initialized; the box fills exactly one decoded slice (rows
             // past M are zeros).
@@ -381,8 +365,7 @@ unsafe fn produce_predecoded(p: &Params, shared: &Shared, grid: &TileGrid, work:
 #[inline(always)]
 unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: u32, thread: u32) {
     let tile = shared.tile;
-    let half = thread / DECODER_HALF_THREADS;
-    let my_slice = decoder_slice(decoder, half);
+    let my_slice = decoder_slice(decoder, thread / DECODER_HALF_THREADS);
     // Warp `w` of the half decodes tokens `w·T/2 .. (w + 1)·T/2`, eight per round, lane `l`
     // token `l / 4` of the round and block `l % 4`: a round's stores hit 32 distinct banks.
     let (warp, lane) = ((thread % DECODER_HALF_THREADS) / 32, thread % 32);
@@ -392,7 +375,7 @@ unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: 
     let mut decoded = RingPosition::<DECODED_STAGES>::new();
     for segment in work.segments() {
         let m0 = grid.coords(segment.tile).0 * tile.tokens;
-        for _ in segment_stages(tile, &segment) {
+        for _ in 0..segment.stages {
             // SAFETY: barriers are initialized; the producer fills this raw stage.
             unsafe { mbarrier::wait(shared.raw_full(raw.stage), raw.full_parity()) };
             for slice in 0..SLICES_PER_STAGE {
@@ -424,9 +407,8 @@ unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: 
 /// Threads of half a decoder warpgroup: the decoders of one slice per stage.
 const DECODER_HALF_THREADS: u32 = WARPGROUP_THREADS / 2;
 
-/// The slice of each raw stage that half `half` of decoder warpgroup `decoder` decodes: slices
-/// `j` with `j % DECODER_WARPGROUPS == decoder`, so that in split-K tiles
-/// decoder warpgroup `c` serves consumer warpgroup `c` alone.
+/// The slice of each raw stage that half `half` of decoder warpgroup `decoder` decodes (slices
+/// `j` with `j % DECODER_WARPGROUPS == decoder`).
 #[inline(always)]
 const fn decoder_slice(decoder: u32, half: u32) -> u32 {
     decoder + DECODER_WARPGROUPS * half
@@ -475,7 +457,7 @@ unsafe fn decode_token_block(
 
 /// The eight fp16x2 pairs of one 16-element block (`lo` = elements 0..7, `hi` = 8..15), each
 /// `e2m1 · scale · 2⁻¹⁴`, in [`crate::fp4::PAIR_ELEMENTS`] order; `scale` is the block's e4m3
-/// scale as fp16 in both halves.
+/// scale as fp16 in both halves. Weights and tokens decode through this one function.
 #[inline(always)]
 fn scaled_pairs(lo: u32, hi: u32, scale: u32) -> [u32; 8] {
     let (a, b) = (e2m1x8_to_f16x2_pairs(lo), e2m1x8_to_f16x2_pairs(hi));
@@ -487,18 +469,18 @@ fn scaled_pairs(lo: u32, hi: u32, scale: u32) -> [u32; 8] {
     out
 }
 
-/// One thread's weights for one K-step: for the gate row (B1) and the up row (B2), the 8 bytes
-/// of block `t` of each of its four 64-K slices ([`ConsumerLane::slice`]), and their scale codes.
+/// One thread's weights for one 256-K stage: for the gate row (B1) and the up row (B2), the
+/// 8 bytes of block `4j + t` and its scale code, for slices `j = 0..3`.
 #[derive(Clone, Copy)]
-struct WeightStep {
+struct WeightStage {
     gate: [[u32; 2]; 4],
     up: [[u32; 2]; 4],
     gate_scale: [u32; 4],
     up_scale: [u32; 4],
 }
 
-impl WeightStep {
-    /// No weights (all zero): what the pipeline carries past a CTA's last step.
+impl WeightStage {
+    /// No weights (all zero): what the pipeline carries past a CTA's last stage.
     const ZERO: Self = Self {
         gate: [[0; 2]; 4],
         up: [[0; 2]; 4],
@@ -508,70 +490,29 @@ impl WeightStep {
 }
 
 /// Where a consumer thread sits in the tile: its quad lane `t` (the 16-K block it decodes in each
-/// slice), the output column `n_in_tile` (from warpgroup, warp and row group `g`) whose gate and
-/// up rows it decodes, and which 64-K slices of each K-step its warpgroup computes.
+/// slice) and the output column `n_in_tile` (from warpgroup, warp and row group `g`) whose gate
+/// and up rows it decodes and stores.
 struct ConsumerLane {
-    tile: Tile,
     t: u32,
     n_in_tile: u32,
-    /// The warpgroup's first slice of a K-step, counted from the step's first slice: 0, or the
-    /// warpgroup in split-K tiles.
-    first_slice: u32,
 }
 
 impl ConsumerLane {
     /// The lane of consumer thread `thread` (meaningless for other threads, and unused there).
     #[inline(always)]
-    fn new(thread: u32, tile: Tile) -> Self {
+    fn new(thread: u32) -> Self {
         let (warpgroup, warp, lane) = (thread / WARPGROUP_THREADS, (thread / 32) % 4, thread % 32);
         let (g, t) = (lane / 4, lane % 4);
-        // Split-K: both warpgroups hold the same outputs, and warpgroup c takes slices c, c + 2, ….
-        let (own_columns, first_slice) = if tile.split_k {
-            (0, warpgroup)
-        } else {
-            (warpgroup, 0)
-        };
         Self {
-            tile,
             t,
-            n_in_tile: own_columns * config::N_PER_WARPGROUP + warp * config::N_PER_WARP + g,
-            first_slice,
+            n_in_tile: warpgroup * config::N_PER_WARPGROUP + warp * config::N_PER_WARP + g,
         }
     }
 
     /// This thread's output column (row of B1 and B2) in `segment`'s tile.
     #[inline(always)]
     fn output(&self, grid: &TileGrid, segment: &Segment) -> u32 {
-        grid.coords(segment.tile).1 * self.tile.outputs() + self.n_in_tile
-    }
-
-    /// The 64-K slice of the row (counted from K = 0) that is the warpgroup's slice `i` (0..4)
-    /// of K-step `step`: every slice of the step's stage, or in split-K tiles every other slice
-    /// of its two stages.
-    #[inline(always)]
-    fn slice(&self, step: u32, i: u32) -> u32 {
-        step * self.slices_per_step() + self.slice_in_step(i)
-    }
-
-    /// Slices (of both warpgroups) per K-step.
-    #[inline(always)]
-    fn slices_per_step(&self) -> u32 {
-        SLICES_PER_STAGE * self.tile.stages_per_step()
-    }
-
-    /// The warpgroup's slice `i` counted from its K-step's first slice.
-    #[inline(always)]
-    fn slice_in_step(&self, i: u32) -> u32 {
-        self.first_slice + self.tile.stages_per_step() * i
-    }
-
-    /// Where the warpgroup's slice `i` of the CTA's K-step number `step_count` (counted over all
-    /// its segments) is in the decoded ring, which holds every slice in K order: its position in
-    /// that sequence. (With power-of-two ring sizes that divide a K-step's slices, the slots fold
-    /// to constants.)
-    #[inline(always)]
-    fn ring_sequence(&self, step_count: u32, i: u32) -> u32 {
-        step_count * self.slices_per_step() + self.slice_in_step(i)
+        grid.coords(segment.tile).1 * TILE_N + self.n_in_tile
     }
 }
 
@@ -581,7 +522,6 @@ impl ConsumerLane {
 /// registers).
 struct WeightRows<'a> {
     p: &'a Params,
-    lane: &'a ConsumerLane,
     data: usize,
     scale: usize,
 }
@@ -589,32 +529,29 @@ struct WeightRows<'a> {
 impl<'a> WeightRows<'a> {
     /// The rows of `lane` in `segment`'s tile.
     #[inline(always)]
-    fn new(p: &'a Params, grid: &TileGrid, lane: &'a ConsumerLane, segment: &Segment) -> Self {
+    fn new(p: &'a Params, grid: &TileGrid, lane: &ConsumerLane, segment: &Segment) -> Self {
         let n = lane.output(grid, segment);
-        // n < N (N is a multiple of every tile's outputs): the offsets are inside the buffers.
+        // n < N (N is a multiple of TILE_N): the offsets are inside the buffers.
         Self {
             p,
-            lane,
             data: (n as usize) * (p.k as usize / 2) + 8 * lane.t as usize,
             scale: BlockedScales::new(p.n as usize, p.k as usize).offset(n as usize, lane.t as usize),
         }
     }
 
-    /// Issues the loads of K-step `step` (they complete while earlier steps compute).
+    /// Issues the loads of stage `stage` (they complete while earlier stages compute).
     #[inline(always)]
-    unsafe fn load(&self, step: u32) -> WeightStep {
-        let mut w = WeightStep::ZERO;
-        for i in 0..4 {
-            // A slice is 32 bytes of a row and one 512-byte scale atom (blocks 4j .. 4j + 3).
-            let slice = self.lane.slice(step, i as u32) as usize;
-            let data = self.data + 32 * slice;
-            let scale = self.scale + slice * ATOM_BYTES;
+    unsafe fn load(&self, stage: u32) -> WeightStage {
+        let mut w = WeightStage::ZERO;
+        for j in 0..SLICES_PER_STAGE as usize {
+            let data = self.data + (stage * 128) as usize + 32 * j;
+            let scale = self.scale + (stage * SLICES_PER_STAGE) as usize * ATOM_BYTES + j * ATOM_BYTES;
             // SAFETY: rows and offsets are inside B1/B2 and their scales (host contract).
             unsafe {
-                w.gate[i] = mem::ld_global_stream_v2_b32(self.p.b1.add(data) as *const u32);
-                w.up[i] = mem::ld_global_stream_v2_b32(self.p.b2.add(data) as *const u32);
-                w.gate_scale[i] = mem::ld_global_nc_u8(self.p.b1_scales.add(scale)) as u32;
-                w.up_scale[i] = mem::ld_global_nc_u8(self.p.b2_scales.add(scale)) as u32;
+                w.gate[j] = mem::ld_global_stream_v2_b32(self.p.b1.add(data) as *const u32);
+                w.up[j] = mem::ld_global_stream_v2_b32(self.p.b2.add(data) as *const u32);
+                w.gate_scale[j] = mem::ld_global_nc_u8(self.p.b1_scales.add(scale)) as u32;
+                w.up_scale[j] = mem::ld_global_nc_u8(self.p.b2_scales.add(scale)) as u32;
             }
         }
         w
@@ -629,26 +566,21 @@ const WARM_UP_STAGES: u32 = 2;
 /// kernel's tail, and the first loads then hit L2 (and a warm TLB) instead of DRAM. L2 is
 /// coherent for every SM, so data the previous kernel still writes cannot go stale this way.
 /// Quad lane 0 of each consumer row prefetches its B1 row, lane 1 its B2 row; consumer threads
-/// 2 and 3 the two scale ranges (in split-K tiles, where both warpgroups share their rows, only
-/// warpgroup 0 prefetches).
+/// 2 and 3 the two scale ranges.
 #[inline(always)]
 unsafe fn warm_up_weights(p: &Params, grid: &TileGrid, work: &Work, lane: &ConsumerLane, thread: u32) {
     let Some(segment) = work.segments().next() else {
         return;
     };
-    if lane.tile.split_k && thread >= WARPGROUP_THREADS {
-        return;
-    }
-    let first_stage = segment_stages(lane.tile, &segment).start;
-    let stages = segment_stages(lane.tile, &segment)
-        .len()
-        .min(WARM_UP_STAGES as usize) as u32;
+    let stages = segment.stages.min(WARM_UP_STAGES);
     let rows = WeightRows::new(p, grid, lane, &segment);
     let row_bytes = stages * 128;
-    let data = rows.data - 8 * lane.t as usize + (first_stage * 128) as usize;
-    let n0 = grid.coords(segment.tile).1 * lane.tile.outputs();
-    let scales = BlockedScales::new(p.n as usize, p.k as usize)
-        .atom_offset((n0 / 128) as usize, (first_stage * SLICES_PER_STAGE) as usize);
+    let data = rows.data - 8 * lane.t as usize + (segment.first_stage * 128) as usize;
+    let n0 = grid.coords(segment.tile).1 * TILE_N;
+    let scales = BlockedScales::new(p.n as usize, p.k as usize).atom_offset(
+        (n0 / 128) as usize,
+        (segment.first_stage * SLICES_PER_STAGE) as usize,
+    );
     let scale_bytes = stages * SCALE_GROUP_BYTES;
     // SAFETY: the prefetched ranges are this CTA's first stages of its rows of B1/B2 and of their
     // scales (host contract), 16-byte aligned multiples of 16 bytes.
@@ -666,19 +598,19 @@ unsafe fn warm_up_weights(p: &Params, grid: &TileGrid, work: &Work, lane: &Consu
     }
 }
 
-/// The 16 fragment registers of slice `i` of a K-step: for each of its 4 k16 steps,
-/// `[a0, a1, a2, a3]` = (gate, pair 2s), (up, pair 2s), (gate, pair 2s + 1), (up, pair 2s + 1).
+/// The 16 fragment registers of one 64-K slice: for each of its 4 k16 steps, `[a0, a1, a2, a3]`
+/// = (gate, pair 2s), (up, pair 2s), (gate, pair 2s + 1), (up, pair 2s + 1).
 #[inline(always)]
-fn slice_fragments(w: &WeightStep, i: usize) -> [[u32; 4]; 4] {
+fn slice_fragments(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
     let gate = scaled_pairs(
-        w.gate[i][0],
-        w.gate[i][1],
-        cvt::e4m3_to_f16x2_broadcast(w.gate_scale[i]),
+        w.gate[j][0],
+        w.gate[j][1],
+        cvt::e4m3_to_f16x2_broadcast(w.gate_scale[j]),
     );
     let up = scaled_pairs(
-        w.up[i][0],
-        w.up[i][1],
-        cvt::e4m3_to_f16x2_broadcast(w.up_scale[i]),
+        w.up[j][0],
+        w.up[j][1],
+        cvt::e4m3_to_f16x2_broadcast(w.up_scale[j]),
     );
     let mut steps = [[0u32; 4]; 4];
     for (s, step) in steps.iter_mut().enumerate() {
@@ -687,10 +619,9 @@ fn slice_fragments(w: &WeightStep, i: usize) -> [[u32; 4]; 4] {
     steps
 }
 
-/// A consumer thread: per segment, the mainloop over its warpgroup's 64-K slices, then the
-/// SiLU·up epilogue (whole tile) or the stream-K fix-up; in split-K tiles the two warpgroups then
-/// add their sums ([`combine_split_k`]). The weight pipeline runs across segments: the last step
-/// of a segment loads the first step of the next one, so a new tile starts without waiting for
+/// A consumer thread: per segment, the mainloop over its 64-K slices, then the SiLU·up epilogue
+/// (whole tile) or the stream-K fix-up. The weight pipeline runs across segments: the last stage
+/// of a segment loads the first stage of the next one, so a new tile starts without waiting for
 /// memory.
 #[inline(always)]
 unsafe fn consume<const ACC: usize, const SETS: usize>(
@@ -703,49 +634,46 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
 ) {
     let tile = shared.tile;
     let thread = sreg::thread_idx_x();
-    // The CTA's K-steps so far (over all segments): with the slice, the decoded-ring position.
-    let mut step_count = 0;
+    let mut decoded = RingPosition::<DECODED_STAGES>::new();
     let mut segments = work.segments();
     let mut current = match segments.clone().next() {
-        // SAFETY: the first step of the first segment's tile.
-        Some(first) => unsafe { WeightRows::new(p, grid, lane, &first).load(first.first_step) },
-        None => WeightStep::ZERO,
+        // SAFETY: the first stage of the first segment's tile.
+        Some(first) => unsafe { WeightRows::new(p, grid, lane, &first).load(first.first_stage) },
+        None => WeightStage::ZERO,
     };
     let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
     while let Some(segment) = segments.next() {
         let m0 = grid.coords(segment.tile).0 * tile.tokens;
         let n = lane.output(grid, &segment);
         let rows = WeightRows::new(p, grid, lane, &segment);
-        let (first, last) = (segment.first_step, segment.first_step + segment.steps - 1);
-        // What the last step loads: the next segment's first step (else its own step again,
+        let (first, last) = (segment.first_stage, segment.first_stage + segment.stages - 1);
+        // What the last stage loads: the next segment's first stage (else its own stage again,
         // unused), chosen here so that the loop body has one unconditional load.
-        let (tail_rows, tail_step) = match segments.clone().next() {
-            Some(following) => (WeightRows::new(p, grid, lane, &following), following.first_step),
+        let (tail_rows, tail_stage) = match segments.clone().next() {
+            Some(following) => (WeightRows::new(p, grid, lane, &following), following.first_stage),
             None => (WeightRows::new(p, grid, lane, &segment), last),
         };
         // SETS independent accumulator sets, k16 step s into set s % SETS: small tiles' wgmmas
         // are latency-bound when chained through one accumulator (see `Tile::accumulator_sets`).
         let mut sets = [[0f32; ACC]; SETS];
-        for step in first..=last {
-            // Loads in flight while this step computes: the segment's next step, else the tail.
-            let (next_rows, next_step) = if step < last {
-                (&rows, step + 1)
+        for stage in first..=last {
+            // Loads in flight while this stage computes: the segment's next stage, else the tail.
+            let (next_rows, next_stage) = if stage < last {
+                (&rows, stage + 1)
             } else {
-                (&tail_rows, tail_step)
+                (&tail_rows, tail_stage)
             };
-            // SAFETY: a step of this segment's tile or of the next segment's.
-            let next = unsafe { next_rows.load(next_step) };
+            // SAFETY: a stage of this segment's tile or of the next segment's.
+            let next = unsafe { next_rows.load(next_stage) };
             // One 64-K slice; written out four times so that every fragment index is a constant
             // (a run-time index would move the fragment registers to local memory).
             macro_rules! slice {
-                ($i:literal, $decode_next:expr) => {{
-                    let sequence = lane.ring_sequence(step_count, $i);
-                    let decoded = RingPosition::<DECODED_STAGES>::at(sequence);
+                ($j:literal, $decode_next:expr) => {{
                     let b = shared.decoded_slice(decoded.stage);
                     // SAFETY: barrier initialized; the decoder fills the slice.
                     unsafe { mbarrier::wait(shared.decoded_full(decoded.stage), decoded.full_parity()) };
                     wgmma::fence();
-                    let steps = &fragments[$i % 2];
+                    let steps = &fragments[$j % 2];
                     mma(&mut sets[0], steps[0], wgmma_desc_sw128_k_major(b));
                     mma(
                         &mut sets[1 % SETS],
@@ -765,13 +693,12 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
                     wgmma::commit_group();
                     // Decode the next slice while this one runs: its registers were last read by
                     // the slice before, which `wait_group::<1>` below retires.
-                    fragments[($i + 1) % 2] = $decode_next;
+                    fragments[($j + 1) % 2] = $decode_next;
                     wgmma::wait_group::<1>();
-                    if step > first || $i > 0 {
-                        // The warpgroup's slice before this one (slice 3 of the previous step).
-                        let previous = sequence.wrapping_sub(tile.stages_per_step());
-                        release(shared, RingPosition::<DECODED_STAGES>::at(previous).stage);
+                    if stage > first || $j > 0 {
+                        release_previous(shared, &decoded);
                     }
+                    decoded.advance();
                 }};
             }
             slice!(0, slice_fragments(&current, 1));
@@ -779,11 +706,9 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
             slice!(2, slice_fragments(&current, 3));
             slice!(3, slice_fragments(&next, 0));
             current = next;
-            step_count += 1;
         }
         wgmma::wait_group::<0>();
-        let last_slice = lane.ring_sequence(step_count.wrapping_sub(1), 3);
-        release(shared, RingPosition::<DECODED_STAGES>::at(last_slice).stage);
+        release_previous(shared, &decoded);
         // Constant indices only (an iterator over the sets moves them to local memory).
         let mut acc = sets[0];
         let mut add_set = |set: usize| {
@@ -803,52 +728,12 @@ unsafe fn consume<const ACC: usize, const SETS: usize>(
             add_set(3 % SETS);
         }
         // SAFETY: the workspace and counters were sized by the host plan for this split.
-        let finishes_tile =
-            segment.count == 1 || unsafe { fix_up(p, tile, work, &segment, &mut acc, thread) };
-        // SAFETY: the combine buffer is in the plan of split-K tiles.
-        if finishes_tile && (!tile.split_k || unsafe { combine_split_k(shared, &mut acc, thread) }) {
+        let finishes_tile = segment.count == 1 || unsafe { fix_up(p, work, &segment, &mut acc, thread) };
+        if finishes_tile {
             // SAFETY: output indices are checked against M; N is exact.
             unsafe { epilogue(p, &acc, m0, n, lane.t) };
         }
     }
-}
-
-/// Adds a split-K tile's two warpgroups' sums (called by all consumer threads together after the
-/// tile's last slice and fix-up): warpgroup 1 hands its accumulators to warpgroup 0 through
-/// shared memory. Returns true in warpgroup 0, which then holds the tile's sums.
-#[inline(always)]
-unsafe fn combine_split_k<const ACC: usize>(shared: &Shared, acc: &mut [f32; ACC], thread: u32) -> bool {
-    let (warpgroup, in_warpgroup) = (thread / WARPGROUP_THREADS, thread % WARPGROUP_THREADS);
-    // Accumulators 4q .. 4q + 3 of consecutive threads are consecutive 16-byte runs (no bank
-    // conflicts).
-    let element =
-        |q: usize| shared.base + shared.plan.combine + ((q as u32) * WARPGROUP_THREADS + in_warpgroup) * 16;
-    if warpgroup == 1 {
-        unrolled16!(ACC / 4, |q| {
-            let words = [
-                acc[4 * q].to_bits(),
-                acc[4 * q + 1].to_bits(),
-                acc[4 * q + 2].to_bits(),
-                acc[4 * q + 3].to_bits(),
-            ];
-            // SAFETY: inside the combine buffer (ACC / 4 runs of WARPGROUP_THREADS × 16 bytes).
-            unsafe { smem::st_v4(element(q), words) };
-        });
-    }
-    // First barrier: warpgroup 1's sums are written; second: warpgroup 0 has read them, so the
-    // buffer is free for the next tile.
-    fence::named_barrier::<COMBINE_BARRIER, CONSUMER_THREADS>();
-    if warpgroup == 0 {
-        unrolled16!(ACC / 4, |q| {
-            // SAFETY: as above.
-            let words = unsafe { smem::ld_v4(element(q)) };
-            for e in 0..4 {
-                acc[4 * q + e] += f32::from_bits(words[e]);
-            }
-        });
-    }
-    fence::named_barrier::<COMBINE_BARRIER, CONSUMER_THREADS>();
-    warpgroup == 0
 }
 
 /// Stream-K fix-up of a segment of a split tile, called by all consumer threads together.
@@ -865,13 +750,15 @@ unsafe fn combine_split_k<const ACC: usize>(shared: &Shared, acc: &mut [f32; ACC
 #[inline(always)]
 unsafe fn fix_up<const ACC: usize>(
     p: &Params,
-    tile: Tile,
     work: &Work,
     segment: &Segment,
     acc: &mut [f32; ACC],
     thread: u32,
 ) -> bool {
-    let slot_words = config::partial_slot_bytes(tile) as usize / 4;
+    let slot_words = config::partial_slot_bytes(Tile {
+        tokens: 2 * ACC as u32,
+    }) as usize
+        / 4;
     let slot = |index: u32| {
         // SAFETY: slots < 2 · CTAs, inside the workspace the plan allocated.
         unsafe {
@@ -947,11 +834,12 @@ unsafe fn fix_up<const ACC: usize>(
 /// The segment of a split tile that adds the others' partial sums (see [`fix_up`]).
 const REDUCER_SEGMENT: u32 = 0;
 
-/// Releases decoded slot `stage` (its wgmmas have completed).
+/// Releases the decoded slice before `position` (its wgmmas have completed).
 #[inline(always)]
-fn release(shared: &Shared, stage: u32) {
+fn release_previous(shared: &Shared, position: &RingPosition<DECODED_STAGES>) {
+    let previous = (position.stage + DECODED_STAGES - 1) % DECODED_STAGES;
     // SAFETY: barrier initialized.
-    unsafe { mbarrier::arrive(shared.decoded_empty(stage)) };
+    unsafe { mbarrier::arrive(shared.decoded_empty(previous)) };
 }
 
 /// `C[token][n] = silu(alpha_gate · gate) · (alpha_up · up)` for this thread's outputs:
@@ -974,8 +862,8 @@ unsafe fn epilogue<const ACC: usize>(p: &Params, acc: &[f32; ACC], m0: u32, n: u
 }
 
 macro_rules! entry_point {
-    ($name:ident, $acc:literal, $split_k:literal, $mma:path) => {
-        /// The sm_90a dual GEMM for one tile (see the module doc for the contract).
+    ($name:ident, $acc:literal, $mma:path) => {
+        /// The sm_90a dual GEMM for one token-tile width (see the module doc for the contract).
         ///
         /// # Safety
         /// Arguments must satisfy the module contract.
@@ -1014,31 +902,20 @@ macro_rules! entry_point {
             };
             // SAFETY (both): forwarded contract; descriptors point into the decoded slices.
             let mma = |acc: &mut [f32; $acc], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
-            const TILE: Tile = Tile {
-                tokens: 2 * $acc,
-                split_k: $split_k,
-            };
+            const TILE: Tile = Tile { tokens: 2 * $acc };
             const REGISTERS: config::RegisterSplit = TILE.registers();
             const SETS: usize = TILE.accumulator_sets() as usize;
             unsafe {
-                dual_gemm::<
-                    $acc,
-                    SETS,
-                    $split_k,
-                    { REGISTERS.consumer },
-                    { REGISTERS.decoder },
-                    { REGISTERS.producer },
-                >(&p, mma)
+                dual_gemm::<$acc, SETS, { REGISTERS.consumer }, { REGISTERS.decoder }, { REGISTERS.producer }>(
+                    &p, mma,
+                )
             }
         }
     };
 }
 
-entry_point!(nvfp4_dual_gemm_sm90_t8, 4, false, wgmma::m64n8k16);
-entry_point!(nvfp4_dual_gemm_sm90_t16, 8, false, wgmma::m64n16k16);
-entry_point!(nvfp4_dual_gemm_sm90_t32, 16, false, wgmma::m64n32k16);
-entry_point!(nvfp4_dual_gemm_sm90_t64, 32, false, wgmma::m64n64k16);
-entry_point!(nvfp4_dual_gemm_sm90_t128, 64, false, wgmma::m64n128k16);
-entry_point!(nvfp4_dual_gemm_sm90_t8_split, 4, true, wgmma::m64n8k16);
-entry_point!(nvfp4_dual_gemm_sm90_t16_split, 8, true, wgmma::m64n16k16);
-entry_point!(nvfp4_dual_gemm_sm90_t32_split, 16, true, wgmma::m64n32k16);
+entry_point!(nvfp4_dual_gemm_sm90_t8, 4, wgmma::m64n8k16);
+entry_point!(nvfp4_dual_gemm_sm90_t16, 8, wgmma::m64n16k16);
+entry_point!(nvfp4_dual_gemm_sm90_t32, 16, wgmma::m64n32k16);
+entry_point!(nvfp4_dual_gemm_sm90_t64, 32, wgmma::m64n64k16);
+entry_point!(nvfp4_dual_gemm_sm90_t128, 64, wgmma::m64n128k16);
