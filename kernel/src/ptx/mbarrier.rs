@@ -42,19 +42,40 @@ pub unsafe fn arrive_expect_tx(bar: u32, bytes: u32) {
     };
 }
 
-/// How long (ns) a waiting thread may stay suspended in one `try_wait` before it polls again:
-/// CUTLASS's 10 ms, that is, until the phase completes. Without a hint the hardware's short
-/// default made waiting warps spin (at M = 16 the decoders' retry loops were about 11 % of all
-/// instructions issued), taking issue slots from the warps that do the work.
-pub const SUSPEND_TIME_HINT_NS: u32 = 10_000_000;
-
-/// `mbarrier.try_wait.parity` with [`SUSPEND_TIME_HINT_NS`]: true once the phase of parity
-/// `parity` has completed (the thread may be suspended until then).
+/// `mbarrier.try_wait.parity`: true once the phase of parity `parity` has completed (the
+/// hardware may suspend the thread for a short, system-dependent time first).
 ///
 /// # Safety
 /// `bar` must be an initialized mbarrier.
 #[inline(always)]
 pub unsafe fn try_wait_parity(bar: u32, parity: u32) -> bool {
+    let done: u32;
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .pred p;",
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {ph};",
+            "selp.u32 {d}, 1, 0, p;",
+            "}}",
+            b = in(reg32) bar,
+            ph = in(reg32) parity,
+            d = out(reg32) done,
+        )
+    };
+    done != 0
+}
+
+/// How long (ns) [`wait_suspending`] lets a thread stay suspended in one `try_wait`: CUTLASS's
+/// 10 ms, that is, until the phase completes.
+pub const SUSPEND_TIME_HINT_NS: u32 = 10_000_000;
+
+/// [`try_wait_parity`] with [`SUSPEND_TIME_HINT_NS`] as the suspend-time hint.
+///
+/// # Safety
+/// `bar` must be an initialized mbarrier.
+#[inline(always)]
+pub unsafe fn try_wait_parity_suspending(bar: u32, parity: u32) -> bool {
     let done: u32;
     // SAFETY: guaranteed by the caller.
     unsafe {
@@ -71,6 +92,18 @@ pub unsafe fn try_wait_parity(bar: u32, parity: u32) -> bool {
         )
     };
     done != 0
+}
+
+/// Waits like [`wait`], but lets the thread sleep until the phase completes: for warps that
+/// would otherwise spin for long on the schedulers other warps need (at M = 16 the sm_90
+/// decoders' retry loops were about 11 % of all instructions issued).
+///
+/// # Safety
+/// `bar` must be an initialized mbarrier that eventually completes that phase.
+#[inline(always)]
+pub unsafe fn wait_suspending(bar: u32, parity: u32) {
+    // SAFETY: guaranteed by the caller.
+    while !unsafe { try_wait_parity_suspending(bar, parity) } {}
 }
 
 /// Waits until the phase of parity `parity` of `bar` has completed (acquire semantics).

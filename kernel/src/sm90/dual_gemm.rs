@@ -301,7 +301,7 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid, work: &Work) {
             // SAFETY: barriers are initialized; copies stay inside the stage buffers and inside
             // A's scales (only existing row blocks are copied); the box may run past M (zeros).
             unsafe {
-                mbarrier::wait(shared.raw_empty(ring.stage), ring.empty_parity());
+                mbarrier::wait_suspending(shared.raw_empty(ring.stage), ring.empty_parity());
                 mbarrier::arrive_expect_tx(full, bytes);
                 for b in 0..tile.token_boxes() {
                     let dst = shared.raw_tokens(ring.stage) + b * TOKEN_BOX_ROWS * 128;
@@ -344,7 +344,7 @@ unsafe fn produce_predecoded(p: &Params, shared: &Shared, grid: &TileGrid, work:
             // SAFETY: barriers are initialized; the box fills exactly one decoded slice (rows
             // past M are zeros).
             unsafe {
-                mbarrier::wait(shared.decoded_empty(ring.stage), ring.empty_parity());
+                mbarrier::wait_suspending(shared.decoded_empty(ring.stage), ring.empty_parity());
                 mbarrier::arrive_expect_tx(full, tile.decoded_slice_bytes());
                 copy::tensor_2d(
                     shared.decoded_slice(ring.stage),
@@ -377,14 +377,16 @@ unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: 
         let m0 = grid.coords(segment.tile).0 * tile.tokens;
         for _ in 0..segment.stages {
             // SAFETY: barriers are initialized; the producer fills this raw stage.
-            unsafe { mbarrier::wait(shared.raw_full(raw.stage), raw.full_parity()) };
+            unsafe { mbarrier::wait_suspending(shared.raw_full(raw.stage), raw.full_parity()) };
             for slice in 0..SLICES_PER_STAGE {
                 if slice != my_slice {
                     decoded.advance();
                     continue;
                 }
                 // SAFETY: as above; consumers release decoded slices.
-                unsafe { mbarrier::wait(shared.decoded_empty(decoded.stage), decoded.empty_parity()) };
+                unsafe {
+                    mbarrier::wait_suspending(shared.decoded_empty(decoded.stage), decoded.empty_parity())
+                };
                 let mut local = lane / BLOCKS_PER_SLICE;
                 while local < tokens_per_warp {
                     let row = warp * tokens_per_warp + local;
