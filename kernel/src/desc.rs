@@ -11,12 +11,24 @@ pub const SW128_ATOM_ROWS: u32 = 8;
 /// Bytes per swizzle atom: the stride between 8-row groups (SBO).
 pub const SW128_ATOM_BYTES: u32 = SW128_ROW_BYTES * SW128_ATOM_ROWS;
 
-/// Byte offset of 16-byte chunk `chunk` of row `row` in a 1024-byte-aligned SW128 tile.
+/// Byte offset of 16-byte chunk `chunk` of row `row` in a 1024-byte-aligned SW128 tile:
+/// [`sw128_row`] + [`sw128_in_row`].
 #[inline(always)]
 pub const fn sw128_offset(row: u32, chunk: u32) -> u32 {
-    (row / SW128_ATOM_ROWS) * SW128_ATOM_BYTES
-        + (row % SW128_ATOM_ROWS) * SW128_ROW_BYTES
-        + ((chunk ^ (row % SW128_ATOM_ROWS)) * 16)
+    sw128_row(row) + sw128_in_row(row, chunk)
+}
+
+/// Byte offset of row `row` (128-byte aligned) in a 1024-byte-aligned SW128 tile.
+#[inline(always)]
+pub const fn sw128_row(row: u32) -> u32 {
+    (row / SW128_ATOM_ROWS) * SW128_ATOM_BYTES + (row % SW128_ATOM_ROWS) * SW128_ROW_BYTES
+}
+
+/// Byte offset of 16-byte chunk `chunk` within row `row` (below 128, so it may be OR-ed into the
+/// row's 128-byte-aligned address).
+#[inline(always)]
+pub const fn sw128_in_row(row: u32, chunk: u32) -> u32 {
+    (chunk ^ (row % SW128_ATOM_ROWS)) * 16
 }
 
 /// wgmma (sm_90) descriptor of a K-major SW128 tile starting at shared address `addr`

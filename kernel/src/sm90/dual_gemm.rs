@@ -43,7 +43,7 @@
 //!    slice, issue 4 `wgmma m64nTk16`, release the previous slice; epilogue from registers.
 //! 2. Warpgroups 2–3, **decoders** (in-kernel tokens only): per 256-K stage, wait for the raw
 //!    token tile; each half warpgroup decodes one of its 64-K slices into a 128-byte-swizzled
-//!    fp16 tile, one 16-element scale block per thread (the same [`scaled_pairs`] as the
+//!    fp16 tile, one 16-element scale block per thread (the same [`tokens::scaled_pairs`] as the
 //!    weights), so that every slice's work sits on two schedulers and every scheduler gets
 //!    decode work (a single warp's chain took ≈ 950 clocks per slice for an 8-token tile).
 //! 3. Warpgroup 4, **producer**: one thread issues, per stage, the TMA load of the packed token
@@ -77,9 +77,8 @@
 //! all CTAs are resident: reducers wait for other CTAs), [`config::THREADS`] threads,
 //! [`SharedPlan::total`] bytes of dynamic shared memory.
 
-use crate::desc::{sw128_offset, wgmma_desc_sw128_k_major};
+use crate::desc::{sw128_in_row, sw128_row, wgmma_desc_sw128_k_major};
 use crate::epilogue::silu;
-use crate::fp4::e2m1x8_to_f16x2_pairs;
 use crate::layout::{ATOM_BYTES, BlockedScales};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, wgmma};
 use crate::ring::RingPosition;
@@ -89,7 +88,7 @@ use crate::sm90::config::{
     PRODUCER_WARPGROUP, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan, TILE_N, TOKEN_BOX_ROWS,
     Tile, WARPGROUP_THREADS,
 };
-use crate::sm90::tokens;
+use crate::sm90::tokens::{self, scaled_pairs};
 
 /// Runs `$body` with `$q` bound to the literals 0, 1, …, 15 while below `$limit`. Loops over
 /// the accumulators must use literal indices: LLVM does not fully unroll these loops, and a
@@ -447,28 +446,13 @@ unsafe fn decode_token_block(
     // SAFETY: inside the raw scale stage.
     let scale = cvt::e4m3_byte_to_f16x2_broadcast(unsafe { smem::ld_b32(scale_word) }, block);
     let pairs = scaled_pairs(lo, hi, scale);
-    // Pair p goes to chunk p of the row, swizzled: the row is 128-byte aligned, so the chunk's
-    // byte offset `16·(p ^ swizzle) + 4·block` is `(16·swizzle + 4·block) ^ 16·p`.
-    let row_addr = shared.decoded_slice(decoded_stage) + sw128_offset(row, 0) - 16 * swizzle;
-    let in_row = 16 * swizzle + 4 * block;
+    // Pair p is word `block` of chunk p of the row; the row's address is 128-byte aligned, so
+    // the offset within it ORs in (one LOP3 per store).
+    let row_addr = shared.decoded_slice(decoded_stage) + sw128_row(row);
     for (p, pair) in pairs.iter().enumerate() {
         // SAFETY: row < tokens, chunk < 8: inside the decoded slice.
-        unsafe { smem::st_b32(row_addr | (in_row ^ (16 * p as u32)), *pair) };
+        unsafe { smem::st_b32(row_addr | sw128_in_row(row, p as u32) | (4 * block), *pair) };
     }
-}
-
-/// The eight fp16x2 pairs of one 16-element block (`lo` = elements 0..7, `hi` = 8..15), each
-/// `e2m1 · scale · 2⁻¹⁴`, in [`crate::fp4::PAIR_ELEMENTS`] order; `scale` is the block's e4m3
-/// scale as fp16 in both halves. Weights and tokens decode through this one function.
-#[inline(always)]
-fn scaled_pairs(lo: u32, hi: u32, scale: u32) -> [u32; 8] {
-    let (a, b) = (e2m1x8_to_f16x2_pairs(lo), e2m1x8_to_f16x2_pairs(hi));
-    let mut out = [0u32; 8];
-    for i in 0..4 {
-        out[i] = cvt::mul_f16x2(a[i], scale);
-        out[4 + i] = cvt::mul_f16x2(b[i], scale);
-    }
-    out
 }
 
 /// One thread's weights for one 256-K stage: for the gate row (B1) and the up row (B2), the

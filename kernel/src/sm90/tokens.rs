@@ -12,7 +12,7 @@
 //!   Large tiles would otherwise decode every token once per 64-output tile: measured on an
 //!   H200, skipping that decode made the 128-token kernel 16–24 % faster.
 
-use crate::fp4::e2m1x8_pair;
+use crate::fp4::e2m1x8_to_f16x2_pairs;
 use crate::layout::BlockedScales;
 use crate::ptx::{cvt, fence, mem, sreg};
 use crate::sm90::config::{self, K_PER_SLICE};
@@ -22,27 +22,20 @@ const SLICE_BYTES: usize = K_PER_SLICE as usize / 2;
 /// 16-byte chunks of one token's decoded slice (128 bytes of fp16, one swizzle row).
 pub const CHUNKS_PER_SLICE: u32 = 2 * K_PER_SLICE / 16;
 
-/// Chunk `pair` (0..8) of a decoded slice from its 32 packed bytes (`words`, block `b` in
-/// words `2b` and `2b + 1`) and its blocks' scales (`block_scales[b]`: the e4m3 scale as fp16 in
-/// both halves).
+/// The eight fp16x2 pairs of one 16-element scale block (`lo` = elements 0..7, `hi` = 8..15),
+/// each `e2m1 · scale · 2⁻¹⁴`, in [`crate::fp4::PAIR_ELEMENTS`] order; `scale` is the block's
+/// e4m3 scale as fp16 in both halves. Both operands decode through this one function: the
+/// weights into register fragments, the tokens into the slices above (pair `p` of block `b` is
+/// word `b` of chunk `p`).
 #[inline(always)]
-pub fn slice_chunk(words: &[u32; 8], block_scales: &[u32; 4], pair: usize) -> [u32; 4] {
-    let half = pair / 4;
-    let block_words = [words[half], words[2 + half], words[4 + half], words[6 + half]];
-    block_pairs(&block_words, block_scales, (pair % 4) as u32)
-}
-
-/// Pair `k` (0..4) of [`e2m1x8_pair`] of each block's word (`words[b]`: the block's word that
-/// holds the pair), times the block's scale: one chunk of a decoded slice.
-#[inline(always)]
-pub fn block_pairs(words: &[u32; 4], block_scales: &[u32; 4], k: u32) -> [u32; 4] {
-    core::array::from_fn(|block| cvt::mul_f16x2(e2m1x8_pair(words[block], k), block_scales[block]))
-}
-
-/// The four scale codes of a slice (one byte per block, block 0 lowest) as fp16x2 broadcasts.
-#[inline(always)]
-pub fn block_scales(codes: u32) -> [u32; 4] {
-    core::array::from_fn(|b| cvt::e4m3_to_f16x2_broadcast(codes >> (8 * b)))
+pub fn scaled_pairs(lo: u32, hi: u32, scale: u32) -> [u32; 8] {
+    let (a, b) = (e2m1x8_to_f16x2_pairs(lo), e2m1x8_to_f16x2_pairs(hi));
+    let mut out = [0u32; 8];
+    for i in 0..4 {
+        out[i] = cvt::mul_f16x2(a[i], scale);
+        out[4 + i] = cvt::mul_f16x2(b[i], scale);
+    }
+    out
 }
 
 /// Decodes an NVFP4 token matrix into the operand format above: `out` row `r` holds slice `j`
@@ -88,10 +81,14 @@ pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(
                 scales.add(layout.offset(row as usize, (slice * config::BLOCKS_PER_SLICE) as usize))
                     as *const u32,
             );
-            let block_scales = block_scales(codes);
+            let blocks: [[u32; 8]; 4] = core::array::from_fn(|b| {
+                let scale = cvt::e4m3_byte_to_f16x2_broadcast(codes, b as u32);
+                scaled_pairs(words[2 * b], words[2 * b + 1], scale)
+            });
             let dst = out.add(item as usize * CHUNKS_PER_SLICE as usize * 4);
             for pair in 0..CHUNKS_PER_SLICE as usize {
-                mem::st_global_v4_b32(dst.add(4 * pair), slice_chunk(&words, &block_scales, pair));
+                let chunk = [blocks[0][pair], blocks[1][pair], blocks[2][pair], blocks[3][pair]];
+                mem::st_global_v4_b32(dst.add(4 * pair), chunk);
             }
         }
         item += stride;
