@@ -9,7 +9,9 @@ use nvfp4_kernel::desc::{sw128_offset, wgmma_desc_sw128_k_major};
 use nvfp4_kernel::fp4::{PAIR_ELEMENTS, e2m1_to_f16_bits_scaled, e2m1x8_to_f16x2_pairs};
 use nvfp4_kernel::ring::RingPosition;
 use nvfp4_kernel::schedule::{Segment, StreamK, TileGrid};
-use nvfp4_kernel::sm90::config::{TILES, Tile};
+use nvfp4_kernel::sm90::config::{
+    BLOCKS_PER_STAGE, SLICES_PER_STAGE, TILES, Tile, WEIGHT_CHUNKS_PER_STAGE, stage_block,
+};
 
 fn scaled_f16(code: u32) -> u16 {
     f16::from_f32(e2m1_to_f32(code as u8) * 2f32.powi(-14)).to_bits()
@@ -224,6 +226,46 @@ fn sm90_predecoded_tiles_load_one_decoded_slice_per_tma_box_and_keep_no_raw_ring
     }
     assert!(predecoded >= 1, "the largest tile pre-decodes its tokens");
     assert!(TILES[TILES.len() - 1].predecoded_tokens() && !TILES[0].predecoded_tokens());
+}
+
+#[test]
+fn sm90_k_order_gives_every_block_of_a_stage_one_slice_and_lane_and_each_lane_whole_chunks() {
+    let mut owner = vec![None; BLOCKS_PER_STAGE as usize];
+    for slice in 0..SLICES_PER_STAGE {
+        for lane in 0..4 {
+            let block = stage_block(slice, lane);
+            assert!(
+                block < BLOCKS_PER_STAGE,
+                "slice {slice} lane {lane}: block {block}"
+            );
+            assert_eq!(owner[block as usize], None, "block {block} assigned twice");
+            owner[block as usize] = Some((slice, lane));
+        }
+    }
+    assert!(
+        owner.iter().all(Option::is_some),
+        "every block of the stage is decoded"
+    );
+    // Each lane's blocks are whole 16-byte chunks (two blocks each): slices 2h and 2h + 1 take
+    // the low and high half of chunk h, whose scale codes are adjacent bytes of one atom word.
+    for lane in 0..4 {
+        for h in 0..WEIGHT_CHUNKS_PER_STAGE {
+            let (low, high) = (stage_block(2 * h, lane), stage_block(2 * h + 1, lane));
+            assert_eq!(low % 2, 0, "lane {lane} chunk {h} starts a 16-byte chunk");
+            assert_eq!(high, low + 1, "lane {lane} chunk {h} is one 16-byte chunk");
+            assert_eq!(low / 4, high / 4, "both scale codes in one atom word");
+        }
+        // The chunks of a lane sit at a fixed stride (one address increment in the kernel).
+        assert_eq!(
+            stage_block(2, lane) - stage_block(0, lane),
+            stage_block(2, 0) - stage_block(0, 0)
+        );
+    }
+    // A quad's four lanes read four consecutive 16-byte chunks per load: coalesced rows.
+    for h in 0..WEIGHT_CHUNKS_PER_STAGE {
+        let chunks: Vec<u32> = (0..4).map(|lane| stage_block(2 * h, lane) / 2).collect();
+        assert!(chunks.windows(2).all(|w| w[1] == w[0] + 1), "chunks {chunks:?}");
+    }
 }
 
 #[test]

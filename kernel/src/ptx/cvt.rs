@@ -37,9 +37,35 @@ pub fn f16_to_f32(h: u16) -> f32 {
 #[inline(always)]
 pub fn e4m3x2_to_f16x2(pair: u16) -> u32 {
     let h: u32;
-    // SAFETY: pure register arithmetic (sm_89+).
-    unsafe { asm!("cvt.rn.f16x2.e4m3x2 {h}, {p};", h = out(reg32) h, p = in(reg16) pair) };
+    // SAFETY: pure register arithmetic (sm_89+). Marked pure so that LLVM converts a pair once
+    // when several slices use its halves.
+    unsafe {
+        asm!(
+            "cvt.rn.f16x2.e4m3x2 {h}, {p};",
+            h = out(reg32) h,
+            p = in(reg16) pair,
+            options(pure, nomem, nostack),
+        )
+    };
     h
+}
+
+/// Half `high` (false: the low half) of the fp16x2 `pair` in both halves (one `prmt`).
+#[inline(always)]
+pub fn f16x2_broadcast_half(pair: u32, high: bool) -> u32 {
+    let selector: u32 = if high { 0x3232 } else { 0x1010 };
+    let d: u32;
+    // SAFETY: pure register arithmetic; the selector copies bytes of `pair` only.
+    unsafe {
+        asm!(
+            "prmt.b32 {d}, {p}, 0, {s};",
+            d = out(reg32) d,
+            p = in(reg32) pair,
+            s = in(reg32) selector,
+            options(pure, nomem, nostack),
+        )
+    };
+    d
 }
 
 /// `mul.rn.f16x2`: lane-wise fp16 product (subnormals kept; no flush).
@@ -49,12 +75,6 @@ pub fn mul_f16x2(a: u32, b: u32) -> u32 {
     // SAFETY: pure register arithmetic.
     unsafe { asm!("mul.rn.f16x2 {d}, {a}, {b};", d = out(reg32) d, a = in(reg32) a, b = in(reg32) b) };
     d
-}
-
-/// An e4m3 byte as fp16 in both halves of an fp16x2 (exact).
-#[inline(always)]
-pub fn e4m3_to_f16x2_broadcast(code: u32) -> u32 {
-    e4m3x2_to_f16x2(((code & 0xFF) * 0x101) as u16)
 }
 
 /// Byte `byte` (0..4) of `word`, an e4m3 code, as fp16 in both halves of an fp16x2 (exact): one

@@ -64,6 +64,18 @@ pub unsafe fn ld_global_nc_u8(ptr: *const u8) -> u8 {
     v as u8
 }
 
+/// `ld.global.nc.u16`: load two read-only bytes through the non-coherent cache.
+///
+/// # Safety
+/// `ptr` must be a valid, 2-byte aligned global address that no thread writes during the kernel.
+#[inline(always)]
+pub unsafe fn ld_global_nc_u16(ptr: *const u16) -> u16 {
+    let v: u16;
+    // SAFETY: the caller guarantees the address and that it is read-only.
+    unsafe { asm!("ld.global.nc.u16 {v}, [{p}];", p = in(reg64) ptr, v = out(reg16) v) };
+    v
+}
+
 /// `st.global.b16`: store 2 bytes.
 ///
 /// # Safety
@@ -74,23 +86,25 @@ pub unsafe fn st_global_b16(ptr: *mut u16, v: u16) {
     unsafe { asm!("st.global.b16 [{p}], {v};", p = in(reg64) ptr, v = in(reg16) v) };
 }
 
-/// `ld.global.nc.L1::no_allocate.v2.b32`: 8 read-only bytes that are used once (streamed).
+/// `ld.global.nc.L1::no_allocate.v4.b32`: 16 read-only bytes that are used once (streamed).
 ///
 /// # Safety
-/// `ptr` must be a valid, 8-byte aligned global address that no thread writes during the kernel.
+/// `ptr` must be a valid, 16-byte aligned global address that no thread writes during the kernel.
 #[inline(always)]
-pub unsafe fn ld_global_stream_v2_b32(ptr: *const u32) -> [u32; 2] {
-    let (a, b): (u32, u32);
+pub unsafe fn ld_global_stream_v4_b32(ptr: *const u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
     // SAFETY: the caller guarantees the address and that it is read-only.
     unsafe {
         asm!(
-            "ld.global.nc.L1::no_allocate.v2.b32 {{{a}, {b}}}, [{p}];",
+            "ld.global.nc.L1::no_allocate.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
             p = in(reg64) ptr,
             a = out(reg32) a,
             b = out(reg32) b,
+            c = out(reg32) c,
+            d = out(reg32) d,
         )
     };
-    [a, b]
+    [a, b, c, d]
 }
 
 /// `ld.global.nc.v4.b32`: load 16 read-only bytes through the non-coherent cache.

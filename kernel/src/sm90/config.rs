@@ -66,6 +66,24 @@ pub const SLICES_PER_STAGE: u32 = K_PER_STAGE / K_PER_SLICE;
 pub const BLOCKS_PER_SLICE: u32 = K_PER_SLICE / SCALE_BLOCK_K as u32;
 /// wgmma k16 steps per decoded slice.
 pub const STEPS_PER_SLICE: u32 = K_PER_SLICE / 16;
+/// Scale blocks (16 K each) per raw stage.
+pub const BLOCKS_PER_STAGE: u32 = K_PER_STAGE / SCALE_BLOCK_K as u32;
+/// 16-byte chunks of packed fp4 (two scale blocks each) that one consumer thread loads per row
+/// and stage (see [`stage_block`]).
+pub const WEIGHT_CHUNKS_PER_STAGE: u32 = SLICES_PER_STAGE / 2;
+
+/// The K order of both operands: in every 256-K stage, quad lane `lane` (0..4) of a consumer
+/// warp decodes scale block `stage_block(slice, lane)` (of [`BLOCKS_PER_STAGE`]) for 64-K slice
+/// `slice`, and the token operand holds the same block in that slice's word `lane` (see
+/// `sm90::tokens`). Any assignment that gives each (slice, lane) one block would be correct (a
+/// dot product may sum K in any order). This one gives lane `t` the blocks `2t` and `2t + 1`
+/// for slices 0 and 1, and `8 + 2t` and `9 + 2t` for slices 2 and 3: two whole 16-byte chunks
+/// of each weight row (bytes `16t` and `64 + 16t` of its stage) and, per chunk, two adjacent
+/// scale bytes of one atom. A consumer thread thus issues four 16-byte and four 2-byte loads
+/// per stage instead of eight 8-byte and eight 1-byte loads.
+pub const fn stage_block(slice: u32, lane: u32) -> u32 {
+    8 * (slice / 2) + 2 * lane + slice % 2
+}
 /// Token rows per TMA box (the box is 128 bytes × this many rows, 128-byte swizzled).
 pub const TOKEN_BOX_ROWS: u32 = 64;
 /// Bytes of token scales per 128 token rows and raw stage: 4 consecutive 512-byte atoms.

@@ -25,7 +25,9 @@
 //!   the block ([`crate::fp4::PAIR_ELEMENTS`]); pair `p` of the block of quad lane `t` becomes
 //!   fragment k-pair `8·(p % 2) + 2t` of k16 step `p / 2`. The token decoder writes shared memory
 //!   in the same permuted K order, so the dot products are unchanged. Within a 256-K stage,
-//!   slice `j` (64 K, one 128-byte swizzled row per token) holds blocks `4j .. 4j + 3`.
+//!   slice `j` (64 K, one 128-byte swizzled row per token) holds the blocks
+//!   [`config::stage_block`]`(j, t)` of lanes `t = 0..3`, chosen so that a thread loads each of its
+//!   weight rows as two 16-byte chunks and two 2-byte scale pairs per stage.
 //! * **Exact fp16 operands.** The trick yields `e2m1 · 2⁻¹⁴`; one `mul.f16x2` by the e4m3 scale
 //!   gives `e2m1 · scale · 2⁻¹⁴` exactly (a multiple of 2⁻²⁴ below 0.17: subnormals included).
 //!   The epilogue multiplies each fp32 sum by `alpha = 2²⁸ · g_A · g_B`.
@@ -84,9 +86,9 @@ use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, wgmma};
 use crate::ring::RingPosition;
 use crate::schedule::{Segment, Segments, StreamK, TileGrid};
 use crate::sm90::config::{
-    self, BLOCKS_PER_SLICE, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP, K_PER_STAGE,
-    PRODUCER_WARPGROUP, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan, TILE_N, TOKEN_BOX_ROWS,
-    Tile, WARPGROUP_THREADS,
+    self, BLOCKS_PER_SLICE, BLOCKS_PER_STAGE, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP,
+    K_PER_STAGE, PRODUCER_WARPGROUP, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan, TILE_N,
+    TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS, WEIGHT_CHUNKS_PER_STAGE, stage_block,
 };
 use crate::sm90::tokens::{self, scaled_pairs};
 
@@ -366,10 +368,10 @@ unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: 
     let tile = shared.tile;
     let my_slice = decoder_slice(decoder, thread / DECODER_HALF_THREADS);
     // Warp `w` of the half decodes tokens `w·T/2 .. (w + 1)·T/2`, eight per round, lane `l`
-    // token `l / 4` of the round and block `l % 4`: a round's stores hit 32 distinct banks.
+    // token `l / 4` of the round and word `l % 4`: a round's stores hit 32 distinct banks.
     let (warp, lane) = ((thread % DECODER_HALF_THREADS) / 32, thread % 32);
     let tokens_per_warp = tile.tokens / 2;
-    let block = lane % BLOCKS_PER_SLICE;
+    let word = lane % BLOCKS_PER_SLICE;
     let mut raw = RingPosition::<RAW_STAGES>::new();
     let mut decoded = RingPosition::<DECODED_STAGES>::new();
     for segment in work.segments() {
@@ -390,7 +392,7 @@ unsafe fn decode_tokens(shared: &Shared, grid: &TileGrid, work: &Work, decoder: 
                 while local < tokens_per_warp {
                     let row = warp * tokens_per_warp + local;
                     // SAFETY: row < tokens ≤ raw rows, block < 4: inside the stage buffers.
-                    unsafe { decode_token_block(shared, raw.stage, decoded.stage, m0, row, slice, block) };
+                    unsafe { decode_token_block(shared, raw.stage, decoded.stage, m0, row, slice, word) };
                     local += 32 / BLOCKS_PER_SLICE;
                 }
                 fence::proxy_async_shared();
@@ -415,9 +417,9 @@ const fn decoder_slice(decoder: u32, half: u32) -> u32 {
     decoder + DECODER_WARPGROUPS * half
 }
 
-/// Decodes scale block `block` of token `row`'s slice `slice` (block `4·slice + block` of the
-/// raw stage) into decoded row `row`: its pair `p` ([`crate::fp4::PAIR_ELEMENTS`]) is word
-/// `block` of 16-byte chunk `p` (see [`tokens`]).
+/// Decodes token `row`'s scale block for word `word` of slice `slice` (block
+/// [`stage_block`]`(slice, word)` of the raw stage) into decoded row `row`: its pair `p`
+/// ([`crate::fp4::PAIR_ELEMENTS`]) is word `word` of 16-byte chunk `p` (see [`tokens`]).
 #[inline(always)]
 unsafe fn decode_token_block(
     shared: &Shared,
@@ -426,58 +428,64 @@ unsafe fn decode_token_block(
     m0: u32,
     row: u32,
     slice: u32,
-    block: u32,
+    word: u32,
 ) {
+    let block = stage_block(slice, word);
     let raw_row = shared.raw_tokens(raw_stage)
         + (row / TOKEN_BOX_ROWS) * TOKEN_BOX_ROWS * 128
         + (row % TOKEN_BOX_ROWS) * 128;
-    let swizzle = row % 8;
-    // The slice's 32 packed bytes are chunks 2·slice (blocks 0, 1) and 2·slice + 1 (2, 3).
-    let chunk = 2 * slice + block / 2;
+    // The block's 8 packed bytes are half `block % 2` of 16-byte chunk `block / 2` (swizzled).
+    let chunk = block / 2;
     // SAFETY: inside the raw stage (the caller's contract); 8-byte aligned.
-    let [lo, hi] = unsafe { smem::ld_v2(raw_row + (chunk ^ swizzle) * 16 + 8 * (block % 2)) };
+    let [lo, hi] = unsafe { smem::ld_v2(raw_row + (chunk ^ (row % 8)) * 16 + 8 * (block % 2)) };
     let token = m0 + row;
-    let in_block = token % 128;
+    let in_group = token % 128;
+    // The word of the block's scale atom that holds this token's 4 codes (layout.rs).
     let scale_word = shared.raw_scales(raw_stage)
         + (token / 128 - m0 / 128) * SCALE_GROUP_BYTES
-        + slice * ATOM_BYTES as u32
-        + (in_block % 32) * 16
-        + (in_block / 32) * 4;
+        + (block / 4) * ATOM_BYTES as u32
+        + (in_group % 32) * 16
+        + (in_group / 32) * 4;
     // SAFETY: inside the raw scale stage.
-    let scale = cvt::e4m3_byte_to_f16x2_broadcast(unsafe { smem::ld_b32(scale_word) }, block);
+    let scale = cvt::e4m3_byte_to_f16x2_broadcast(unsafe { smem::ld_b32(scale_word) }, block % 4);
     let pairs = scaled_pairs(lo, hi, scale);
-    // Pair p is word `block` of chunk p of the row; the row's address is 128-byte aligned, so
+    // Pair p is word `word` of chunk p of the row; the row's address is 128-byte aligned, so
     // the offset within it ORs in (one LOP3 per store).
     let row_addr = shared.decoded_slice(decoded_stage) + sw128_row(row);
     for (p, pair) in pairs.iter().enumerate() {
         // SAFETY: row < tokens, chunk < 8: inside the decoded slice.
-        unsafe { smem::st_b32(row_addr | sw128_in_row(row, p as u32) | (4 * block), *pair) };
+        unsafe { smem::st_b32(row_addr | sw128_in_row(row, p as u32) | (4 * word), *pair) };
     }
 }
 
-/// One thread's weights for one 256-K stage: for the gate row (B1) and the up row (B2), the
-/// 8 bytes of block `4j + t` and its scale code, for slices `j = 0..3`.
+/// One thread's weights for one 256-K stage: for the gate row (B1) and the up row (B2), chunk
+/// `h` (of [`WEIGHT_CHUNKS_PER_STAGE`]) holds the 16 bytes of blocks [`stage_block`]`(2h, t)`
+/// (words 0, 1: slice `2h`) and `stage_block(2h + 1, t)` (words 2, 3: slice `2h + 1`), and
+/// `*_scales[h]` their two e4m3 codes (low byte: slice `2h`).
 #[derive(Clone, Copy)]
 struct WeightStage {
-    gate: [[u32; 2]; 4],
-    up: [[u32; 2]; 4],
-    gate_scale: [u32; 4],
-    up_scale: [u32; 4],
+    gate: [[u32; 4]; WEIGHT_CHUNKS],
+    up: [[u32; 4]; WEIGHT_CHUNKS],
+    gate_scales: [u32; WEIGHT_CHUNKS],
+    up_scales: [u32; WEIGHT_CHUNKS],
 }
+
+/// [`WEIGHT_CHUNKS_PER_STAGE`] as an array length.
+const WEIGHT_CHUNKS: usize = WEIGHT_CHUNKS_PER_STAGE as usize;
 
 impl WeightStage {
     /// No weights (all zero): what the pipeline carries past a CTA's last stage.
     const ZERO: Self = Self {
-        gate: [[0; 2]; 4],
-        up: [[0; 2]; 4],
-        gate_scale: [0; 4],
-        up_scale: [0; 4],
+        gate: [[0; 4]; WEIGHT_CHUNKS],
+        up: [[0; 4]; WEIGHT_CHUNKS],
+        gate_scales: [0; WEIGHT_CHUNKS],
+        up_scales: [0; WEIGHT_CHUNKS],
     };
 }
 
-/// Where a consumer thread sits in the tile: its quad lane `t` (the 16-K block it decodes in each
-/// slice) and the output column `n_in_tile` (from warpgroup, warp and row group `g`) whose gate
-/// and up rows it decodes and stores.
+/// Where a consumer thread sits in the tile: its quad lane `t` (which picks its scale blocks,
+/// [`stage_block`]) and the output column `n_in_tile` (from warpgroup, warp and row group `g`)
+/// whose gate and up rows it decodes and stores.
 struct ConsumerLane {
     t: u32,
     n_in_tile: u32,
@@ -502,26 +510,36 @@ impl ConsumerLane {
     }
 }
 
-/// Where one consumer thread's weights are for one segment's tile: byte offsets of its block
-/// (`8·t` bytes into each slice) in B1/B2 and of its scale column (`t`) in their scales. Gate and
-/// up rows share both offsets; the base pointers stay kernel parameters (constant bank, not
-/// registers).
+/// Where one consumer thread's weights are for one segment's tile: byte offsets, in stage 0, of
+/// its first chunk in B1/B2 (`8 · stage_block(0, t)` bytes into its row) and of that chunk's
+/// scale pair in their scales. Gate and up rows share both offsets; the base pointers stay
+/// kernel parameters (constant bank, not registers).
 struct WeightRows<'a> {
     p: &'a Params,
     data: usize,
     scale: usize,
 }
 
+/// Bytes between a thread's weight chunks `h` and `h + 1` in a row's stage (blocks 8 apart).
+const CHUNK_STRIDE: usize = 8 * (stage_block(2, 0) - stage_block(0, 0)) as usize;
+/// Bytes between the scale pairs of chunks `h` and `h + 1` (blocks 8 apart: two atoms).
+const CHUNK_SCALE_STRIDE: usize = ((stage_block(2, 0) - stage_block(0, 0)) as usize / 4) * ATOM_BYTES;
+/// Bytes of one row's stage of packed fp4.
+const STAGE_ROW_BYTES: usize = K_PER_STAGE as usize / 2;
+/// Bytes between one stage's scale atoms and the next stage's (for one 128-row block).
+const STAGE_SCALE_BYTES: usize = (BLOCKS_PER_STAGE as usize / 4) * ATOM_BYTES;
+
 impl<'a> WeightRows<'a> {
     /// The rows of `lane` in `segment`'s tile.
     #[inline(always)]
     fn new(p: &'a Params, grid: &TileGrid, lane: &ConsumerLane, segment: &Segment) -> Self {
         let n = lane.output(grid, segment);
+        let block = stage_block(0, lane.t);
         // n < N (N is a multiple of TILE_N): the offsets are inside the buffers.
         Self {
             p,
-            data: (n as usize) * (p.k as usize / 2) + 8 * lane.t as usize,
-            scale: BlockedScales::new(p.n as usize, p.k as usize).offset(n as usize, lane.t as usize),
+            data: (n as usize) * (p.k as usize / 2) + 8 * block as usize,
+            scale: BlockedScales::new(p.n as usize, p.k as usize).offset(n as usize, block as usize),
         }
     }
 
@@ -529,15 +547,16 @@ impl<'a> WeightRows<'a> {
     #[inline(always)]
     unsafe fn load(&self, stage: u32) -> WeightStage {
         let mut w = WeightStage::ZERO;
-        for j in 0..SLICES_PER_STAGE as usize {
-            let data = self.data + (stage * 128) as usize + 32 * j;
-            let scale = self.scale + (stage * SLICES_PER_STAGE) as usize * ATOM_BYTES + j * ATOM_BYTES;
-            // SAFETY: rows and offsets are inside B1/B2 and their scales (host contract).
+        for h in 0..WEIGHT_CHUNKS {
+            let data = self.data + stage as usize * STAGE_ROW_BYTES + h * CHUNK_STRIDE;
+            let scale = self.scale + stage as usize * STAGE_SCALE_BYTES + h * CHUNK_SCALE_STRIDE;
+            // SAFETY: rows and offsets are inside B1/B2 and their scales (host contract); the
+            // chunks are 16-byte aligned, the scale pairs 2-byte aligned (even scale columns).
             unsafe {
-                w.gate[j] = mem::ld_global_stream_v2_b32(self.p.b1.add(data) as *const u32);
-                w.up[j] = mem::ld_global_stream_v2_b32(self.p.b2.add(data) as *const u32);
-                w.gate_scale[j] = mem::ld_global_nc_u8(self.p.b1_scales.add(scale)) as u32;
-                w.up_scale[j] = mem::ld_global_nc_u8(self.p.b2_scales.add(scale)) as u32;
+                w.gate[h] = mem::ld_global_stream_v4_b32(self.p.b1.add(data) as *const u32);
+                w.up[h] = mem::ld_global_stream_v4_b32(self.p.b2.add(data) as *const u32);
+                w.gate_scales[h] = mem::ld_global_nc_u16(self.p.b1_scales.add(scale) as *const u16) as u32;
+                w.up_scales[h] = mem::ld_global_nc_u16(self.p.b2_scales.add(scale) as *const u16) as u32;
             }
         }
         w
@@ -560,8 +579,9 @@ unsafe fn warm_up_weights(p: &Params, grid: &TileGrid, work: &Work, lane: &Consu
     };
     let stages = segment.stages.min(WARM_UP_STAGES);
     let rows = WeightRows::new(p, grid, lane, &segment);
-    let row_bytes = stages * 128;
-    let data = rows.data - 8 * lane.t as usize + (segment.first_stage * 128) as usize;
+    let row_bytes = stages * STAGE_ROW_BYTES as u32;
+    let row_start = rows.data - 8 * stage_block(0, lane.t) as usize;
+    let data = row_start + segment.first_stage as usize * STAGE_ROW_BYTES;
     let n0 = grid.coords(segment.tile).1 * TILE_N;
     let scales = BlockedScales::new(p.n as usize, p.k as usize).atom_offset(
         (n0 / 128) as usize,
@@ -585,19 +605,17 @@ unsafe fn warm_up_weights(p: &Params, grid: &TileGrid, work: &Work, lane: &Consu
 }
 
 /// The 16 fragment registers of one 64-K slice: for each of its 4 k16 steps, `[a0, a1, a2, a3]`
-/// = (gate, pair 2s), (up, pair 2s), (gate, pair 2s + 1), (up, pair 2s + 1).
+/// = (gate, pair 2s), (up, pair 2s), (gate, pair 2s + 1), (up, pair 2s + 1) of the thread's
+/// block [`stage_block`]`(j, t)`.
 #[inline(always)]
 fn slice_fragments(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
-    let gate = scaled_pairs(
-        w.gate[j][0],
-        w.gate[j][1],
-        cvt::e4m3_to_f16x2_broadcast(w.gate_scale[j]),
-    );
-    let up = scaled_pairs(
-        w.up[j][0],
-        w.up[j][1],
-        cvt::e4m3_to_f16x2_broadcast(w.up_scale[j]),
-    );
+    let (h, odd) = (j / 2, j % 2 == 1);
+    let words = 2 * (j % 2);
+    // One conversion per scale pair (LLVM merges the two slices' `cvt`s), one `prmt` per slice.
+    let gate_scale = cvt::f16x2_broadcast_half(cvt::e4m3x2_to_f16x2(w.gate_scales[h] as u16), odd);
+    let up_scale = cvt::f16x2_broadcast_half(cvt::e4m3x2_to_f16x2(w.up_scales[h] as u16), odd);
+    let gate = scaled_pairs(w.gate[h][words], w.gate[h][words + 1], gate_scale);
+    let up = scaled_pairs(w.up[h][words], w.up[h][words + 1], up_scale);
     let mut steps = [[0u32; 4]; 4];
     for (s, step) in steps.iter_mut().enumerate() {
         *step = [gate[2 * s], up[2 * s], gate[2 * s + 1], up[2 * s + 1]];
