@@ -79,9 +79,9 @@
 //! all CTAs are resident: reducers wait for other CTAs), [`config::THREADS`] threads,
 //! [`SharedPlan::total`] bytes of dynamic shared memory.
 
-use crate::desc::{sw128_in_row, sw128_row, wgmma_desc_sw128_k_major};
+use crate::desc::{sw128_in_row, sw128_offset, sw128_row, wgmma_desc_sw128_k_major};
 use crate::epilogue::silu;
-use crate::layout::{ATOM_BYTES, BlockedScales};
+use crate::layout::{ATOM_BYTES, ATOM_ROWS, BlockedScales};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, wgmma};
 use crate::ring::RingPosition;
 use crate::schedule::{Segment, Segments, StreamK, TileGrid};
@@ -431,21 +431,18 @@ unsafe fn decode_token_block(
     word: u32,
 ) {
     let block = stage_block(slice, word);
-    let raw_row = shared.raw_tokens(raw_stage)
-        + (row / TOKEN_BOX_ROWS) * TOKEN_BOX_ROWS * 128
-        + (row % TOKEN_BOX_ROWS) * 128;
-    // The block's 8 packed bytes are half `block % 2` of 16-byte chunk `block / 2` (swizzled).
-    let chunk = block / 2;
+    // The block's 8 packed bytes are half `block % 2` of 16-byte chunk `block / 2` of the row
+    // (the TMA boxes stack the stage's rows as one 128-byte-swizzled tile).
+    let packed = shared.raw_tokens(raw_stage) + sw128_offset(row, block / 2) + 8 * (block % 2);
     // SAFETY: inside the raw stage (the caller's contract); 8-byte aligned.
-    let [lo, hi] = unsafe { smem::ld_v2(raw_row + (chunk ^ (row % 8)) * 16 + 8 * (block % 2)) };
+    let [lo, hi] = unsafe { smem::ld_v2(packed) };
     let token = m0 + row;
-    let in_group = token % 128;
-    // The word of the block's scale atom that holds this token's 4 codes (layout.rs).
+    // The word of the block's scale atom that holds this token's 4 codes: the stage's atoms of
+    // one 128-row group are laid out as a 128-row × 256-K matrix (layout.rs).
+    let group = BlockedScales::new(ATOM_ROWS, K_PER_STAGE as usize);
     let scale_word = shared.raw_scales(raw_stage)
         + (token / 128 - m0 / 128) * SCALE_GROUP_BYTES
-        + (block / 4) * ATOM_BYTES as u32
-        + (in_group % 32) * 16
-        + (in_group / 32) * 4;
+        + group.offset((token % 128) as usize, (block & !3) as usize) as u32;
     // SAFETY: inside the raw scale stage.
     let scale = cvt::e4m3_byte_to_f16x2_broadcast(unsafe { smem::ld_b32(scale_word) }, block % 4);
     let pairs = scaled_pairs(lo, hi, scale);
@@ -578,10 +575,9 @@ unsafe fn warm_up_weights(p: &Params, grid: &TileGrid, work: &Work, lane: &Consu
         return;
     };
     let stages = segment.stages.min(WARM_UP_STAGES);
-    let rows = WeightRows::new(p, grid, lane, &segment);
     let row_bytes = stages * STAGE_ROW_BYTES as u32;
-    let row_start = rows.data - 8 * stage_block(0, lane.t) as usize;
-    let data = row_start + segment.first_stage as usize * STAGE_ROW_BYTES;
+    let row = lane.output(grid, &segment) as usize;
+    let data = row * (p.k as usize / 2) + segment.first_stage as usize * STAGE_ROW_BYTES;
     let n0 = grid.coords(segment.tile).1 * TILE_N;
     let scales = BlockedScales::new(p.n as usize, p.k as usize).atom_offset(
         (n0 / 128) as usize,

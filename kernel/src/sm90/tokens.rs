@@ -17,8 +17,6 @@ use crate::layout::BlockedScales;
 use crate::ptx::{cvt, fence, mem, sreg};
 use crate::sm90::config::{self, BLOCKS_PER_STAGE, K_PER_SLICE, K_PER_STAGE, SLICES_PER_STAGE, stage_block};
 
-/// Packed fp4 bytes of one token's 64-K slice.
-const SLICE_BYTES: usize = K_PER_SLICE as usize / 2;
 /// 16-byte chunks of one token's decoded slice (128 bytes of fp16, one swizzle row).
 pub const CHUNKS_PER_SLICE: u32 = 2 * K_PER_SLICE / 16;
 
