@@ -34,9 +34,9 @@ const TARGETS: [Target; 2] = [
     },
     // `.kind::mxf4nvf4` needs PTX 8.7 and `.block16` 8.8 (ptx-facts.md §0).
     Target {
-        arch: "sm_100a",
+        arch: "sm_100f",
         features: "+ptx88",
-        file: "nvfp4_sm100a.ptx",
+        file: "nvfp4_sm100f.ptx",
     },
 ];
 

@@ -8,19 +8,37 @@
 //! stream, without synchronizing the host. On Hopper the kernels are programmatic dependent
 //! launches by default (see [`DualGemmPlan::set_programmatic_launch`]).
 
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::f16;
-use nvfp4_kernel::schedule::{StreamK, TileGrid};
-use nvfp4_kernel::sm90::config::{self as sm90, K_PER_STAGE, TILE_N, Tile};
+use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
+use nvfp4_kernel::sm90::config::{
+    self as sm90, K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, padded_k,
+};
 use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, KernelArg, tensor_map};
+use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
 use crate::problem::DualGemmShape;
 
 /// The scale the sm_90a kernel's fp16 operands carry: each is `value · 2⁻¹⁴`, so each product
 /// is `2⁻²⁸` too small and the epilogue multiplies by this.
-const SM90_OPERAND_RESCALE: f32 = (1u64 << 28) as f32;
+pub(crate) const SM90_OPERAND_RESCALE: f32 = (1u64 << 28) as f32;
+
+/// Largest value of the kernels' 32-bit sizes and offsets.
+pub(crate) const KERNEL_INDEX_LIMIT: u64 = (1 << 31) - 1;
+
+/// Checks a dimension against `1..=KERNEL_INDEX_LIMIT` and a multiple.
+pub(crate) fn check_dimension(arg: &'static str, value: usize, multiple: usize) -> Result<u32> {
+    if value == 0 || !value.is_multiple_of(multiple) || value as u64 > KERNEL_INDEX_LIMIT {
+        let rule = if multiple > 1 {
+            format!("must be a positive multiple of {multiple}, at most {KERNEL_INDEX_LIMIT}")
+        } else {
+            format!("must be in 1..={KERNEL_INDEX_LIMIT}")
+        };
+        return Err(Error::invalid(arg, rule, value));
+    }
+    Ok(value as u32)
+}
 
 /// Launch geometry of the sm_90a kernel for one shape (pure; no GPU needed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,80 +51,65 @@ pub struct Sm90Geometry {
     /// tiles when the grid divides them.
     pub grid: u32,
     /// The stream-K split of tiles × K-stages over the grid.
-    pub split: StreamK,
+    pub split: StreamK<UniformTiles>,
     /// Dynamic shared memory per CTA.
     pub shared_bytes: u32,
 }
 
 impl Sm90Geometry {
-    /// Checks `shape` against the sm_90a kernel's rules and picks tile and grid for a GPU with
-    /// `multiprocessors` SMs.
+    /// Checks `shape` against the sm_90a kernel's rules (any M ≥ 1, N a multiple of 64, K a
+    /// multiple of 64, every size within the kernel's 32-bit indices) and picks tile and grid for
+    /// a GPU with `multiprocessors` SMs.
     pub fn new(shape: DualGemmShape, multiprocessors: u32) -> Result<Self> {
         let DualGemmShape { m, n, k } = shape;
-        let limit = i32::MAX as usize;
-        if m == 0 || m > limit {
-            return Err(Error::invalid("m", format!("must be in 1..={limit}"), m));
+        let m32 = check_dimension("m", m, 1)?;
+        let n32 = check_dimension("n", n, TILE_N as usize)?;
+        let k32 = check_dimension("k", k, K_MULTIPLE as usize)?;
+        if multiprocessors == 0 {
+            return Err(Error::invalid("multiprocessors", "must be at least 1", 0));
         }
-        if n == 0 || !n.is_multiple_of(TILE_N as usize) || n > limit {
-            return Err(Error::invalid(
-                "n",
-                format!("must be a positive multiple of {TILE_N}"),
-                n,
-            ));
-        }
-        if k == 0 || !k.is_multiple_of(K_PER_STAGE as usize) || k > limit {
-            return Err(Error::invalid(
-                "k",
-                format!("must be a positive multiple of {K_PER_STAGE}"),
-                k,
-            ));
-        }
-        if m.checked_mul(n).is_none_or(|mn| mn > isize::MAX as usize / 2) {
-            return Err(Error::invalid(
-                "m × n",
-                "must fit in memory",
-                format!("{m} × {n}"),
-            ));
-        }
-        let tile = Tile::for_tokens(m as u32);
-        let tiles = TileGrid::new(m as u32, n as u32, tile.tokens, TILE_N);
-        let stages = (k / K_PER_STAGE as usize) as u32;
-        if (tiles.len() as u64) * (stages as u64) >= 1 << 31 {
-            return Err(Error::invalid(
-                "m × n × k",
-                "too large for one launch (tiles × K-stages ≥ 2^31)",
+        let too_large = |what: &'static str, rule: &str| {
+            Error::invalid(
+                what,
+                format!("too large for one launch ({rule})"),
                 format!("{m} × {n} × {k}"),
-            ));
-        }
-        if tile.predecoded_tokens() && (m as u64) * (k as u64 / sm90::K_PER_SLICE as u64) >= 1 << 31 {
-            return Err(Error::invalid(
-                "m × k",
-                "too large for one launch (m × k / 64 ≥ 2^31 token slices)",
-                format!("{m} × {k}"),
-            ));
-        }
-        let grid = grid_size(tiles.len(), stages, multiprocessors.max(1));
-        let split = StreamK {
-            tiles: tiles.len(),
-            stages,
-            ctas: grid,
+            )
         };
+        // C (M × N fp16) and, for pre-decoded tiles, the M × padded K token buffer are indexed in
+        // 64 bits; the kernels' 32-bit counts are tiles, iterations and token items.
+        let tile = Tile::for_tokens(m32);
+        let tiles = TileGrid::new(m32, n32, tile.tokens, TILE_N)
+            .ok_or_else(|| too_large("m × n", "more than 2^32 tiles"))?;
+        let stages = k32.div_ceil(K_PER_STAGE);
+        let space = UniformTiles::new(tiles.len(), stages)
+            .filter(|s| (s.tiles as u64) * (s.stages as u64) <= KERNEL_INDEX_LIMIT)
+            .ok_or_else(|| too_large("m × n × k", "tiles × K-stages ≥ 2^31"))?;
+        if tile.predecoded_tokens() && (m as u64) * (padded_k(k32) / K_PER_SLICE) as u64 > KERNEL_INDEX_LIMIT
+        {
+            return Err(too_large("m × k", "m × k / 64 ≥ 2^31 token slices"));
+        }
+        let grid = grid_size(tiles.len(), stages, multiprocessors)?;
         Ok(Self {
             tile,
             tiles,
             grid,
-            split,
+            split: StreamK { space, ctas: grid },
             shared_bytes: tile.shared().total,
         })
     }
 
-    /// Bytes of the stream-K partial-sum workspace: two slots per CTA.
-    pub fn workspace_bytes(&self) -> usize {
-        2 * self.grid as usize * sm90::partial_slot_bytes(self.tile) as usize
+    /// u32 words of the stream-K partial-sum workspace: two slots per CTA.
+    pub fn workspace_words(&self) -> usize {
+        2 * self.grid as usize * sm90::partial_slot_bytes(self.tile) as usize / 4
+    }
+
+    /// Publication flags: one per partial-sum slot.
+    pub fn flag_words(&self) -> usize {
+        2 * self.grid as usize
     }
 }
 
-/// Launch geometry of the sm_100a kernel for one shape (pure; no GPU needed). Not run on
+/// Launch geometry of the sm_100f kernel for one shape (pure; no GPU needed). Not run on
 /// hardware (no B200 here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sm100Geometry {
@@ -119,38 +122,35 @@ pub struct Sm100Geometry {
 }
 
 impl Sm100Geometry {
-    /// Checks `shape` against the sm_100a kernel's rules (the same as sm_90a's: any M ≥ 1, N a
-    /// multiple of 64, K of 256) and picks the grid.
+    /// Checks `shape` against the sm_100f kernel's rules (the same as sm_90a's: any M ≥ 1, N a
+    /// multiple of 64, K of 64) and picks the grid.
     pub fn new(shape: DualGemmShape, multiprocessors: u32) -> Result<Self> {
         const _: () = assert!(
-            sm100::TILES[0].n == TILE_N && sm100::K_PER_STAGE == K_PER_STAGE,
+            sm100::TILES[0].n == TILE_N && sm100::K_PER_MMA == K_MULTIPLE,
             "both kernels share the shape rules"
         );
-        let DualGemmShape { m, n, .. } = shape;
         Sm90Geometry::new(shape, multiprocessors)?; // the shared shape rules, one definition
-        let tile = sm100::Tile::for_shape(m as u32, n as u32);
-        let tiles = TileGrid::new(m as u32, n as u32, sm100::TILE_M, tile.n);
+        let (m, n) = (shape.m as u32, shape.n as u32);
+        let tile = sm100::Tile::for_shape(m, n);
+        let tiles = TileGrid::new(m, n, sm100::TILE_M, tile.n)
+            .ok_or_else(|| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
         Ok(Self {
             tile,
             tiles,
-            grid: tiles.len().min(multiprocessors.max(1)),
+            grid: tiles.len().clamp(1, multiprocessors.max(1)),
         })
     }
 }
 
-/// Wave efficiency at or above which whole tiles per CTA beat stream-K: splitting tiles costs a
-/// fix-up and a pipeline restart per segment, measured on an H100 as 66.7 → 73.2 µs at
-/// 256×4096×7168 (128 tiles on 132 SMs), while 192 tiles gained 127 → 102 µs.
-const DATA_PARALLEL_EFFICIENCY: f64 = 0.9;
-
-/// What a split segment costs its CTA on top of its own K-stages, in stages: the fix-up and,
-/// for a CTA's later segment, the pipeline restart. Per-CTA traces at M = 1 on an H100 (stages
-/// of ≈ 2.1 k clocks) showed ≈ 1.5–2 k clocks for a segment that stores its partial sums and
-/// ≈ 2.5 k for the reducer.
+/// What a split segment costs its CTA on top of its own K-stages, in stages (see
+/// [`stream_k_cost`]).
 const SEGMENT_COST_STAGES: u32 = 1;
 
-/// The slowest CTA of a stream-K split under the cost model of [`SEGMENT_COST_STAGES`].
-fn stream_k_cost(split: &StreamK) -> u32 {
+/// The slowest CTA of a stream-K split under a cost model: its stages plus
+/// [`SEGMENT_COST_STAGES`] per split segment (the fix-up and, for a CTA's later segment, the
+/// pipeline restart; per-CTA traces at M = 1 on an H100, stages of ≈ 2.1 k clocks, showed
+/// ≈ 1.5–2 k clocks for a segment that stores its partial sums and ≈ 2.5 k for the reducer).
+fn stream_k_cost(split: &StreamK<UniformTiles>) -> u32 {
     (0..split.ctas)
         .map(|cta| {
             split
@@ -163,105 +163,137 @@ fn stream_k_cost(split: &StreamK) -> u32 {
 }
 
 /// CTAs for `tiles × stages` work on `multiprocessors` SMs: whole tiles per CTA (data-parallel)
-/// when full waves of tiles keep at least 90 % (`DATA_PARALLEL_EFFICIENCY`) of the SMs busy and the
-/// CTAs divide the tiles evenly; otherwise an equal stream-K share each for the number of CTAs,
-/// from 7/8 of the SMs to all of them, whose slowest CTA ([`stream_k_cost`]) is fastest (the
-/// most CTAs among equals). At M = 1, N = 4096, K = 7168 on 132 SMs that is 128 CTAs of one
-/// half-tile each instead of 132 CTAs whose shares straddle tiles.
-pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> u32 {
-    let waves = tiles.div_ceil(multiprocessors);
-    let data_parallel = tiles.div_ceil(waves);
-    let efficiency = tiles as f64 / (waves * multiprocessors) as f64;
-    if tiles.is_multiple_of(data_parallel) && efficiency >= DATA_PARALLEL_EFFICIENCY {
-        return data_parallel;
+/// when full waves of tiles keep at least 90 % of the SMs busy and the CTAs divide the tiles
+/// evenly ([`nvfp4_kernel::schedule::data_parallel_ctas`]); otherwise an equal stream-K share each for
+/// the number of CTAs, from 7/8 of the SMs to all of them, whose slowest CTA
+/// ([`stream_k_cost`]) is fastest (the most CTAs among equals). At M = 1, N = 4096, K = 7168 on
+/// 132 SMs that is 128 CTAs of one half-tile each instead of 132 CTAs whose shares straddle
+/// tiles. Zero tiles, stages or SMs, or more than 2^31 iterations, are errors.
+pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
+    for (arg, value) in [
+        ("tiles", tiles),
+        ("stages", stages),
+        ("multiprocessors", multiprocessors),
+    ] {
+        if value == 0 {
+            return Err(Error::invalid(arg, "must be at least 1", value));
+        }
     }
-    let most = (tiles * stages).min(multiprocessors);
+    let total = tiles as u64 * stages as u64;
+    if total > KERNEL_INDEX_LIMIT {
+        return Err(Error::invalid(
+            "tiles × stages",
+            format!("must be at most {KERNEL_INDEX_LIMIT}"),
+            total,
+        ));
+    }
+    if let Some(ctas) = nvfp4_kernel::schedule::data_parallel_ctas(tiles, multiprocessors) {
+        return Ok(ctas);
+    }
+    let most = (total as u32).min(multiprocessors);
     let fewest = (most - most / 8).max(1);
-    (fewest..=most)
+    let cost = |ctas: u32| {
+        stream_k_cost(&StreamK {
+            space: UniformTiles { tiles, stages },
+            ctas,
+        })
+    };
+    Ok((fewest..=most)
         .rev()
-        .min_by_key(|&ctas| stream_k_cost(&StreamK { tiles, stages, ctas }))
-        .unwrap_or(most)
+        .min_by_key(|&ctas| cost(ctas))
+        .unwrap_or(most))
 }
 
 /// A validated dual-GEMM launch for one shape on one GPU, with its stream-K workspace.
 ///
-/// Launches of one plan run in stream order on its GPU's stream and share the workspace, the
-/// per-tile counters (each launch leaves the counters at zero) and, on Hopper for M large enough
-/// for 64-token tiles, an M × K fp16 token buffer (2·M·K bytes) that each launch first rewrites
-/// from A with a small pre-decoding kernel.
+/// Launches of one plan must be stream-ordered (one stream at a time): they share the
+/// workspace, the publication flags, the launch-ticket counter and, on Hopper for M large
+/// enough for 64-token tiles, an M × padded-K fp16 token buffer (2·M·K bytes) that each launch
+/// first rewrites from A with a small pre-decoding kernel. No launch depends on an earlier one
+/// having finished cleanly: flags carry the launch's epoch (see
+/// [`nvfp4_kernel::schedule::Ticket`]).
 pub struct DualGemmPlan {
     shape: DualGemmShape,
-    function: CudaFunction,
     kernel: PlannedKernel,
     programmatic: bool,
 }
 
 /// The kernel a plan launches.
 enum PlannedKernel {
-    /// Hopper, with its stream-K partial-sum workspace, per-tile counters and, for large token
-    /// tiles, the pre-decoded token buffer.
+    /// Hopper, with its stream-K state and, for large token tiles, the pre-decoded tokens.
     Sm90 {
         geometry: Sm90Geometry,
-        workspace: CudaSlice<u32>,
-        tile_counters: CudaSlice<u32>,
+        stream_k: StreamKState,
         tokens: Option<Box<PredecodedTokens>>,
     },
     /// Blackwell (never run here).
     Sm100 { geometry: Sm100Geometry },
 }
 
+/// The device state of a plan's stream-K fix-ups: partial-sum slots, their publication flags
+/// and the launch-ticket counter (see [`nvfp4_kernel::schedule::StreamK`]).
+pub(crate) struct StreamKState {
+    pub workspace: CudaSlice<u32>,
+    pub flags: CudaSlice<u32>,
+    pub tickets: CudaSlice<u64>,
+}
+
+impl StreamKState {
+    /// Zeroed state for `workspace_words` of partial sums and `flag_words` flags.
+    pub(crate) fn new(gpu: &Gpu, workspace_words: usize, flag_words: usize) -> Result<Self> {
+        Ok(Self {
+            workspace: gpu.stream().alloc_zeros::<u32>(workspace_words.max(1))?,
+            flags: gpu.stream().alloc_zeros::<u32>(flag_words.max(1))?,
+            tickets: gpu.stream().alloc_zeros::<u64>(1)?,
+        })
+    }
+}
+
 /// The fp16 token operand of large sm_90a tiles (`nvfp4_kernel::sm90::tokens`), rewritten from
 /// A by each launch, and the tensor map the kernel loads it through.
-struct PredecodedTokens {
-    buffer: CudaSlice<u16>,
-    map: CudaSlice<u8>,
+pub(crate) struct PredecodedTokens {
+    pub buffer: CudaSlice<u16>,
+    pub map: CudaSlice<u8>,
 }
 
 impl Gpu {
     /// Plans `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` for `shape` on this GPU.
     pub fn plan_dual_gemm(&self, shape: DualGemmShape) -> Result<DualGemmPlan> {
-        let (function, kernel) = match self.arch() {
+        let kernel = match self.arch() {
             Arch::Sm90a => {
+                self.sm90_kernels("dual GEMM")?;
                 let geometry = Sm90Geometry::new(shape, self.multiprocessors())?;
-                let workspace = self.stream().alloc_zeros::<u32>(geometry.workspace_bytes() / 4)?;
-                let tile_counters = self.stream().alloc_zeros::<u32>(geometry.tiles.len() as usize)?;
-                let function = self.sm90_dual_gemm_function(geometry.tile)?;
+                let stream_k = StreamKState::new(self, geometry.workspace_words(), geometry.flag_words())?;
                 let tokens = if geometry.tile.predecoded_tokens() {
-                    let (m, k) = (shape.m, shape.k);
-                    let buffer = self.stream().alloc_zeros::<u16>(m * k)?;
+                    let pitch = padded_k(shape.k as u32) as usize;
+                    let buffer = self.stream().alloc_zeros::<u16>(shape.m * pitch)?;
                     let map = tensor_map::predecoded_tokens_map(
                         self.stream(),
                         &buffer,
-                        m,
-                        k,
+                        shape.m,
+                        pitch,
                         geometry.tile.tokens,
                     )?;
                     Some(Box::new(PredecodedTokens { buffer, map }))
                 } else {
                     None
                 };
-                (
-                    function,
-                    PlannedKernel::Sm90 {
-                        geometry,
-                        workspace,
-                        tile_counters,
-                        tokens,
-                    },
-                )
+                PlannedKernel::Sm90 {
+                    geometry,
+                    stream_k,
+                    tokens,
+                }
             }
-            Arch::Sm100a => {
-                let geometry = Sm100Geometry::new(shape, self.multiprocessors())?;
-                (
-                    self.sm100_dual_gemm_function(geometry.tile)?,
-                    PlannedKernel::Sm100 { geometry },
-                )
+            Arch::Sm100f => {
+                self.sm100_kernels("dual GEMM")?;
+                PlannedKernel::Sm100 {
+                    geometry: Sm100Geometry::new(shape, self.multiprocessors())?,
+                }
             }
         };
         let programmatic = matches!(kernel, PlannedKernel::Sm90 { .. });
         Ok(DualGemmPlan {
             shape,
-            function,
             kernel,
             programmatic,
         })
@@ -369,131 +401,151 @@ impl DualGemmPlan {
         }
         // Vector stores of C.
         check_alignment("c", c.device_ptr(stream).0, 16)?;
-        let a_map = a
-            .packed_rows_map()
-            .ok_or_else(|| Error::invalid("a", "needs a tensor map (K a multiple of 32)", k))?;
         let global = |x: &DeviceNvFp4Matrix| x.global_scale().unwrap_or(1.0);
-        // sm_90a's fp16 operands carry 2⁻¹⁴ each; sm_100a multiplies the fp4 values themselves.
-        let rescale = match self.kernel {
-            PlannedKernel::Sm90 { .. } => SM90_OPERAND_RESCALE,
-            PlannedKernel::Sm100 { .. } => 1.0,
-        };
-        let alpha_gate = rescale * global(a) * global(b1);
-        let alpha_up = rescale * global(a) * global(b2);
         let (m32, n32, k32) = (m as u32, n as u32, k as u32);
-        let mut launch = stream.launch_builder(&self.function);
-        let config = match &self.kernel {
+        // The guards keep each buffer's stream bookkeeping until the launch is enqueued.
+        let (a_scales, _a_scales) = a.scales_buffer().device_ptr(stream);
+        let (b1_scales, _b1_scales) = b1.scales_buffer().device_ptr(stream);
+        let (b2_scales, _b2_scales) = b2.scales_buffer().device_ptr(stream);
+        let (out, _out) = c.device_ptr_mut(stream);
+        match &self.kernel {
             PlannedKernel::Sm90 {
                 geometry,
-                workspace,
-                tile_counters,
+                stream_k,
                 tokens,
             } => {
+                let kernels = gpu.sm90_kernels("dual GEMM")?;
                 let a_map = match tokens {
                     Some(tokens) => {
                         self.predecode_tokens(gpu, a, &tokens.buffer)?;
                         &tokens.map
                     }
-                    None => a_map,
+                    None => a.packed_rows_map().ok_or_else(|| needs_map("a", k))?,
                 };
-                // The guards keep each buffer's stream bookkeeping until the launch is enqueued.
                 let (a_map, _a_map) = a_map.device_ptr(stream);
-                let (a_scales, _a_scales) = a.scales_buffer().device_ptr(stream);
                 let (b1_data, _b1_data) = b1.data_buffer().device_ptr(stream);
-                let (b1_scales, _b1_scales) = b1.scales_buffer().device_ptr(stream);
                 let (b2_data, _b2_data) = b2.data_buffer().device_ptr(stream);
-                let (b2_scales, _b2_scales) = b2.scales_buffer().device_ptr(stream);
-                let (c, _c) = c.device_ptr_mut(stream);
-                let (workspace, _workspace) = workspace.device_ptr(stream);
-                let (tile_counters, _tile_counters) = tile_counters.device_ptr(stream);
-                let args = [
-                    KernelArg::address(a_map),
-                    KernelArg::address(a_scales),
-                    KernelArg::address(b1_data),
-                    KernelArg::address(b1_scales),
-                    KernelArg::address(b2_data),
-                    KernelArg::address(b2_scales),
-                    KernelArg::address(c),
-                    KernelArg::address(workspace),
-                    KernelArg::address(tile_counters),
-                    KernelArg::u32(m32),
-                    KernelArg::u32(n32),
-                    KernelArg::u32(k32),
-                    KernelArg::f32(alpha_gate),
-                    KernelArg::f32(alpha_up),
-                ];
-                let config = LaunchConfig {
-                    grid_dim: (geometry.grid, 1, 1),
-                    block_dim: (sm90::THREADS, 1, 1),
-                    shared_mem_bytes: geometry.shared_bytes,
+                let (workspace, _workspace) = stream_k.workspace.device_ptr(stream);
+                let (flags, _flags) = stream_k.flags.device_ptr(stream);
+                let (tickets, _tickets) = stream_k.tickets.device_ptr(stream);
+                // sm_90a's fp16 operands carry 2⁻¹⁴ each (see SM90_OPERAND_RESCALE).
+                let args = sm90::DualGemmArgs {
+                    a_map,
+                    a_scales: a_scales as *const u8,
+                    b1: b1_data as *const u8,
+                    b1_scales: b1_scales as *const u8,
+                    b2: b2_data as *const u8,
+                    b2_scales: b2_scales as *const u8,
+                    out: out as *mut u16,
+                    workspace: workspace as *mut u32,
+                    flags: flags as *mut u32,
+                    tickets: tickets as *mut u64,
+                    m: m32,
+                    n: n32,
+                    k: k32,
+                    alpha_gate: SM90_OPERAND_RESCALE * global(a) * global(b1),
+                    alpha_up: SM90_OPERAND_RESCALE * global(a) * global(b2),
                 };
-                // SAFETY: arguments follow the order and contract of
-                // `nvfp4_kernel::sm90::dual_gemm`, checked above and by the geometry; the kernel
-                // waits for the previous kernel before it touches memory.
-                return unsafe { gpu.launch_ex(&self.function, config, &args, self.programmatic) };
-            }
-            PlannedKernel::Sm100 { geometry } => {
-                let needs_map =
-                    |name: &'static str| Error::invalid(name, "needs a tensor map (K a multiple of 32)", k);
-                let b1_map = b1.packed_rows_map().ok_or_else(|| needs_map("b1"))?;
-                let b2_map = b2.packed_rows_map().ok_or_else(|| needs_map("b2"))?;
-                launch
-                    .arg(a_map)
-                    .arg(a.scales_buffer())
-                    .arg(b1_map)
-                    .arg(b1.scales_buffer())
-                    .arg(b2_map)
-                    .arg(b2.scales_buffer())
-                    .arg(c);
-                LaunchConfig {
-                    grid_dim: (geometry.grid, 1, 1),
-                    block_dim: (sm100::THREADS, 1, 1),
-                    shared_mem_bytes: geometry.tile.shared_bytes(),
+                // SAFETY: the arguments satisfy `nvfp4_kernel::sm90::dual_gemm`'s contract,
+                // checked above and by the geometry; the kernel waits for the previous kernel
+                // before it touches memory.
+                unsafe {
+                    kernels.dual_gemm(geometry.tile).launch(
+                        stream,
+                        geometry.grid,
+                        geometry.shared_bytes,
+                        &args,
+                        self.programmatic,
+                    )
                 }
             }
-        };
-        launch
-            .arg(&m32)
-            .arg(&n32)
-            .arg(&k32)
-            .arg(&alpha_gate)
-            .arg(&alpha_up);
-        // SAFETY: arguments follow the order and contract of `nvfp4_kernel::sm90::dual_gemm` /
-        // `nvfp4_kernel::sm100::dual_gemm`, checked above and by the geometry.
-        unsafe { launch.launch(config) }?;
-        Ok(())
+            PlannedKernel::Sm100 { geometry } => {
+                let kernels = gpu.sm100_kernels("dual GEMM")?;
+                let (a_map, _a_map) = a
+                    .packed_rows_map()
+                    .ok_or_else(|| needs_map("a", k))?
+                    .device_ptr(stream);
+                let (b1_map, _b1_map) = b1
+                    .packed_rows_map()
+                    .ok_or_else(|| needs_map("b1", k))?
+                    .device_ptr(stream);
+                let (b2_map, _b2_map) = b2
+                    .packed_rows_map()
+                    .ok_or_else(|| needs_map("b2", k))?
+                    .device_ptr(stream);
+                let args = sm100::DualGemmArgs {
+                    a_map,
+                    a_scales: a_scales as *const u8,
+                    b1_map,
+                    b1_scales: b1_scales as *const u8,
+                    b2_map,
+                    b2_scales: b2_scales as *const u8,
+                    out: out as *mut u16,
+                    m: m32,
+                    n: n32,
+                    k: k32,
+                    alpha_gate: global(a) * global(b1),
+                    alpha_up: global(a) * global(b2),
+                };
+                // SAFETY: the arguments satisfy `nvfp4_kernel::sm100::dual_gemm`'s contract,
+                // checked above and by the geometry.
+                unsafe {
+                    kernels.dual_gemm(geometry.tile).launch(
+                        stream,
+                        geometry.grid,
+                        geometry.tile.shared_bytes(),
+                        &args,
+                        false,
+                    )
+                }
+            }
+        }
     }
 }
 
 impl DualGemmPlan {
-    /// Enqueues `nvfp4_predecode_tokens_sm90`: A → the fp16 token operand in `out` (M × K).
+    /// Enqueues `nvfp4_predecode_tokens_sm90`: A → the fp16 token operand in `out`.
     fn predecode_tokens(&self, gpu: &Gpu, a: &DeviceNvFp4Matrix, out: &CudaSlice<u16>) -> Result<()> {
-        let entry = nvfp4_kernel::launch::SM90_PREDECODE_TOKENS;
+        let kernel = &gpu.sm90_kernels("token pre-decoding")?.predecode_tokens;
         let DualGemmShape { m, k, .. } = self.shape;
-        // One thread per token and 64-K slice; the geometry bounded m × k.
-        let items = (m * (k / sm90::K_PER_SLICE as usize)) as u32;
-        let config = gpu.grid_stride_config(entry, items);
+        // One thread per token and 64-K slice; the geometry bounded m × padded k / 64.
+        let items = (m * (padded_k(k as u32) / K_PER_SLICE) as usize) as u32;
         let stream = gpu.stream();
         let (data, _data) = a.data_buffer().device_ptr(stream);
         let (scales, _scales) = a.scales_buffer().device_ptr(stream);
         let (out, _out) = out.device_ptr(stream);
-        let args = [
-            KernelArg::address(data),
-            KernelArg::address(scales),
-            KernelArg::address(out),
-            KernelArg::u32(m as u32),
-            KernelArg::u32(k as u32),
-        ];
+        let args = sm90::PredecodeArgs {
+            data: data as *const u8,
+            scales: scales as *const u8,
+            out: out as *mut u32,
+            rows: m as u32,
+            k: k as u32,
+        };
         // A plain launch even in programmatic mode: started early, its few small CTAs would
         // crowd onto the first multiprocessors the previous kernel frees (measured on an H100:
         // M = 64 36.4 → 48.2 µs). The dual GEMM after it is the programmatic one.
-        // SAFETY: parameter order and types match `nvfp4_predecode_tokens_sm90`; A has the
-        // planned shape (checked by the caller), `out` holds m × k fp16, all 16-byte aligned.
-        unsafe { gpu.launch_ex(gpu.sm90_predecode_tokens_function()?, config, &args, false) }
+        // SAFETY: A has the planned shape (checked by the caller), `out` holds m × padded k
+        // fp16, all 16-byte aligned.
+        unsafe {
+            kernel.launch(
+                stream,
+                gpu.grid_stride_blocks(&kernel.kernel, items),
+                0,
+                &args,
+                false,
+            )
+        }
     }
 }
 
-fn check_alignment(arg: &'static str, address: u64, bytes: u64) -> Result<()> {
+/// The error for a matrix without a tensor map (K not a multiple of 32; plans reject such K
+/// first, so this only guards the invariant).
+fn needs_map(name: &'static str, k: usize) -> Error {
+    Error::invalid(name, "needs a tensor map (K a multiple of 32)", k)
+}
+
+/// Checks that a device address is `bytes`-aligned.
+pub(crate) fn check_alignment(arg: &'static str, address: u64, bytes: u64) -> Result<()> {
     if address.is_multiple_of(bytes) {
         Ok(())
     } else {
@@ -503,10 +555,4 @@ fn check_alignment(arg: &'static str, address: u64, bytes: u64) -> Result<()> {
             format!("{address:#x}"),
         ))
     }
-}
-
-/// Shared memory the largest sm_90a tile needs (for the function attribute).
-pub(crate) fn sm90_max_shared_bytes(tile: Tile) -> u32 {
-    debug_assert!(tile.shared().total <= sm90::MAX_SHARED_BYTES);
-    tile.shared().total
 }

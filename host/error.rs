@@ -44,7 +44,7 @@ pub enum Error {
     /// The GPU is neither Hopper (9.0) nor Blackwell (10.x).
     #[error(
         "unsupported GPU `{name}` (compute capability {major}.{minor}): kernels exist for 9.0 \
-         (sm_90a) and 10.x (sm_100a); use the CPU reference (`nvfp4::reference::dual_gemm`)"
+         (sm_90a) and 10.0 and 10.3 (sm_100f); use the CPU reference (`nvfp4::reference::dual_gemm`)"
     )]
     UnsupportedGpu {
         /// Device name reported by the driver.
@@ -59,7 +59,7 @@ pub enum Error {
     KernelUnavailable {
         /// The operation.
         operation: &'static str,
-        /// The architecture, e.g. `sm_100a`.
+        /// The architecture, e.g. `sm_100f`.
         arch: &'static str,
     },
     /// A CUDA driver call failed.

@@ -9,7 +9,7 @@ pub enum PtxOrigin {
     Committed,
 }
 
-/// The origin of [`PTX_SM90A`] and [`PTX_SM100A`].
+/// The origin of [`PTX_SM90A`] and [`PTX_SM100F`].
 pub const PTX_ORIGIN: PtxOrigin = match env!("NVFP4_PTX_ORIGIN").as_bytes() {
     b"fresh" => PtxOrigin::Fresh,
     _ => PtxOrigin::Committed,
@@ -18,5 +18,5 @@ pub const PTX_ORIGIN: PtxOrigin = match env!("NVFP4_PTX_ORIGIN").as_bytes() {
 /// Kernels for Hopper (compute capability 9.0), PTX for `sm_90a`.
 pub const PTX_SM90A: &str = include_str!(concat!(env!("OUT_DIR"), "/nvfp4_sm90a.ptx"));
 
-/// Kernels for Blackwell (compute capability 10.x), PTX for `sm_100a`.
-pub const PTX_SM100A: &str = include_str!(concat!(env!("OUT_DIR"), "/nvfp4_sm100a.ptx"));
+/// Kernels for Blackwell (compute capability 10.0 and 10.3), PTX for the family target `sm_100f`.
+pub const PTX_SM100F: &str = include_str!(concat!(env!("OUT_DIR"), "/nvfp4_sm100f.ptx"));

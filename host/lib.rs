@@ -5,7 +5,7 @@
 //!   from parts, from plain-layout scales, or by [quantizing](NvFp4Matrix::quantize) f32/f16/bf16.
 //! * [`codec`]: e2m1 and e4m3fn scalar codecs.
 //! * [`mod@reference`]: the multi-threaded CPU reference, an f64 oracle and the tolerance check.
-//! * [`gpu`]: device selection (sm_90a / sm_100a), device matrices, the dequantization kernel.
+//! * [`gpu`]: device selection (sm_90a / sm_100f), device matrices, the dequantization kernel.
 //! * [`dual_gemm`]: the fused GPU kernel: a plan per shape, launched on the GPU's stream.
 //! * [`problem`]: shapes and random inputs.
 //!

@@ -15,11 +15,11 @@ fn compute_capability_selects_the_kernel_architecture() {
     assert_eq!(Arch::from_compute_capability("H100", 9, 0).unwrap(), Arch::Sm90a);
     assert_eq!(
         Arch::from_compute_capability("B200", 10, 0).unwrap(),
-        Arch::Sm100a
+        Arch::Sm100f
     );
     assert_eq!(
         Arch::from_compute_capability("B300", 10, 3).unwrap(),
-        Arch::Sm100a
+        Arch::Sm100f
     );
     for (major, minor) in [(8, 0), (8, 9), (12, 0), (7, 5)] {
         let err = Arch::from_compute_capability("other", major, minor).unwrap_err();

@@ -1,4 +1,4 @@
-//! The fused dual-GEMM kernel of the GPU present (sm_90a on 9.0, sm_100a on 10.x) against the
+//! The fused dual-GEMM kernel of the GPU present (sm_90a on 9.0, sm_100f on 10.x) against the
 //! CPU reference (task tolerance), on the shapes issue 3 lists, for the reference harness's
 //! inputs and the full e2m1/e4m3 range. Outputs are poisoned with NaN before every launch.
 //! Skipped with a printed reason without a supported GPU. (Only sm_90a has run: no B200 here.)

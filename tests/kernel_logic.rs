@@ -7,8 +7,12 @@ use nvfp4::dual_gemm::Sm90Geometry;
 use nvfp4::{DualGemmShape, Error};
 use nvfp4_kernel::desc::{sw128_offset, wgmma_desc_sw128_k_major};
 use nvfp4_kernel::fp4::{PAIR_ELEMENTS, e2m1_to_f16_bits_scaled, e2m1x8_to_f16x2_pairs};
+use nvfp4_kernel::grouped;
 use nvfp4_kernel::ring::RingPosition;
-use nvfp4_kernel::schedule::{Segment, StreamK, TileGrid};
+use nvfp4_kernel::schedule::{
+    GroupSchedule, GroupedTiles, Segment, StreamK, Ticket, TileGrid, TileSpace, UniformTiles,
+    data_parallel_ctas, virtual_cta, working_ctas,
+};
 use nvfp4_kernel::sm90::config::{
     BLOCKS_PER_STAGE, SLICES_PER_STAGE, TILES, Tile, WEIGHT_CHUNKS_PER_STAGE, stage_block,
 };
@@ -100,7 +104,7 @@ fn sw128_offsets_follow_tmas_xor_rule_and_cover_each_chunk_once() {
 
 #[test]
 fn tile_grid_numbers_every_tile_once_token_tiles_fastest() {
-    let grid = TileGrid::new(300, 4096, 128, 64);
+    let grid = TileGrid::new(300, 4096, 128, 64).unwrap();
     assert_eq!((grid.m_tiles, grid.n_tiles), (3, 64));
     let mut seen = vec![false; grid.len() as usize];
     for ctas in [1u32, 7, 132] {
@@ -120,6 +124,17 @@ fn tile_grid_numbers_every_tile_once_token_tiles_fastest() {
         assert!(seen.iter().all(|&s| s), "a tile was missed with {ctas} CTAs");
     }
     assert_eq!(grid.coords(1), (1, 0));
+}
+
+#[test]
+fn tile_grid_refuses_tile_counts_that_overflow_and_zero_tile_sizes() {
+    assert_eq!(TileGrid::new(1 << 23, 1 << 22, 8, 64), None, "2^20 × 2^16 tiles");
+    assert_eq!(TileGrid::new(1, 64, 0, 64), None);
+    assert_eq!(TileGrid::new(1, 64, 8, 0), None);
+    assert_eq!(
+        TileGrid::new(u32::MAX, 64, 8, 64).map(|g| g.len()),
+        Some(536_870_912)
+    );
 }
 
 #[test]
@@ -291,7 +306,7 @@ fn sm90_geometry_keeps_whole_tiles_when_waves_are_full_and_splits_k_otherwise() 
             "{m}×{n}×{k}: shares differ by more than one stage"
         );
         assert_eq!(
-            least.is_multiple_of(g.split.stages) && most == least,
+            least.is_multiple_of(g.split.space.stages) && most == least,
             whole,
             "{m}×{n}×{k}"
         );
@@ -310,8 +325,9 @@ fn sm90_geometry_rejects_shapes_naming_the_dimension_and_rule() {
         ((0, 64, 256), "m"),
         ((1, 96, 256), "n"),
         ((1, 0, 256), "n"),
-        ((1, 64, 128), "k"),
+        ((1, 64, 96), "k"),
         ((1, 64, 0), "k"),
+        ((1 << 31, 64, 256), "m"),
     ];
     for ((m, n, k), arg) in bad {
         match Sm90Geometry::new(DualGemmShape { m, n, k }, 132) {
@@ -324,7 +340,89 @@ fn sm90_geometry_rejects_shapes_naming_the_dimension_and_rule() {
     }
 }
 
-fn stream_k_cases() -> Vec<StreamK> {
+#[test]
+fn sm90_geometry_reports_launches_too_large_for_32_bit_counts_instead_of_wrapping() {
+    // 2^20 token tiles × 2^16 output tiles wrapped to 0 tiles in u32 (then divided by it).
+    for n in [1 << 22, (1 << 22) + 64] {
+        let shape = DualGemmShape {
+            m: 1 << 23,
+            n,
+            k: 256,
+        };
+        match Sm90Geometry::new(shape, 132) {
+            Err(Error::InvalidArgument { arg, rule, .. }) => {
+                assert!(arg.starts_with("m × n"), "{arg}: {rule}");
+                assert!(rule.contains("too large"), "{rule}");
+            }
+            other => panic!("{shape:?}: expected a typed error, got {other:?}"),
+        }
+    }
+    assert!(Sm90Geometry::new(DualGemmShape { m: 1, n: 64, k: 256 }, 0).is_err());
+}
+
+#[test]
+fn grid_size_is_an_error_for_zero_tiles_stages_or_multiprocessors_and_for_overflow() {
+    use nvfp4::dual_gemm::grid_size;
+    for (tiles, stages, sms) in [(0, 1, 132), (4, 1, 0), (4, 0, 132), (1 << 20, 1 << 12, 132)] {
+        assert!(
+            matches!(grid_size(tiles, stages, sms), Err(Error::InvalidArgument { .. })),
+            "{tiles} × {stages} on {sms}"
+        );
+    }
+    assert_eq!(grid_size(128, 28, 132).unwrap(), 128);
+    assert_eq!(grid_size(1, 1, 132).unwrap(), 1);
+}
+
+#[test]
+fn sm90_geometry_takes_k_in_multiples_of_64_with_a_partial_last_stage() {
+    for k in [64, 128, 192, 2880, 7168 + 64] {
+        let g = Sm90Geometry::new(DualGemmShape { m: 16, n: 4096, k }, 132).unwrap();
+        assert_eq!(g.split.space.stages, k.div_ceil(256) as u32, "k = {k}");
+    }
+}
+
+/// A split of any tile space, with every segment of every virtual CTA listed.
+struct SplitCase {
+    name: String,
+    total: u32,
+    ctas: u32,
+    /// Per virtual CTA, its segments in order, with their partial slots (split tiles only).
+    segments: Vec<Vec<(Segment, Option<u32>)>>,
+    /// Stages of the tile that starts at each tile-start iteration.
+    tile_stages: std::collections::BTreeMap<u32, u32>,
+}
+
+fn split_case<S: TileSpace + Copy + std::fmt::Debug>(name: String, sk: &StreamK<S>) -> SplitCase {
+    let segments = (0..sk.ctas)
+        .map(|cta| {
+            sk.segments(cta)
+                .map(|seg| {
+                    let slot = (seg.count > 1).then(|| sk.partial_slot(seg.tile.begin, seg.index));
+                    (seg, slot)
+                })
+                .collect()
+        })
+        .collect();
+    let mut tile_stages = std::collections::BTreeMap::new();
+    let mut i = 0;
+    while i < sk.total() {
+        let span = sk.space.locate(i);
+        assert_eq!(span.begin, i, "{name}: tiles start where the previous one ended");
+        tile_stages.insert(span.begin, span.stages);
+        i += span.stages.max(1);
+    }
+    SplitCase {
+        name,
+        total: sk.total(),
+        ctas: sk.ctas,
+        segments,
+        tile_stages,
+    }
+}
+
+/// Dense splits and grouped ones (groups of different sizes, empty groups first, in the middle
+/// and last, different stage counts), over several CTA counts.
+fn split_cases() -> Vec<SplitCase> {
     let mut cases = Vec::new();
     for (tiles, stages) in [
         (128, 28),
@@ -339,8 +437,51 @@ fn stream_k_cases() -> Vec<StreamK> {
     ] {
         for ctas in [1u32, 2, 7, 131, 132] {
             if ctas <= tiles * stages {
-                cases.push(StreamK { tiles, stages, ctas });
+                let sk = StreamK {
+                    space: UniformTiles { tiles, stages },
+                    ctas,
+                };
+                cases.push(split_case(
+                    format!("{tiles} tiles × {stages} stages / {ctas}"),
+                    &sk,
+                ));
             }
+        }
+    }
+    // (rows, n tiles, stages) per group.
+    let groupings: [&[(u32, u32, u32)]; 4] = [
+        &[
+            (0, 4, 3),
+            (300, 4, 3),
+            (2, 4, 3),
+            (0, 4, 3),
+            (2, 4, 3),
+            (7, 4, 3),
+            (0, 4, 3),
+        ],
+        &[(129, 2, 5), (1, 3, 2), (0, 1, 1), (64, 4, 7)],
+        &[(5, 64, 28)],
+        &[(1, 1, 1), (1, 1, 1), (1, 1, 1)],
+    ];
+    for (n, groups) in groupings.iter().enumerate() {
+        let mut table = Vec::new();
+        let mut begin = 0;
+        for &(rows, n_tiles, stages) in groups.iter() {
+            let mut g = grouped::group_schedule(rows, 64 * n_tiles, 256 * stages, 64, 64, 256);
+            g.iteration_begin = begin;
+            begin += g.iterations();
+            table.push(g);
+        }
+        for grid in [1u32, 3, 16, 132] {
+            let ctas = working_ctas(0, 0, begin, grid);
+            let sk = StreamK {
+                space: GroupedTiles {
+                    table: &table[..],
+                    total: begin,
+                },
+                ctas,
+            };
+            cases.push(split_case(format!("grouping {n} / {ctas} of {grid}"), &sk));
         }
     }
     cases
@@ -348,65 +489,60 @@ fn stream_k_cases() -> Vec<StreamK> {
 
 #[test]
 fn stream_k_gives_every_stage_of_every_tile_to_exactly_one_cta_with_balanced_shares() {
-    for sk in stream_k_cases() {
-        let mut seen = vec![0u8; sk.total() as usize];
-        for cta in 0..sk.ctas {
-            let (begin, end) = (sk.begin(cta), sk.begin(cta + 1));
+    for case in split_cases() {
+        let mut seen = vec![0u8; case.total as usize];
+        for segs in &case.segments {
+            let share: u32 = segs.iter().map(|(s, _)| s.stages).sum();
             assert!(
-                end - begin <= sk.total().div_ceil(sk.ctas) && end - begin >= sk.total() / sk.ctas,
-                "{sk:?}"
+                share <= case.total.div_ceil(case.ctas) && share >= case.total / case.ctas,
+                "{}: unequal share {share}",
+                case.name
             );
-            let mut i = begin;
-            while i < end {
-                let seg = sk.segment(i, end);
+            for (seg, _) in segs {
                 assert!(
-                    seg.stages >= 1 && seg.first_stage + seg.stages <= sk.stages,
-                    "{sk:?} {seg:?}"
+                    seg.stages >= 1 && seg.first_stage + seg.stages <= seg.tile.stages,
+                    "{}: {seg:?}",
+                    case.name
                 );
                 for s in 0..seg.stages {
-                    seen[(seg.tile * sk.stages + seg.first_stage + s) as usize] += 1;
+                    seen[(seg.tile.begin + seg.first_stage + s) as usize] += 1;
                 }
-                assert_eq!(sk.cta_of(i), cta, "{sk:?}: iteration {i}");
-                i += seg.stages;
             }
         }
         assert!(
             seen.iter().all(|&n| n == 1),
-            "{sk:?}: a stage was missed or repeated"
+            "{}: a stage was missed or repeated",
+            case.name
         );
     }
 }
 
 #[test]
 fn stream_k_segments_of_a_tile_are_numbered_along_k_and_own_distinct_slots() {
-    for sk in stream_k_cases() {
-        let mut segments: Vec<Vec<Segment>> = vec![Vec::new(); sk.tiles as usize];
-        for cta in 0..sk.ctas {
-            let (mut i, end) = (sk.begin(cta), sk.begin(cta + 1));
-            while i < end {
-                let seg = sk.segment(i, end);
-                segments[seg.tile as usize].push(seg);
-                i += seg.stages;
+    for case in split_cases() {
+        let mut by_tile: std::collections::BTreeMap<u32, Vec<Segment>> = Default::default();
+        let mut slots = std::collections::HashSet::new();
+        for segs in &case.segments {
+            for (seg, slot) in segs {
+                by_tile.entry(seg.tile.begin).or_default().push(*seg);
+                if let Some(slot) = slot {
+                    assert!(
+                        *slot < 2 * case.ctas && slots.insert(*slot),
+                        "{}: slot {slot} reused",
+                        case.name
+                    );
+                }
             }
         }
-        let mut slots = std::collections::HashSet::new();
-        for (tile, segs) in segments.iter().enumerate() {
-            let mut by_k = segs.clone();
-            by_k.sort_by_key(|s| s.first_stage);
-            for (n, seg) in by_k.iter().enumerate() {
+        assert_eq!(by_tile.len(), case.tile_stages.len(), "{}: tiles", case.name);
+        for (tile, segs) in &by_tile {
+            for (n, seg) in segs.iter().enumerate() {
                 assert_eq!(
                     (seg.index, seg.count),
                     (n as u32, segs.len() as u32),
-                    "{sk:?} tile {tile}"
+                    "{} tile {tile}",
+                    case.name
                 );
-                if seg.count > 1 {
-                    // Only segments of split tiles store partial sums.
-                    let slot = sk.partial_slot(tile as u32, seg.index);
-                    assert!(
-                        slot < 2 * sk.ctas && slots.insert(slot),
-                        "{sk:?}: slot {slot} reused"
-                    );
-                }
             }
         }
     }
@@ -414,27 +550,181 @@ fn stream_k_segments_of_a_tile_are_numbered_along_k_and_own_distinct_slots() {
 
 #[test]
 fn stream_k_reducers_wait_only_after_their_last_segment_on_segments_that_never_wait_first() {
-    // The sm_90a fix-up: segment 0 of a split tile waits for the tile's other segments. That is
-    // deadlock-free if segment 0 is its CTA's last segment (the wait comes after all of the CTA's
-    // own work) and every other segment is its CTA's first (done before that CTA can wait).
-    for sk in stream_k_cases() {
-        for cta in 0..sk.ctas {
-            let segs: Vec<Segment> = sk.segments(cta).collect();
-            for (n, seg) in segs.iter().enumerate() {
+    // The sm_90a fix-up: segment 0 of a split tile waits for the tile's other segments, which
+    // must be their CTAs' first segments (published before those CTAs can wait on anything),
+    // and segment 0 must be its own CTA's last (the wait comes after all of the CTA's own work).
+    for case in split_cases() {
+        for (cta, segs) in case.segments.iter().enumerate() {
+            for (n, (seg, _)) in segs.iter().enumerate() {
                 if seg.count == 1 {
                     continue;
                 }
                 if seg.index == 0 {
-                    assert_eq!(n, segs.len() - 1, "{sk:?} CTA {cta}: the reducer is not last");
+                    assert_eq!(
+                        n,
+                        segs.len() - 1,
+                        "{} CTA {cta}: the reducer is not last",
+                        case.name
+                    );
                 } else {
-                    assert_eq!(n, 0, "{sk:?} CTA {cta}: a waited-for segment is not first");
+                    assert_eq!(n, 0, "{} CTA {cta}: a waited-for segment is not first", case.name);
                 }
             }
         }
     }
 }
 
-// --- sm_100a (Blackwell): encoders and plans checked against independent values (no B200 here).
+/// Runs a launch on `slots` multiprocessors: CTAs start in ticket order as slots free up, each
+/// becomes virtual CTA `virtual_cta(ticket)`, runs its segments one step at a time, publishes
+/// non-reducer segments and, at a reducer, waits until the tile's other segments are published.
+/// Returns whether every CTA finished (no deadlock).
+fn simulate_launch(case: &SplitCase, slots: usize) -> bool {
+    let mut published = std::collections::HashSet::new();
+    let mut next_ticket = 0u32;
+    // (virtual CTA, next segment)
+    let mut running: Vec<(u32, usize)> = Vec::new();
+    let mut finished = 0;
+    loop {
+        while running.len() < slots && next_ticket < case.ctas {
+            let cta = virtual_cta(next_ticket, case.ctas).unwrap();
+            running.push((cta, 0));
+            next_ticket += 1;
+        }
+        if running.is_empty() {
+            return finished == case.ctas;
+        }
+        let mut progressed = false;
+        running.retain_mut(|(cta, next)| {
+            let segs = &case.segments[*cta as usize];
+            if let Some((seg, _)) = segs.get(*next) {
+                let ready = seg.count == 1
+                    || seg.index != 0
+                    || (1..seg.count).all(|i| published.contains(&(seg.tile.begin, i)));
+                if !ready {
+                    return true; // waits, holding its multiprocessor
+                }
+                if seg.count > 1 && seg.index != 0 {
+                    published.insert((seg.tile.begin, seg.index));
+                }
+                *next += 1;
+                progressed = true;
+                return true;
+            }
+            finished += 1;
+            progressed = true;
+            false
+        });
+        if !progressed {
+            return false;
+        }
+    }
+}
+
+#[test]
+fn stream_k_never_deadlocks_whatever_the_number_of_multiprocessors_available() {
+    // Reducers wait only for CTAs that started earlier (virtual CTAs are handed out in reverse
+    // ticket order), so a launch finishes even on one multiprocessor.
+    for case in split_cases() {
+        for slots in [1, 2, 3, 5, 64, case.ctas as usize] {
+            assert!(
+                simulate_launch(&case, slots),
+                "{}: deadlock on {slots} SMs",
+                case.name
+            );
+        }
+    }
+}
+
+#[test]
+fn tickets_give_each_launch_every_start_position_once_and_a_fresh_nonzero_epoch() {
+    for grid in [1u32, 7, 132] {
+        let mut epochs = std::collections::HashSet::new();
+        for launch in 0..5u64 {
+            let positions: std::collections::BTreeSet<u32> = (0..grid as u64)
+                .map(|i| Ticket::new(launch * grid as u64 + i, grid))
+                .map(|t| {
+                    assert_ne!(t.epoch, 0);
+                    epochs.insert(t.epoch);
+                    t.started
+                })
+                .collect();
+            assert_eq!(positions, (0..grid).collect(), "grid {grid}, launch {launch}");
+        }
+        assert_eq!(epochs.len(), 5, "every launch of grid {grid} has its own epoch");
+    }
+    assert_eq!(
+        Ticket::new(u64::MAX, 1).epoch,
+        u32::MAX as u64 as u32 % u32::MAX + 1
+    );
+    assert_eq!(virtual_cta(0, 4), Some(3));
+    assert_eq!(virtual_cta(4, 4), None);
+}
+
+#[test]
+fn working_ctas_keeps_whole_tiles_only_for_full_waves_of_equal_tiles() {
+    assert_eq!(working_ctas(128, 28, 128 * 28, 132), 128, "one 97 % wave");
+    assert_eq!(working_ctas(256, 28, 256 * 28, 132), 128, "two 97 % waves");
+    assert_eq!(working_ctas(96, 16, 96 * 16, 132), 132, "73 %: stream-K");
+    assert_eq!(working_ctas(128, 0, 9000, 132), 132, "unequal tiles: stream-K");
+    assert_eq!(working_ctas(3, 4, 12, 132), 12, "never more CTAs than stages");
+    assert_eq!(
+        working_ctas(0, 4, 0, 132),
+        132,
+        "no work: the count does not matter"
+    );
+    assert_eq!(working_ctas(5, 4, 20, 0), 1);
+    assert_eq!(data_parallel_ctas(0, 132), None);
+    assert_eq!(data_parallel_ctas(132, 132), Some(132));
+}
+
+#[test]
+fn grouped_tiles_locate_each_iteration_in_its_group_skipping_empty_groups() {
+    let sizes = [(0u32, 1u32, 2u32), (3, 2, 2), (0, 2, 2), (1, 1, 3), (0, 1, 1)];
+    let mut table = Vec::new();
+    let mut begin = 0;
+    for &(m_tiles, n_tiles, stages) in &sizes {
+        table.push(GroupSchedule {
+            iteration_begin: begin,
+            m_tiles,
+            n_tiles,
+            stages,
+        });
+        begin += m_tiles * n_tiles * stages;
+    }
+    let space = GroupedTiles {
+        table: &table[..],
+        total: begin,
+    };
+    assert_eq!(space.total(), 15);
+    let located: Vec<(u32, u32, u32)> = (0..15)
+        .map(|i| {
+            let t = space.locate(i);
+            (t.group, t.local, i - t.begin)
+        })
+        .collect();
+    let expected: Vec<(u32, u32, u32)> = (0..6)
+        .flat_map(|tile| (0..2).map(move |s| (1, tile, s)))
+        .chain((0..3).map(|s| (3, 0, s)))
+        .collect();
+    assert_eq!(located, expected);
+}
+
+#[test]
+fn group_schedules_round_rows_and_outputs_up_and_give_empty_groups_no_tiles() {
+    let g = grouped::group_schedule(129, 4096, 2880, 128, 64, 256);
+    assert_eq!(
+        (g.m_tiles, g.n_tiles, g.stages, g.iterations()),
+        (2, 64, 12, 1536)
+    );
+    assert_eq!(grouped::group_schedule(0, 4096, 7168, 8, 64, 256).iterations(), 0);
+    assert_eq!(
+        grouped::group_schedule(5, 64, 64, 0, 64, 256).m_tiles,
+        0,
+        "no panic on a zero tile"
+    );
+}
+
+// --- sm_100f (Blackwell): encoders and plans checked against independent values (no B200 here).
 
 #[test]
 fn umma_instruction_descriptors_match_the_documented_constants() {
@@ -551,7 +841,8 @@ fn sm100_geometry_applies_the_shared_shape_rules_and_one_tile_per_cta() {
     let g = Sm100Geometry::new(DualGemmShape { m: 1, n: 64, k: 256 }, 148).unwrap();
     assert_eq!((g.tiles.len(), g.grid), (1, 1));
     assert!(Sm100Geometry::new(DualGemmShape { m: 1, n: 96, k: 256 }, 148).is_err());
-    assert!(Sm100Geometry::new(DualGemmShape { m: 1, n: 64, k: 128 }, 148).is_err());
+    assert!(Sm100Geometry::new(DualGemmShape { m: 1, n: 64, k: 96 }, 148).is_err());
+    assert!(Sm100Geometry::new(DualGemmShape { m: 1, n: 64, k: 2880 }, 148).is_ok());
 }
 
 #[test]

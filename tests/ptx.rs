@@ -5,15 +5,15 @@ mod common;
 
 use std::process::Command;
 
-use nvfp4::kernels::{PTX_ORIGIN, PTX_SM90A, PTX_SM100A, PtxOrigin};
+use nvfp4::kernels::{PTX_ORIGIN, PTX_SM90A, PTX_SM100F, PtxOrigin};
 use nvfp4_kernel::launch::entry_points;
 
 const COMMITTED: [(&str, &str, &str); 2] = [
     ("sm_90a", PTX_SM90A, include_str!("../kernel/ptx/nvfp4_sm90a.ptx")),
     (
-        "sm_100a",
-        PTX_SM100A,
-        include_str!("../kernel/ptx/nvfp4_sm100a.ptx"),
+        "sm_100f",
+        PTX_SM100F,
+        include_str!("../kernel/ptx/nvfp4_sm100f.ptx"),
     ),
 ];
 
@@ -147,7 +147,7 @@ fn sm90_dual_gemm_sass_uses_hgmma_for_every_tile() {
 #[test]
 fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
     let test = "sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory";
-    let Some(sass) = sass_of("sm_100a", PTX_SM100A, test) else {
+    let Some(sass) = sass_of("sm_100f", PTX_SM100F, test) else {
         return;
     };
     for tile in nvfp4_kernel::sm100::config::TILES {

@@ -12,36 +12,46 @@ pub use matrix::DeviceNvFp4Matrix;
 
 use std::sync::Arc;
 
+use cudarc::driver::sys::CUdevice_attribute::{
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+};
 use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
-use nvfp4_kernel::launch::{
-    DEQUANTIZE_BF16, DEQUANTIZE_F16, EntryPoint, SILU_MUL_BF16, SILU_MUL_F16, SM90_PREDECODE_TOKENS,
-    sm90_dual_gemm as sm90_dual_gemm_entry, sm100_dual_gemm as sm100_dual_gemm_entry,
-};
+use nvfp4_kernel::launch::{self, DequantizeArgs, Kernel, OccupyArgs, SiluMulArgs};
 use nvfp4_kernel::layout::SCALE_BLOCK_K;
 use nvfp4_kernel::sm90::config::{self as sm90, Tile};
+use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
-use crate::kernels::{PTX_SM90A, PTX_SM100A};
+use crate::kernels::{PTX_SM90A, PTX_SM100F};
 
 /// The GPU architectures this library has kernels for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arch {
     /// Hopper, compute capability 9.0 (H100, H200): wgmma on fp16 with in-kernel fp4 decoding.
+    /// PTX target `sm_90a`.
     Sm90a,
-    /// Blackwell, compute capability 10.x (B200, B300): tcgen05 block-scaled fp4 MMA.
-    Sm100a,
+    /// Blackwell data-center GPUs, compute capability 10.0 (B200, GB200) and 10.3 (B300,
+    /// GB300): tcgen05 block-scaled fp4 MMA. PTX target `sm_100f`, the family target that the
+    /// driver compiles for both (never run here: no Blackwell GPU was available).
+    Sm100f,
 }
 
 impl Arch {
+    /// The PTX target the module for this architecture is built for.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Sm90a => "sm_90a",
+            Arch::Sm100f => "sm_100f",
+        }
+    }
+
     /// The architecture for a compute capability, or [`Error::UnsupportedGpu`].
     pub fn from_compute_capability(name: &str, major: i32, minor: i32) -> Result<Self> {
         match (major, minor) {
             (9, 0) => Ok(Arch::Sm90a),
-            (10, _) => Ok(Arch::Sm100a),
+            (10, 0) | (10, 3) => Ok(Arch::Sm100f),
             _ => Err(Error::UnsupportedGpu {
                 name: name.to_string(),
                 major,
@@ -54,7 +64,7 @@ impl Arch {
     pub fn ptx(self) -> &'static str {
         match self {
             Arch::Sm90a => PTX_SM90A,
-            Arch::Sm100a => PTX_SM100A,
+            Arch::Sm100f => PTX_SM100F,
         }
     }
 }
@@ -65,24 +75,84 @@ pub fn driver_available() -> bool {
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
-/// One kernel argument for [`Gpu::launch_ex`], in the low bytes of a word.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct KernelArg(u64);
+/// A kernel of the loaded module, launchable only with its own arguments struct `A`
+/// ([`nvfp4_kernel::launch::Kernel`]).
+pub(crate) struct LoadedKernel<A> {
+    function: CudaFunction,
+    pub(crate) kernel: Kernel<A>,
+}
 
-impl KernelArg {
-    /// A device address (8 bytes).
-    pub(crate) fn address(address: u64) -> Self {
-        Self(address)
+impl<A> LoadedKernel<A> {
+    fn load(module: &Arc<CudaModule>, kernel: Kernel<A>) -> Result<Self> {
+        Ok(Self {
+            function: module.load_function(kernel.entry.name)?,
+            kernel,
+        })
     }
 
-    /// A 32-bit unsigned integer.
-    pub(crate) fn u32(value: u32) -> Self {
-        Self(u64::from(value))
+    /// Allows up to `bytes` of dynamic shared memory per block.
+    fn allow_shared_bytes(&self, bytes: u32) -> Result<()> {
+        self.function.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )?;
+        Ok(())
     }
 
-    /// A 32-bit float.
-    pub(crate) fn f32(value: f32) -> Self {
-        Self(u64::from(value.to_bits()))
+    /// Enqueues the kernel on `stream` with `blocks` blocks of the entry's block size and
+    /// `shared_bytes` of dynamic shared memory, through `cuLaunchKernelEx`. With `dependent`, as a
+    /// programmatic dependent launch: its CTAs may start while the stream's previous kernel
+    /// finishes, so the kernel must execute `griddepcontrol.wait` before it touches memory that
+    /// earlier work writes (every kernel of this library that is launched that way does).
+    ///
+    /// # Safety
+    /// `args` must satisfy the kernel's contract: every pointer alive and valid for what the
+    /// kernel reads and writes.
+    pub(crate) unsafe fn launch(
+        &self,
+        stream: &CudaStream,
+        blocks: u32,
+        shared_bytes: u32,
+        args: &A,
+        dependent: bool,
+    ) -> Result<()> {
+        use cudarc::driver::sys;
+        // The kernel's one parameter is an `A` by value: the driver copies its bytes.
+        let mut params = [(args as *const A).cast_mut().cast::<std::ffi::c_void>()];
+        // SAFETY: a plain C union; all-zero is a valid value of every member.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        value.programmaticStreamSerializationAllowed = 1;
+        let mut attribute = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value,
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: blocks,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: self.kernel.entry.threads_per_block,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: shared_bytes,
+            hStream: stream.cu_stream(),
+            attrs: &mut attribute,
+            numAttrs: u32::from(dependent),
+        };
+        stream.context().bind_to_thread()?;
+        // SAFETY: the config, the attribute and the argument bytes outlive the call (the driver
+        // copies them); the caller guarantees that the arguments satisfy the kernel's contract,
+        // and `A` is the kernel's parameter type by construction.
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &config,
+                self.function.cu_function(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()?;
+        Ok(())
     }
 }
 
@@ -92,14 +162,87 @@ pub struct Gpu {
     arch: Arch,
     name: String,
     multiprocessors: u32,
-    dequantize_f16: CudaFunction,
-    dequantize_bf16: CudaFunction,
-    silu_mul_f16: CudaFunction,
-    silu_mul_bf16: CudaFunction,
-    sm90_dual_gemm: Vec<(Tile, CudaFunction)>,
-    sm90_predecode_tokens: Option<CudaFunction>,
-    sm100_dual_gemm: Vec<(nvfp4_kernel::sm100::config::Tile, CudaFunction)>,
+    shared_bytes_per_block: u32,
+    pub(crate) kernels: Kernels,
     _module: Arc<CudaModule>,
+}
+
+/// The loaded kernels of the module.
+pub(crate) struct Kernels {
+    pub dequantize_f16: LoadedKernel<DequantizeArgs>,
+    pub dequantize_bf16: LoadedKernel<DequantizeArgs>,
+    pub silu_mul_f16: LoadedKernel<SiluMulArgs>,
+    pub silu_mul_bf16: LoadedKernel<SiluMulArgs>,
+    pub occupy: LoadedKernel<OccupyArgs>,
+    pub sm90: Option<Sm90Kernels>,
+    pub sm100: Option<Sm100Kernels>,
+}
+
+/// The Hopper module's kernels.
+pub(crate) struct Sm90Kernels {
+    pub dual_gemm: Vec<(Tile, LoadedKernel<sm90::DualGemmArgs>)>,
+    pub grouped: Vec<(Tile, bool, LoadedKernel<sm90::GroupedArgs>)>,
+    pub predecode_tokens: LoadedKernel<sm90::PredecodeArgs>,
+    pub grouped_prepare: LoadedKernel<sm90::GroupedPrepareArgs>,
+}
+
+impl Sm90Kernels {
+    fn load(module: &Arc<CudaModule>) -> Result<Self> {
+        let mut dual_gemm = Vec::new();
+        let mut grouped = Vec::new();
+        for tile in sm90::TILES {
+            let kernel = LoadedKernel::load(module, launch::sm90_dual_gemm(tile))?;
+            kernel.allow_shared_bytes(tile.shared().total)?;
+            dual_gemm.push((tile, kernel));
+            for gated in [false, true] {
+                let kernel = LoadedKernel::load(module, launch::sm90_grouped(tile, gated))?;
+                kernel.allow_shared_bytes(tile.grouped_shared().total)?;
+                grouped.push((tile, gated, kernel));
+            }
+        }
+        Ok(Self {
+            dual_gemm,
+            grouped,
+            predecode_tokens: LoadedKernel::load(module, launch::SM90_PREDECODE_TOKENS)?,
+            grouped_prepare: LoadedKernel::load(module, launch::SM90_GROUPED_PREPARE)?,
+        })
+    }
+
+    /// The dense dual GEMM for `tile`.
+    pub fn dual_gemm(&self, tile: Tile) -> &LoadedKernel<sm90::DualGemmArgs> {
+        let found = self.dual_gemm.iter().find(|(t, _)| *t == tile);
+        // Every tile of `sm90::TILES` is loaded, and plans only pick those.
+        &found.unwrap_or(&self.dual_gemm[0]).1
+    }
+
+    /// The grouped kernel for `tile`, gated or plain.
+    pub fn grouped(&self, tile: Tile, gated: bool) -> &LoadedKernel<sm90::GroupedArgs> {
+        let found = self.grouped.iter().find(|(t, g, _)| *t == tile && *g == gated);
+        &found.unwrap_or(&self.grouped[0]).2
+    }
+}
+
+/// The Blackwell module's kernels.
+pub(crate) struct Sm100Kernels {
+    pub dual_gemm: Vec<(sm100::Tile, LoadedKernel<sm100::DualGemmArgs>)>,
+}
+
+impl Sm100Kernels {
+    fn load(module: &Arc<CudaModule>) -> Result<Self> {
+        let mut dual_gemm = Vec::new();
+        for tile in sm100::TILES {
+            let kernel = LoadedKernel::load(module, launch::sm100_dual_gemm(tile))?;
+            kernel.allow_shared_bytes(tile.shared_bytes())?;
+            dual_gemm.push((tile, kernel));
+        }
+        Ok(Self { dual_gemm })
+    }
+
+    /// The dual GEMM for `tile`.
+    pub fn dual_gemm(&self, tile: sm100::Tile) -> &LoadedKernel<sm100::DualGemmArgs> {
+        let found = self.dual_gemm.iter().find(|(t, _)| *t == tile);
+        &found.unwrap_or(&self.dual_gemm[0]).1
+    }
 }
 
 impl Gpu {
@@ -112,47 +255,33 @@ impl Gpu {
         let name = context.name()?;
         let (major, minor) = context.compute_capability()?;
         let arch = Arch::from_compute_capability(&name, major, minor)?;
-        let multiprocessors = context
-            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
-            as u32;
+        let attribute = |a| context.attribute(a).map(|v| v as u32);
+        let multiprocessors = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let shared_bytes_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
         let module = context.load_module(cudarc::nvrtc::Ptx::from_src(arch.ptx()))?;
-        let load = |entry: EntryPoint| module.load_function(entry.name);
-        let mut sm90_dual_gemm = Vec::new();
-        let mut sm90_predecode_tokens = None;
-        if arch == Arch::Sm90a {
-            sm90_predecode_tokens = Some(load(SM90_PREDECODE_TOKENS)?);
-            for tile in sm90::TILES {
-                let function = load(sm90_dual_gemm_entry(tile))?;
-                function.set_attribute(
-                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    crate::dual_gemm::sm90_max_shared_bytes(tile) as i32,
-                )?;
-                sm90_dual_gemm.push((tile, function));
-            }
-        }
-        let mut sm100_dual_gemm = Vec::new();
-        if arch == Arch::Sm100a {
-            for tile in nvfp4_kernel::sm100::config::TILES {
-                let function = load(sm100_dual_gemm_entry(tile))?;
-                function.set_attribute(
-                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    tile.shared_bytes() as i32,
-                )?;
-                sm100_dual_gemm.push((tile, function));
-            }
-        }
+        let kernels = Kernels {
+            dequantize_f16: LoadedKernel::load(&module, launch::DEQUANTIZE_F16)?,
+            dequantize_bf16: LoadedKernel::load(&module, launch::DEQUANTIZE_BF16)?,
+            silu_mul_f16: LoadedKernel::load(&module, launch::SILU_MUL_F16)?,
+            silu_mul_bf16: LoadedKernel::load(&module, launch::SILU_MUL_BF16)?,
+            occupy: LoadedKernel::load(&module, launch::OCCUPY)?,
+            sm90: match arch {
+                Arch::Sm90a => Some(Sm90Kernels::load(&module)?),
+                Arch::Sm100f => None,
+            },
+            sm100: match arch {
+                Arch::Sm100f => Some(Sm100Kernels::load(&module)?),
+                Arch::Sm90a => None,
+            },
+        };
+        kernels.occupy.allow_shared_bytes(shared_bytes_per_block)?;
         Ok(Self {
             stream: context.default_stream(),
             arch,
             name,
             multiprocessors,
-            dequantize_f16: load(DEQUANTIZE_F16)?,
-            dequantize_bf16: load(DEQUANTIZE_BF16)?,
-            silu_mul_f16: load(SILU_MUL_F16)?,
-            silu_mul_bf16: load(SILU_MUL_BF16)?,
-            sm90_dual_gemm,
-            sm90_predecode_tokens,
-            sm100_dual_gemm,
+            shared_bytes_per_block,
+            kernels,
             _module: module,
         })
     }
@@ -177,6 +306,22 @@ impl Gpu {
         &self.stream
     }
 
+    /// The Hopper kernels, or the error that names the operation and this GPU's architecture.
+    pub(crate) fn sm90_kernels(&self, operation: &'static str) -> Result<&Sm90Kernels> {
+        self.kernels.sm90.as_ref().ok_or(Error::KernelUnavailable {
+            operation,
+            arch: self.arch.name(),
+        })
+    }
+
+    /// The Blackwell kernels, or the error that names the operation and this GPU's architecture.
+    pub(crate) fn sm100_kernels(&self, operation: &'static str) -> Result<&Sm100Kernels> {
+        self.kernels.sm100.as_ref().ok_or(Error::KernelUnavailable {
+            operation,
+            arch: self.arch.name(),
+        })
+    }
+
     /// Dequantizes `m` to a new row-major fp16 buffer (`rows × k`), stream-ordered.
     pub fn dequantize_f16(&self, m: &DeviceNvFp4Matrix) -> Result<CudaSlice<f16>> {
         // SAFETY: every element is written by the kernel before the buffer can be read.
@@ -187,7 +332,7 @@ impl Gpu {
 
     /// Dequantizes `m` into `out` (`rows × k` fp16, row-major), stream-ordered.
     pub fn dequantize_f16_into(&self, m: &DeviceNvFp4Matrix, out: &mut CudaSlice<f16>) -> Result<()> {
-        self.launch_dequantize(&self.dequantize_f16, DEQUANTIZE_F16, m, out)
+        self.launch_dequantize(&self.kernels.dequantize_f16, m, out)
     }
 
     /// Dequantizes `m` to a new row-major bf16 buffer (`rows × k`), stream-ordered.
@@ -200,7 +345,7 @@ impl Gpu {
 
     /// Dequantizes `m` into `out` (`rows × k` bf16, row-major), stream-ordered.
     pub fn dequantize_bf16_into(&self, m: &DeviceNvFp4Matrix, out: &mut CudaSlice<bf16>) -> Result<()> {
-        self.launch_dequantize(&self.dequantize_bf16, DEQUANTIZE_BF16, m, out)
+        self.launch_dequantize(&self.kernels.dequantize_bf16, m, out)
     }
 
     /// `out = silu(gate) ⊙ up` element-wise on fp16 buffers of one length (a multiple of 8),
@@ -211,7 +356,7 @@ impl Gpu {
         up: &CudaSlice<f16>,
         out: &mut CudaSlice<f16>,
     ) -> Result<()> {
-        self.launch_silu_mul(&self.silu_mul_f16, SILU_MUL_F16, gate, up, out)
+        self.launch_silu_mul(&self.kernels.silu_mul_f16, gate, up, out)
     }
 
     /// `out = silu(gate) ⊙ up` element-wise on bf16 buffers (see [`Self::silu_mul_f16`]).
@@ -221,13 +366,12 @@ impl Gpu {
         up: &CudaSlice<bf16>,
         out: &mut CudaSlice<bf16>,
     ) -> Result<()> {
-        self.launch_silu_mul(&self.silu_mul_bf16, SILU_MUL_BF16, gate, up, out)
+        self.launch_silu_mul(&self.kernels.silu_mul_bf16, gate, up, out)
     }
 
     fn launch_silu_mul<T: cudarc::driver::DeviceRepr>(
         &self,
-        function: &CudaFunction,
-        entry: EntryPoint,
+        kernel: &LoadedKernel<SiluMulArgs>,
         gate: &CudaSlice<T>,
         up: &CudaSlice<T>,
         out: &mut CudaSlice<T>,
@@ -250,119 +394,39 @@ impl Gpu {
         if !len.is_multiple_of(8) || len >= 1 << 31 {
             return Err(Error::invalid("len", "must be a multiple of 8 below 2^31", len));
         }
-        let config = self.grid_stride_config(entry, (len / 8) as u32);
-        let len32 = len as u32;
-        let mut launch = self.stream.launch_builder(function);
-        launch.arg(gate).arg(up).arg(out).arg(&len32);
-        // SAFETY: parameter order and types match `nvfp4_kernel::elementwise`; lengths checked.
-        unsafe { launch.launch(config) }?;
-        Ok(())
-    }
-
-    pub(crate) fn sm100_dual_gemm_function(
-        &self,
-        tile: nvfp4_kernel::sm100::config::Tile,
-    ) -> Result<CudaFunction> {
-        self.sm100_dual_gemm
-            .iter()
-            .find(|(t, _)| *t == tile)
-            .map(|(_, f)| f.clone())
-            .ok_or(Error::KernelUnavailable {
-                operation: "dual-GEMM",
-                arch: "sm_100a",
-            })
-    }
-
-    pub(crate) fn sm90_dual_gemm_function(&self, tile: Tile) -> Result<CudaFunction> {
-        self.sm90_dual_gemm
-            .iter()
-            .find(|(t, _)| *t == tile)
-            .map(|(_, f)| f.clone())
-            .ok_or(Error::KernelUnavailable {
-                operation: "dual-GEMM",
-                arch: "sm_100a",
-            })
-    }
-
-    /// Launch configuration of a grid-stride kernel over `items` work items, one per thread:
-    /// enough blocks for every item, at most 16 per SM, at least one.
-    pub(crate) fn grid_stride_config(&self, entry: EntryPoint, items: u32) -> LaunchConfig {
-        let threads = entry.threads_per_block;
-        LaunchConfig {
-            grid_dim: (items.div_ceil(threads).clamp(1, self.multiprocessors * 16), 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: 0,
-        }
-    }
-
-    /// Enqueues `function` on this GPU's stream with `cuLaunchKernelEx`. With `dependent`, as a
-    /// programmatic dependent launch: its CTAs may start while the stream's previous kernel
-    /// finishes, so the kernel must execute `griddepcontrol.wait` before it touches memory that
-    /// earlier work writes (the sm_90a dual-GEMM kernels and the token pre-decoder do).
-    ///
-    /// # Safety
-    /// `args` must match the kernel's parameters in order and size, with every buffer alive and
-    /// large enough for what the kernel reads and writes.
-    pub(crate) unsafe fn launch_ex(
-        &self,
-        function: &CudaFunction,
-        config: LaunchConfig,
-        args: &[KernelArg],
-        dependent: bool,
-    ) -> Result<()> {
-        use cudarc::driver::sys;
-        let mut words: Vec<u64> = args.iter().map(|arg| arg.0).collect();
-        let mut params: Vec<*mut std::ffi::c_void> =
-            words.iter_mut().map(|w| (w as *mut u64).cast()).collect();
-        // SAFETY: a plain C union; all-zero is a valid value of every member.
-        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
-        value.programmaticStreamSerializationAllowed = 1;
-        let mut attribute = sys::CUlaunchAttribute {
-            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-            pad: [0; 4],
-            value,
+        let stream = &self.stream;
+        let (gate, _gate) = gate.device_ptr(stream);
+        let (up, _up) = up.device_ptr(stream);
+        let (out, _out) = out.device_ptr_mut(stream);
+        let args = SiluMulArgs {
+            gate: gate as *const u32,
+            up: up as *const u32,
+            out: out as *mut u32,
+            len: len as u32,
         };
-        let launch_config = sys::CUlaunchConfig {
-            gridDimX: config.grid_dim.0,
-            gridDimY: config.grid_dim.1,
-            gridDimZ: config.grid_dim.2,
-            blockDimX: config.block_dim.0,
-            blockDimY: config.block_dim.1,
-            blockDimZ: config.block_dim.2,
-            sharedMemBytes: config.shared_mem_bytes,
-            hStream: self.stream.cu_stream(),
-            attrs: &mut attribute,
-            numAttrs: u32::from(dependent),
-        };
-        self.stream.context().bind_to_thread()?;
-        // SAFETY: the config, the attribute and every parameter word outlive the call (the
-        // driver copies them); the caller guarantees that the arguments match the kernel.
+        // SAFETY: the three buffers hold `len` elements (checked), allocations are 256-aligned.
         unsafe {
-            sys::cuLaunchKernelEx(
-                &launch_config,
-                function.cu_function(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
+            kernel.launch(
+                stream,
+                self.grid_stride_blocks(&kernel.kernel, (len / 8) as u32),
+                0,
+                &args,
+                false,
             )
         }
-        .result()?;
-        Ok(())
     }
 
-    /// The sm_90a token pre-decoding kernel.
-    pub(crate) fn sm90_predecode_tokens_function(&self) -> Result<&CudaFunction> {
-        self.sm90_predecode_tokens
-            .as_ref()
-            .ok_or(Error::KernelUnavailable {
-                operation: "token pre-decoding",
-                arch: "sm_100a",
-            })
+    /// Blocks of a grid-stride kernel over `items` work items, one per thread: enough blocks
+    /// for every item, at most 16 per SM, at least one.
+    pub(crate) fn grid_stride_blocks<A>(&self, kernel: &Kernel<A>, items: u32) -> u32 {
+        items
+            .div_ceil(kernel.entry.threads_per_block)
+            .clamp(1, self.multiprocessors * 16)
     }
 
     fn launch_dequantize<T: cudarc::driver::DeviceRepr>(
         &self,
-        function: &CudaFunction,
-        entry: EntryPoint,
+        kernel: &LoadedKernel<DequantizeArgs>,
         m: &DeviceNvFp4Matrix,
         out: &mut CudaSlice<T>,
     ) -> Result<()> {
@@ -381,20 +445,69 @@ impl Gpu {
                 blocks,
             ));
         }
-        let config = self.grid_stride_config(entry, blocks as u32);
-        let (rows, k) = (m.rows() as u32, m.k() as u32);
-        let global_scale = m.global_scale().unwrap_or(1.0);
-        let mut launch = self.stream.launch_builder(function);
-        launch
-            .arg(m.data_buffer())
-            .arg(m.scales_buffer())
-            .arg(out)
-            .arg(&rows)
-            .arg(&k)
-            .arg(&global_scale);
-        // SAFETY: parameter order and types match `nvfp4_kernel::dequant`; the buffers have the
-        // lengths the kernel reads and writes (checked by DeviceNvFp4Matrix and the allocation).
-        unsafe { launch.launch(config) }?;
-        Ok(())
+        let stream = &self.stream;
+        let (data, _data) = m.data_buffer().device_ptr(stream);
+        let (scales, _scales) = m.scales_buffer().device_ptr(stream);
+        let (out, _out) = out.device_ptr_mut(stream);
+        let args = DequantizeArgs {
+            data: data as *const u8,
+            scales: scales as *const u8,
+            out: out as *mut u16,
+            rows: m.rows() as u32,
+            k: m.k() as u32,
+            global_scale: m.global_scale().unwrap_or(1.0),
+        };
+        // SAFETY: the buffers have the lengths the kernel reads and writes (checked by
+        // DeviceNvFp4Matrix and above).
+        unsafe {
+            kernel.launch(
+                stream,
+                self.grid_stride_blocks(&kernel.kernel, blocks as u32),
+                0,
+                &args,
+                false,
+            )
+        }
+    }
+}
+
+/// Test support: a kernel that keeps multiprocessors busy.
+pub mod testing {
+    use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+    use nvfp4_kernel::launch::OccupyArgs;
+
+    use super::Gpu;
+    use crate::error::Result;
+
+    impl Gpu {
+        /// Enqueues on `stream` a kernel of `blocks` blocks that each take all of an SM's
+        /// shared memory (so no other kernel's CTA that needs shared memory fits beside one),
+        /// count themselves in `started[0]` and spin until `release[0]` is non-zero. For tests
+        /// of behaviour on fewer SMs than the device has; the caller must eventually write
+        /// `release`, or the GPU stays busy.
+        ///
+        /// # Safety
+        /// `release` and `started` stay allocated until the kernel ends; nothing else may wait
+        /// on `stream` for it before `release` is written.
+        pub unsafe fn occupy_multiprocessors(
+            &self,
+            stream: &CudaStream,
+            blocks: u32,
+            release: &CudaSlice<u32>,
+            started: &CudaSlice<u32>,
+        ) -> Result<()> {
+            let (release, _release) = release.device_ptr(stream);
+            let (started, _started) = started.device_ptr(stream);
+            let args = OccupyArgs {
+                release: release as *const u32,
+                started: started as *mut u32,
+            };
+            // SAFETY: the caller's contract; both words are device allocations.
+            unsafe {
+                self.kernels
+                    .occupy
+                    .launch(stream, blocks, self.shared_bytes_per_block, &args, false)
+            }
+        }
     }
 }

@@ -6,11 +6,13 @@
 //! bit: `(e2m1 · scale)` is exact in f32, then one f32 multiply by the global scale, then one
 //! round-to-nearest-even to the output type.
 //!
-//! Kernel parameters (both entry points): `data` (rows × k/2 bytes, 8-byte aligned), `scales`
-//! (blocked layout, [`BlockedScales`]), `out` (rows × k elements, 16-byte aligned), `rows`, `k`
-//! (a multiple of 16; `rows · k / 16 < 2^31`), `global_scale` (1.0 when the matrix has none).
+//! Kernel parameter (both entry points): [`DequantizeArgs`] — `data` (rows × k/2 bytes, 8-byte
+//! aligned), `scales` (blocked layout, [`BlockedScales`]), `out` (rows × k elements, 16-byte
+//! aligned), `rows`, `k` (a multiple of 16; `rows · k / 16 < 2^31`), `global_scale` (1.0 when the
+//! matrix has none).
 
 use crate::fp4::{E2M1_F16_RESCALE, e2m1_to_f16_bits_scaled};
+use crate::launch::DequantizeArgs;
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, mem, sreg};
 
@@ -84,14 +86,15 @@ unsafe fn dequantize<O: OutputElement>(
 /// # Safety
 /// Pointers and sizes must satisfy the module doc's contract.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_dequantize_f16(
-    data: *const u8,
-    scales: *const u8,
-    out: *mut u16,
-    rows: u32,
-    k: u32,
-    global_scale: f32,
-) {
+pub unsafe extern "ptx-kernel" fn nvfp4_dequantize_f16(args: DequantizeArgs) {
+    let DequantizeArgs {
+        data,
+        scales,
+        out,
+        rows,
+        k,
+        global_scale,
+    } = args;
     // SAFETY: forwarded contract.
     unsafe { dequantize::<F16>(data, scales, out, rows, k, global_scale) }
 }
@@ -101,14 +104,15 @@ pub unsafe extern "ptx-kernel" fn nvfp4_dequantize_f16(
 /// # Safety
 /// Pointers and sizes must satisfy the module doc's contract.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_dequantize_bf16(
-    data: *const u8,
-    scales: *const u8,
-    out: *mut u16,
-    rows: u32,
-    k: u32,
-    global_scale: f32,
-) {
+pub unsafe extern "ptx-kernel" fn nvfp4_dequantize_bf16(args: DequantizeArgs) {
+    let DequantizeArgs {
+        data,
+        scales,
+        out,
+        rows,
+        k,
+        global_scale,
+    } = args;
     // SAFETY: forwarded contract.
     unsafe { dequantize::<Bf16>(data, scales, out, rows, k, global_scale) }
 }

@@ -6,6 +6,7 @@
 //! (a multiple of 8).
 
 use crate::epilogue::silu;
+use crate::launch::SiluMulArgs;
 use crate::ptx::{cvt, mem, sreg};
 
 /// Widens and narrows one 16-bit element type.
@@ -68,12 +69,8 @@ unsafe fn silu_mul<E: Element>(gate: *const u32, up: *const u32, out: *mut u32, 
 /// # Safety
 /// Pointers and `len` must satisfy the module doc's contract.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_silu_mul_f16(
-    gate: *const u32,
-    up: *const u32,
-    out: *mut u32,
-    len: u32,
-) {
+pub unsafe extern "ptx-kernel" fn nvfp4_silu_mul_f16(args: SiluMulArgs) {
+    let SiluMulArgs { gate, up, out, len } = args;
     // SAFETY: forwarded contract.
     unsafe { silu_mul::<F16>(gate, up, out, len) }
 }
@@ -83,12 +80,8 @@ pub unsafe extern "ptx-kernel" fn nvfp4_silu_mul_f16(
 /// # Safety
 /// Pointers and `len` must satisfy the module doc's contract.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_silu_mul_bf16(
-    gate: *const u32,
-    up: *const u32,
-    out: *mut u32,
-    len: u32,
-) {
+pub unsafe extern "ptx-kernel" fn nvfp4_silu_mul_bf16(args: SiluMulArgs) {
+    let SiluMulArgs { gate, up, out, len } = args;
     // SAFETY: forwarded contract.
     unsafe { silu_mul::<Bf16>(gate, up, out, len) }
 }

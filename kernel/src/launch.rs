@@ -1,8 +1,16 @@
-//! Launch contract of every kernel entry point: the PTX name the host looks up and the block size.
+//! Launch contract of every kernel entry point: the PTX name the host looks up, the block size,
+//! and the one definition of its arguments.
+//!
+//! Every kernel takes a single parameter, a `#[repr(C)]` struct passed by value, and the host
+//! fills that same struct: a [`Kernel<A>`] can only be launched with an `A`, so the argument
+//! list cannot disagree between the two sides (order, count or types). The PTX test checks
+//! that every entry declares one parameter of `size_of::<A>()` bytes.
 //!
 //! Rust cannot express launch bounds, so the host crate's `build.rs` reads this table and writes
 //! `.maxntid` (and `.minnctapersm`, which `setmaxnreg` needs) into the PTX after each entry's
 //! parameter list; the host launches with the same `threads_per_block`.
+
+use core::marker::PhantomData;
 
 /// One kernel entry point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,90 +21,171 @@ pub struct EntryPoint {
     pub threads_per_block: u32,
     /// Written as `.minnctapersm` when present (required for `setmaxnreg` to take effect).
     pub min_blocks_per_sm: Option<u32>,
+    /// Bytes of the entry's one by-value parameter (its arguments struct).
+    pub param_bytes: u32,
+}
+
+/// An entry point whose one parameter is an `A`.
+#[derive(Debug)]
+pub struct Kernel<A> {
+    /// Name, block size and launch bounds.
+    pub entry: EntryPoint,
+    args: PhantomData<fn(A)>,
+}
+
+impl<A> Clone for Kernel<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A> Copy for Kernel<A> {}
+
+impl<A> Kernel<A> {
+    /// The entry `name` with `threads_per_block` threads and an optional `.minnctapersm`.
+    pub const fn new(name: &'static str, threads_per_block: u32, min_blocks_per_sm: Option<u32>) -> Self {
+        Self {
+            entry: EntryPoint {
+                name,
+                threads_per_block,
+                min_blocks_per_sm,
+                param_bytes: core::mem::size_of::<A>() as u32,
+            },
+            args: PhantomData,
+        }
+    }
+}
+
+/// Arguments of the dequantization kernels: an NVFP4 matrix to row-major fp16/bf16.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DequantizeArgs {
+    /// Packed e2m1 data, `rows × k/2` bytes, 8-byte aligned.
+    pub data: *const u8,
+    /// Blocked e4m3 scales.
+    pub scales: *const u8,
+    /// Output, `rows × k` elements, 16-byte aligned.
+    pub out: *mut u16,
+    /// Rows.
+    pub rows: u32,
+    /// K (a multiple of 16).
+    pub k: u32,
+    /// The matrix's global scale (1 for none).
+    pub global_scale: f32,
+}
+
+/// Arguments of the `silu(gate) · up` kernels on fp16/bf16 vectors.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiluMulArgs {
+    /// Gate values, `len` elements, 16-byte aligned.
+    pub gate: *const u32,
+    /// Up values, `len` elements, 16-byte aligned.
+    pub up: *const u32,
+    /// Output, `len` elements, 16-byte aligned.
+    pub out: *mut u32,
+    /// Elements (a multiple of 8, below 2³¹).
+    pub len: u32,
+}
+
+/// Arguments of the test-support kernel that occupies multiprocessors ([`OCCUPY`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OccupyArgs {
+    /// Each block spins until this word is non-zero.
+    pub release: *const u32,
+    /// Each block adds 1 here when it starts.
+    pub started: *mut u32,
 }
 
 /// NVFP4 → fp16 dequantization.
-pub const DEQUANTIZE_F16: EntryPoint = EntryPoint {
-    name: "nvfp4_dequantize_f16",
-    threads_per_block: 256,
-    min_blocks_per_sm: None,
-};
+pub const DEQUANTIZE_F16: Kernel<DequantizeArgs> = Kernel::new("nvfp4_dequantize_f16", 256, None);
 
 /// NVFP4 → bf16 dequantization.
-pub const DEQUANTIZE_BF16: EntryPoint = EntryPoint {
-    name: "nvfp4_dequantize_bf16",
-    threads_per_block: 256,
-    min_blocks_per_sm: None,
-};
+pub const DEQUANTIZE_BF16: Kernel<DequantizeArgs> = Kernel::new("nvfp4_dequantize_bf16", 256, None);
 
 /// fp16 `silu(gate) · up` (the unfused baseline's last step).
-pub const SILU_MUL_F16: EntryPoint = EntryPoint {
-    name: "nvfp4_silu_mul_f16",
-    threads_per_block: 256,
-    min_blocks_per_sm: None,
-};
+pub const SILU_MUL_F16: Kernel<SiluMulArgs> = Kernel::new("nvfp4_silu_mul_f16", 256, None);
 
 /// bf16 `silu(gate) · up`.
-pub const SILU_MUL_BF16: EntryPoint = EntryPoint {
-    name: "nvfp4_silu_mul_bf16",
-    threads_per_block: 256,
-    min_blocks_per_sm: None,
-};
+pub const SILU_MUL_BF16: Kernel<SiluMulArgs> = Kernel::new("nvfp4_silu_mul_bf16", 256, None);
+
+/// Test support: one block per multiprocessor it is given spins until released (see
+/// `crate::testing`), to make SMs unavailable to other kernels.
+pub const OCCUPY: Kernel<OccupyArgs> = Kernel::new("nvfp4_test_occupy", 32, None);
+
+use crate::sm90::config::{self as sm90, DualGemmArgs, GroupedArgs, GroupedPrepareArgs, PredecodeArgs};
 
 /// The sm_90a dual GEMM, one entry per token tile (`sm90::config::TILES`). `.minnctapersm 1`
 /// lets `setmaxnreg` move registers between its warpgroups.
-pub const fn sm90_dual_gemm(tile: crate::sm90::config::Tile) -> EntryPoint {
-    EntryPoint {
-        name: tile.entry_name(),
-        threads_per_block: crate::sm90::config::THREADS,
-        min_blocks_per_sm: Some(1),
-    }
+pub const fn sm90_dual_gemm(tile: sm90::Tile) -> Kernel<DualGemmArgs> {
+    Kernel::new(tile.entry_name(), sm90::THREADS, Some(1))
 }
 
-const SM90_TILES: [crate::sm90::config::Tile; 5] = crate::sm90::config::TILES;
+/// The sm_90a grouped GEMM (plain) or grouped dual GEMM (`gated`), one entry per token tile.
+pub const fn sm90_grouped(tile: sm90::Tile, gated: bool) -> Kernel<GroupedArgs> {
+    Kernel::new(tile.grouped_entry_name(gated), sm90::THREADS, Some(1))
+}
 
 /// Token pre-decoding for the sm_90a dual GEMM's large tiles (`sm90::tokens`).
-pub const SM90_PREDECODE_TOKENS: EntryPoint = EntryPoint {
-    name: "nvfp4_predecode_tokens_sm90",
-    threads_per_block: 256,
-    min_blocks_per_sm: None,
-};
+pub const SM90_PREDECODE_TOKENS: Kernel<PredecodeArgs> =
+    Kernel::new("nvfp4_predecode_tokens_sm90", 256, None);
+
+/// The preparation pass of the sm_90a grouped kernels (`sm90::grouped`).
+pub const SM90_GROUPED_PREPARE: Kernel<GroupedPrepareArgs> =
+    Kernel::new("nvfp4_grouped_prepare_sm90", 256, None);
 
 /// Entry points of both modules.
-pub const COMMON_ENTRY_POINTS: &[EntryPoint] =
-    &[DEQUANTIZE_F16, DEQUANTIZE_BF16, SILU_MUL_F16, SILU_MUL_BF16];
+pub const COMMON_ENTRY_POINTS: &[EntryPoint] = &[
+    DEQUANTIZE_F16.entry,
+    DEQUANTIZE_BF16.entry,
+    SILU_MUL_F16.entry,
+    SILU_MUL_BF16.entry,
+    OCCUPY.entry,
+];
+
+const SM90_TILES: [sm90::Tile; 5] = sm90::TILES;
 
 /// Entry points of the sm_90a module only.
 pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[
-    sm90_dual_gemm(SM90_TILES[0]),
-    sm90_dual_gemm(SM90_TILES[1]),
-    sm90_dual_gemm(SM90_TILES[2]),
-    sm90_dual_gemm(SM90_TILES[3]),
-    sm90_dual_gemm(SM90_TILES[4]),
-    SM90_PREDECODE_TOKENS,
+    sm90_dual_gemm(SM90_TILES[0]).entry,
+    sm90_dual_gemm(SM90_TILES[1]).entry,
+    sm90_dual_gemm(SM90_TILES[2]).entry,
+    sm90_dual_gemm(SM90_TILES[3]).entry,
+    sm90_dual_gemm(SM90_TILES[4]).entry,
+    sm90_grouped(SM90_TILES[0], true).entry,
+    sm90_grouped(SM90_TILES[1], true).entry,
+    sm90_grouped(SM90_TILES[2], true).entry,
+    sm90_grouped(SM90_TILES[3], true).entry,
+    sm90_grouped(SM90_TILES[4], true).entry,
+    sm90_grouped(SM90_TILES[0], false).entry,
+    sm90_grouped(SM90_TILES[1], false).entry,
+    sm90_grouped(SM90_TILES[2], false).entry,
+    sm90_grouped(SM90_TILES[3], false).entry,
+    sm90_grouped(SM90_TILES[4], false).entry,
+    SM90_PREDECODE_TOKENS.entry,
+    SM90_GROUPED_PREPARE.entry,
 ];
 
-/// The sm_100a dual GEMM (tcgen05), one entry per tile (`sm100::config::TILES`).
+/// The sm_100f dual GEMM (tcgen05), one entry per tile (`sm100::config::TILES`).
 /// `.minnctapersm 1`: one CTA per SM owns all TMEM columns.
-pub const fn sm100_dual_gemm(tile: crate::sm100::config::Tile) -> EntryPoint {
-    EntryPoint {
-        name: tile.entry_name(),
-        threads_per_block: crate::sm100::config::THREADS,
-        min_blocks_per_sm: Some(1),
-    }
+pub const fn sm100_dual_gemm(tile: crate::sm100::config::Tile) -> Kernel<crate::sm100::config::DualGemmArgs> {
+    Kernel::new(tile.entry_name(), crate::sm100::config::THREADS, Some(1))
 }
 
 const SM100_TILES: [crate::sm100::config::Tile; 2] = crate::sm100::config::TILES;
 
-/// Entry points of the sm_100a module only.
-pub const SM100_ENTRY_POINTS: &[EntryPoint] =
-    &[sm100_dual_gemm(SM100_TILES[0]), sm100_dual_gemm(SM100_TILES[1])];
+/// Entry points of the sm_100f module only.
+pub const SM100_ENTRY_POINTS: &[EntryPoint] = &[
+    sm100_dual_gemm(SM100_TILES[0]).entry,
+    sm100_dual_gemm(SM100_TILES[1]).entry,
+];
 
-/// The entry points of the module for `arch` (`"sm_90a"` or `"sm_100a"`).
+/// The entry points of the module for `arch` (`"sm_90a"` or `"sm_100f"`).
 pub fn entry_points(arch: &str) -> impl Iterator<Item = &'static EntryPoint> {
     let specific = match arch {
         "sm_90a" => SM90_ENTRY_POINTS,
-        "sm_100a" => SM100_ENTRY_POINTS,
+        "sm_100f" => SM100_ENTRY_POINTS,
         _ => &[],
     };
     COMMON_ENTRY_POINTS.iter().chain(specific)

@@ -4,7 +4,7 @@
 //! * for the host (any target, stable Rust): only the pure modules ([`layout`], [`fp4`]), which
 //!   the host library and its tests call, so that every layout or bit trick has one definition;
 //! * for `nvptx64-nvidia-cuda` by the host crate's `build.rs`, once per GPU architecture, with
-//!   `--cfg nvfp4_arch="sm_90a"` or `"sm_100a"`: the pure modules plus `ptx` (one wrapper per PTX
+//!   `--cfg nvfp4_arch="sm_90a"` or `"sm_100f"`: the pure modules plus `ptx` (one wrapper per PTX
 //!   instruction) and the kernel entry points.
 //!
 //! Kernels (exported PTX entry names):
@@ -24,6 +24,7 @@
 
 pub mod desc;
 pub mod fp4;
+pub mod grouped;
 pub mod launch;
 pub mod layout;
 pub mod ring;
@@ -42,6 +43,9 @@ pub mod elementwise;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod epilogue;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod testing;
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

@@ -1,9 +1,25 @@
-//! Static persistent tile scheduler: CTA `b` of a grid of `g` takes tiles `b, b + g, b + 2g, …`.
+//! Work distribution of the persistent GEMM kernels: the output tiling, the stream-K split of
+//! all tiles' K-stages over the CTAs, and the order in which CTAs may wait for each other.
 //!
-//! Tiles are numbered with the token (M) tile fastest, so CTAs that run at the same time share
-//! weight tiles (read from DRAM once, then from L2) and every CTA's tiles cover distinct outputs.
+//! * [`TileGrid`]: the tiles of one dense problem, token (M) tile fastest, so that CTAs running
+//!   at the same time share weight tiles (read from DRAM once, then from L2).
+//! * [`TileSpace`]: the *iterations* of a launch (one per tile and K-stage) and the tile each
+//!   belongs to. [`UniformTiles`] is a dense problem (every tile has the same stages);
+//!   [`GroupedTiles`] is a grouped (MoE) launch, whose groups have their own tile counts and
+//!   stage counts, read from a table of [`GroupSchedule`]s that the GPU writes.
+//! * [`StreamK`]: an equal share of the iterations for each CTA; a tile whose iterations span
+//!   several CTAs is a sequence of [`Segment`]s whose partial sums one of them (the *reducer*)
+//!   adds up.
+//! * [`virtual_cta`]: which share a CTA takes, by the order in which CTAs *started*, so that a
+//!   reducer only ever waits for CTAs that are already running. That makes the waits
+//!   deadlock-free whatever the number of SMs actually available to the launch (another kernel
+//!   on the GPU, MPS limits, green contexts): see [`StreamK`].
+//!
+//! Everything here is pure and `const`-friendly: the host plans and tests call the same code the
+//! kernels run. Divisions are `checked_div(..)` with a neutral fallback, since a panic path would
+//! pull `core`'s panic machinery into the PTX.
 
-/// The output tiling of one launch.
+/// The output tiling of one dense problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TileGrid {
     /// Token tiles along M.
@@ -13,15 +29,23 @@ pub struct TileGrid {
 }
 
 impl TileGrid {
-    /// Tiles covering `m × n` with `tile_m × tile_n` tiles (M rounded up, N exact).
-    pub const fn new(m: u32, n: u32, tile_m: u32, tile_n: u32) -> Self {
-        Self {
+    /// Tiles covering `m × n` with `tile_m × tile_n` tiles (both rounded up); `None` when a tile
+    /// dimension is zero or the tile count does not fit in a `u32`.
+    pub const fn new(m: u32, n: u32, tile_m: u32, tile_n: u32) -> Option<Self> {
+        if tile_m == 0 || tile_n == 0 {
+            return None;
+        }
+        let grid = Self {
             m_tiles: m.div_ceil(tile_m),
             n_tiles: n.div_ceil(tile_n),
+        };
+        match grid.m_tiles.checked_mul(grid.n_tiles) {
+            Some(_) => Some(grid),
+            None => None,
         }
     }
 
-    /// Number of tiles.
+    /// Number of tiles (fits in a `u32` by construction).
     pub const fn len(&self) -> u32 {
         self.m_tiles * self.n_tiles
     }
@@ -41,31 +65,188 @@ impl TileGrid {
     }
 }
 
-/// Stream-K split of `tiles × stages` K-stages over `ctas` persistent CTAs: CTA `c` takes the
-/// iterations `[begin(c), begin(c + 1))`, so every CTA gets the same work (±1 stage) whatever
-/// the tile count. A tile whose stages span several CTAs is a sequence of *segments*, one per
-/// CTA, numbered along K. Segment 0 is the tile's *reducer*: a CTA's range ends inside such a
-/// tile, so its CTA computes segment 0 last. Every other segment stores its partial sums and
-/// counts itself done; the reducer waits for that count, adds the partial sums to its own in
-/// segment order (a fixed order: results do not depend on timing) and runs the epilogue. A CTA
-/// waits only after its last segment, and only for segments that other CTAs compute without
-/// waiting, so the waits cannot deadlock while all CTAs are resident.
+/// The tile that holds an iteration, as [`TileSpace::locate`] finds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StreamK {
+pub struct TileSpan {
+    /// The tile's first iteration (its identity in the split).
+    pub begin: u32,
+    /// K-stages of the tile.
+    pub stages: u32,
+    /// The tile's group (0 for a dense problem).
+    pub group: u32,
+    /// The tile's index within its group, token tile fastest (see [`TileGrid::coords`]).
+    pub local: u32,
+}
+
+/// The iterations of a launch (one per tile and K-stage), numbered tile by tile with a tile's
+/// stages consecutive, and the tile that owns each.
+pub trait TileSpace {
+    /// Total iterations.
+    fn total(&self) -> u32;
+    /// The tile of iteration `i < total()`.
+    fn locate(&self, i: u32) -> TileSpan;
+}
+
+/// A dense problem: `tiles` tiles of `stages` K-stages each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UniformTiles {
     /// Output tiles.
     pub tiles: u32,
     /// K-stages per tile.
     pub stages: u32,
-    /// CTAs of the launch (at most `tiles × stages`).
+}
+
+impl UniformTiles {
+    /// The space of `tiles × stages` iterations; `None` if that does not fit in a `u32`.
+    pub const fn new(tiles: u32, stages: u32) -> Option<Self> {
+        match tiles.checked_mul(stages) {
+            Some(_) => Some(Self { tiles, stages }),
+            None => None,
+        }
+    }
+}
+
+impl TileSpace for UniformTiles {
+    #[inline(always)]
+    fn total(&self) -> u32 {
+        self.tiles * self.stages
+    }
+
+    #[inline(always)]
+    fn locate(&self, i: u32) -> TileSpan {
+        let tile = match i.checked_div(self.stages) {
+            Some(t) => t,
+            None => 0,
+        };
+        TileSpan {
+            begin: tile * self.stages,
+            stages: self.stages,
+            group: 0,
+            local: tile,
+        }
+    }
+}
+
+/// One group of a grouped launch, as the kernels read it: where its iterations start and how
+/// its tiles are laid out. Written on the GPU by the grouped kernels' preparation pass (the
+/// group sizes never travel to the host).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupSchedule {
+    /// First iteration of the group: the sum of the iterations of the groups before it.
+    pub iteration_begin: u32,
+    /// Token tiles of the group (0 for a group without rows: no work, no weight traffic).
+    pub m_tiles: u32,
+    /// Output tiles of the group.
+    pub n_tiles: u32,
+    /// K-stages of each of the group's tiles.
+    pub stages: u32,
+}
+
+impl GroupSchedule {
+    /// The group's iterations.
+    pub const fn iterations(&self) -> u32 {
+        self.m_tiles * self.n_tiles * self.stages
+    }
+}
+
+/// Read access to the table of [`GroupSchedule`]s (a slice on the host, shared memory on the GPU).
+pub trait GroupTable {
+    /// Number of groups.
+    fn groups(&self) -> u32;
+    /// Group `g < groups()`.
+    fn group(&self, g: u32) -> GroupSchedule;
+}
+
+impl GroupTable for &[GroupSchedule] {
+    fn groups(&self) -> u32 {
+        self.len() as u32
+    }
+    fn group(&self, g: u32) -> GroupSchedule {
+        self[g as usize]
+    }
+}
+
+/// The iterations of a grouped launch: group by group, then tile by tile (token tile fastest
+/// within a group), then stage by stage.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupedTiles<T> {
+    /// The groups, with non-decreasing [`GroupSchedule::iteration_begin`]s.
+    pub table: T,
+    /// Iterations of all groups.
+    pub total: u32,
+}
+
+impl<T: GroupTable> GroupedTiles<T> {
+    /// The group holding iteration `i < total`: the last group whose first iteration is at most
+    /// `i` (groups without iterations share their successor's start and are never chosen).
+    #[inline(always)]
+    pub fn group_of(&self, i: u32) -> u32 {
+        let (mut low, mut high) = (0, self.table.groups());
+        while high - low > 1 {
+            let middle = low + (high - low) / 2;
+            if self.table.group(middle).iteration_begin <= i {
+                low = middle;
+            } else {
+                high = middle;
+            }
+        }
+        low
+    }
+}
+
+impl<T: GroupTable> TileSpace for GroupedTiles<T> {
+    #[inline(always)]
+    fn total(&self) -> u32 {
+        self.total
+    }
+
+    #[inline(always)]
+    fn locate(&self, i: u32) -> TileSpan {
+        let group = self.group_of(i);
+        let schedule = self.table.group(group);
+        let local = match (i - schedule.iteration_begin).checked_div(schedule.stages) {
+            Some(t) => t,
+            None => 0,
+        };
+        TileSpan {
+            begin: schedule.iteration_begin + local * schedule.stages,
+            stages: schedule.stages,
+            group,
+            local,
+        }
+    }
+}
+
+/// Stream-K split of a launch's iterations over `ctas` persistent CTAs (in *virtual* CTA order,
+/// see [`virtual_cta`]): CTA `c` takes the iterations `[begin(c), begin(c + 1))`, so every CTA
+/// gets the same work (±1 stage) whatever the tile count. A tile whose stages span several CTAs
+/// is a sequence of *segments*, one per CTA, numbered along K. Segment 0 is the tile's
+/// *reducer*: its CTA's range ends inside the tile, so that CTA computes it last. Every other
+/// segment is the *first* segment of its CTA: it stores its partial sums, publishes them and
+/// goes on without waiting; the reducer waits for them, adds them to its own in segment order
+/// (a fixed order: results do not depend on timing) and runs the epilogue.
+///
+/// **No deadlock.** A reducer in virtual CTA `c` waits only for CTAs `c + 1, c + 2, …`, and the
+/// kernels give virtual CTA `ctas − 1 − t` to the CTA that started `t`-th ([`virtual_cta`]), so a
+/// reducer only ever waits for CTAs that started before it, which are running (or done), which
+/// compute the awaited segment first and never wait before publishing it. By induction on the
+/// start order every CTA finishes, however few SMs the launch gets at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamK<S> {
+    /// The iterations and their tiles.
+    pub space: S,
+    /// CTAs that take a share: at least 1 and at most the iterations, so that every share has
+    /// at least one stage (see [`working_ctas`]).
     pub ctas: u32,
 }
 
 /// One CTA's share of one tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
-    /// The tile.
-    pub tile: u32,
-    /// Its first stage.
+    /// The tile (its first iteration, group and index in the group).
+    pub tile: TileSpan,
+    /// The segment's first stage within the tile.
     pub first_stage: u32,
     /// Stages in this segment.
     pub stages: u32,
@@ -75,28 +256,29 @@ pub struct Segment {
     pub count: u32,
 }
 
-impl StreamK {
-    /// Total iterations (stages over all tiles).
-    pub const fn total(&self) -> u32 {
-        self.tiles * self.stages
+/// The segment of a split tile that adds the others' partial sums (see [`StreamK`]).
+pub const REDUCER_SEGMENT: u32 = 0;
+
+impl<S: TileSpace> StreamK<S> {
+    /// Total iterations.
+    #[inline(always)]
+    pub fn total(&self) -> u32 {
+        self.space.total()
     }
 
-    // Divisions below are `checked_div(..).unwrap_or(0)`: a zero divisor only comes with an
-    // empty launch, and a panic path would pull `core`'s panic machinery into the PTX.
-
-    /// First iteration of CTA `cta` (`begin(ctas) = total`).
+    /// First iteration of virtual CTA `cta` (`begin(ctas) = total`).
     #[inline(always)]
-    pub const fn begin(&self, cta: u32) -> u32 {
+    pub fn begin(&self, cta: u32) -> u32 {
         match (cta as u64 * self.total() as u64).checked_div(self.ctas as u64) {
             Some(b) => b as u32,
             None => 0,
         }
     }
 
-    /// The CTA whose range holds iteration `i`: the largest `c` with `begin(c) ≤ i`, that is
-    /// `ceil((i + 1) · ctas / total) − 1`.
+    /// The virtual CTA whose range holds iteration `i`: the largest `c` with `begin(c) ≤ i`,
+    /// that is `ceil((i + 1) · ctas / total) − 1`.
     #[inline(always)]
-    pub const fn cta_of(&self, i: u32) -> u32 {
+    pub fn cta_of(&self, i: u32) -> u32 {
         let total = self.total() as u64;
         match ((i as u64 + 1) * self.ctas as u64 + total - 1).checked_div(total) {
             Some(c) => c as u32 - 1,
@@ -106,55 +288,49 @@ impl StreamK {
 
     /// The segment that starts at iteration `i` of a CTA whose range ends at `end`.
     #[inline(always)]
-    pub const fn segment(&self, i: u32, end: u32) -> Segment {
-        let tile = match i.checked_div(self.stages) {
-            Some(t) => t,
-            None => 0,
-        };
-        let tile_begin = tile * self.stages;
-        let tile_end = tile_begin + self.stages;
+    pub fn segment(&self, i: u32, end: u32) -> Segment {
+        let tile = self.space.locate(i);
+        let tile_end = tile.begin + tile.stages;
         let stop = if end < tile_end { end } else { tile_end };
-        let first_cta = self.cta_of(tile_begin);
+        let first_cta = self.cta_of(tile.begin);
         Segment {
             tile,
-            first_stage: i - tile_begin,
+            first_stage: i - tile.begin,
             stages: stop - i,
             index: self.cta_of(i) - first_cta,
             count: self.cta_of(tile_end - 1) - first_cta + 1,
         }
     }
 
-    /// The segments of CTA `cta`'s range, in order.
-    pub const fn segments(&self, cta: u32) -> Segments {
+    /// The segments of virtual CTA `cta`'s range, in order.
+    pub fn segments(&self, cta: u32) -> Segments<'_, S> {
         Segments {
-            split: *self,
+            split: self,
             next: self.begin(cta),
             end: self.begin(cta + 1),
         }
     }
 
-    /// Partial-sum slot of segment `index` of `tile`: CTA `c` owns slots `2c` (the segment that
-    /// holds its first iteration) and `2c + 1` (its last segment, when that is another tile).
+    /// Partial-sum slot of segment `index` of the tile that starts at iteration `tile_begin`:
+    /// virtual CTA `c` owns slots `2c` (the segment that holds its first iteration) and
+    /// `2c + 1` (its last segment, when that is another tile).
     #[inline(always)]
-    pub const fn partial_slot(&self, tile: u32, index: u32) -> u32 {
-        let cta = self.cta_of(tile * self.stages) + index;
-        let first_tile_of_cta = match self.begin(cta).checked_div(self.stages) {
-            Some(t) => t,
-            None => 0,
-        };
-        2 * cta + if first_tile_of_cta == tile { 0 } else { 1 }
+    pub fn partial_slot(&self, tile_begin: u32, index: u32) -> u32 {
+        let cta = self.cta_of(tile_begin) + index;
+        let first_tile_of_cta = self.space.locate(self.begin(cta)).begin;
+        2 * cta + if first_tile_of_cta == tile_begin { 0 } else { 1 }
     }
 }
 
 /// Iterator over one CTA's segments ([`StreamK::segments`]).
 #[derive(Clone, Copy, Debug)]
-pub struct Segments {
-    split: StreamK,
+pub struct Segments<'a, S> {
+    split: &'a StreamK<S>,
     next: u32,
     end: u32,
 }
 
-impl Iterator for Segments {
+impl<S: TileSpace> Iterator for Segments<'_, S> {
     type Item = Segment;
 
     #[inline(always)]
@@ -163,7 +339,92 @@ impl Iterator for Segments {
             return None;
         }
         let segment = self.split.segment(self.next, self.end);
-        self.next += segment.stages.max(1);
+        self.next += if segment.stages > 0 { segment.stages } else { 1 };
         Some(segment)
+    }
+}
+
+/// The virtual CTA (see [`StreamK`]) of the CTA that started `started`-th (`0..ctas`) in a
+/// launch of `ctas` working CTAs, or `None` for CTAs beyond them (they have no share). Late
+/// starters take the *first* shares: a reducer's partners then hold later shares, and so
+/// started earlier.
+#[inline(always)]
+pub const fn virtual_cta(started: u32, ctas: u32) -> Option<u32> {
+    if started < ctas {
+        Some(ctas - 1 - started)
+    } else {
+        None
+    }
+}
+
+/// Where a CTA is in a launch, from the launch *ticket* it took when it started: every launch of
+/// a plan takes exactly `grid` consecutive tickets from one 64-bit counter (never reset), so the
+/// ticket gives both the CTA's start position and the launch's *epoch*.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticket {
+    /// Start position of the CTA within its launch, `0..grid`.
+    pub started: u32,
+    /// The launch's epoch, never 0: what a segment writes next to its published partial sums,
+    /// so that a value left behind by an earlier launch (finished or aborted) is never mistaken
+    /// for this launch's.
+    pub epoch: u32,
+}
+
+impl Ticket {
+    /// The position and epoch of `ticket` in launches of `grid` CTAs (`grid ≥ 1`).
+    #[inline(always)]
+    pub const fn new(ticket: u64, grid: u32) -> Self {
+        let grid = if grid == 0 { 1 } else { grid as u64 };
+        Self {
+            started: (ticket % grid) as u32,
+            // Wraps after 2^32 launches; 0 is skipped so that zeroed flags never match.
+            epoch: ((ticket / grid) as u32 % u32::MAX) + 1,
+        }
+    }
+}
+
+/// CTAs for whole tiles per CTA (data-parallel, no fix-up) when full waves of `tiles` tiles keep
+/// at least 90 % of `grid` CTAs busy and an equal number of tiles each divides them: splitting
+/// tiles costs a fix-up and a pipeline restart per segment (measured on an H100: 66.7 → 73.2 µs
+/// at 128 tiles on 132 SMs), while 192 tiles gained 127 → 102 µs from stream-K. `None`:
+/// stream-K is better.
+pub const fn data_parallel_ctas(tiles: u32, grid: u32) -> Option<u32> {
+    if tiles == 0 || grid == 0 {
+        return None;
+    }
+    let waves = tiles.div_ceil(grid);
+    let data_parallel = match (tiles.checked_add(waves - 1), waves) {
+        (Some(t), 1..) => t / waves,
+        _ => return None,
+    };
+    // tiles / (waves · grid) ≥ 0.9, in integers.
+    let full_enough = 10 * tiles as u64 >= 9 * waves as u64 * grid as u64;
+    match tiles.checked_rem(data_parallel) {
+        Some(0) if full_enough => Some(data_parallel),
+        _ => None,
+    }
+}
+
+/// CTAs that a launch of `grid` CTAs gives shares to, for `tiles` tiles of `stages` stages each
+/// (`stages = 0`: the tiles' stage counts differ, and whole tiles would be unequal shares) and
+/// `iterations` iterations in all: [`data_parallel_ctas`] when it applies, else a stream-K split
+/// over all of them — but never more CTAs than iterations, so that every working CTA has at
+/// least one stage (a [`StreamK`] invariant: an empty share would leave a gap in a tile's
+/// segment numbering).
+pub const fn working_ctas(tiles: u32, stages: u32, iterations: u32, grid: u32) -> u32 {
+    let ctas = if grid == 0 {
+        1
+    } else if stages == 0 {
+        grid
+    } else {
+        match data_parallel_ctas(tiles, grid) {
+            Some(ctas) => ctas,
+            None => grid,
+        }
+    };
+    if ctas > iterations && iterations > 0 {
+        iterations
+    } else {
+        ctas
     }
 }

@@ -183,3 +183,65 @@ pub unsafe fn red_add_relaxed_gpu_u32(ptr: *mut u32, v: u32) {
     // SAFETY: the caller guarantees the address.
     unsafe { asm!("red.relaxed.gpu.global.add.u32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v) };
 }
+
+/// `atom.relaxed.gpu.global.add.u64`: adds `v` at `ptr` and returns the previous value.
+///
+/// # Safety
+/// `ptr` must be a valid, 8-byte aligned global address.
+#[inline(always)]
+pub unsafe fn atom_add_relaxed_gpu_u64(ptr: *mut u64, v: u64) -> u64 {
+    let old: u64;
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!(
+            "atom.relaxed.gpu.global.add.u64 {old}, [{p}], {v};",
+            p = in(reg64) ptr,
+            v = in(reg64) v,
+            old = out(reg64) old,
+        )
+    };
+    old
+}
+
+/// `st.global.b32`: store 4 bytes.
+///
+/// # Safety
+/// `ptr` must be a valid, 4-byte aligned global address for a 4-byte write.
+#[inline(always)]
+pub unsafe fn st_global_b32(ptr: *mut u32, v: u32) {
+    // SAFETY: the caller guarantees the address.
+    unsafe { asm!("st.global.b32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v) };
+}
+
+/// `ld.global.v4.b32`: load 16 bytes (coherent; for data an earlier kernel wrote).
+///
+/// # Safety
+/// `ptr` must be a valid, 16-byte aligned global address.
+#[inline(always)]
+pub unsafe fn ld_global_v4_b32(ptr: *const u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!(
+            "ld.global.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            p = in(reg64) ptr,
+            a = out(reg32) a,
+            b = out(reg32) b,
+            c = out(reg32) c,
+            d = out(reg32) d,
+        )
+    };
+    [a, b, c, d]
+}
+
+/// `ld.global.b32`: load 4 bytes (coherent; for data an earlier kernel wrote).
+///
+/// # Safety
+/// `ptr` must be a valid, 4-byte aligned global address.
+#[inline(always)]
+pub unsafe fn ld_global_b32(ptr: *const u32) -> u32 {
+    let v: u32;
+    // SAFETY: the caller guarantees the address.
+    unsafe { asm!("ld.global.b32 {v}, [{p}];", p = in(reg64) ptr, v = out(reg32) v) };
+    v
+}

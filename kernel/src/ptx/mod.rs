@@ -11,6 +11,7 @@ pub mod mem;
 pub mod reg;
 pub mod smem;
 pub mod sreg;
-#[cfg(nvfp4_arch = "sm_100a")]
+#[cfg(nvfp4_arch = "sm_100f")]
 pub mod tcgen05;
+pub mod warp;
 pub mod wgmma;

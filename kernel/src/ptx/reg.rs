@@ -18,3 +18,14 @@ pub fn decrease<const N: u32>() {
     // SAFETY: changes register allocation only; warp-uniform by contract.
     unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N) };
 }
+
+/// `mov.u32`: `v` unchanged, but opaque to LLVM, so that values derived from it are computed
+/// where they are used instead of being hoisted out of loops (and held in registers across the
+/// mainloop): for address arithmetic that is cheap to redo but costly to keep live.
+#[inline(always)]
+pub fn opaque(v: u32) -> u32 {
+    let out: u32;
+    // SAFETY: a register move; not `pure`, so LLVM does not move or merge it.
+    unsafe { asm!("mov.u32 {o}, {i};", o = out(reg32) out, i = in(reg32) v) };
+    out
+}

@@ -90,3 +90,15 @@ pub unsafe fn st_b32(addr: u32, v: u32) {
     // SAFETY: guaranteed by the caller.
     unsafe { asm!("st.shared.b32 [{p}], {v};", p = in(reg32) addr, v = in(reg32) v) };
 }
+
+/// `st.shared.v2.b32`: store 8 bytes.
+///
+/// # Safety
+/// `addr` must be an 8-byte aligned shared-memory address inside the allocation.
+#[inline(always)]
+pub unsafe fn st_v2(addr: u32, v: [u32; 2]) {
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!("st.shared.v2.b32 [{p}], {{{a}, {b}}};", p = in(reg32) addr, a = in(reg32) v[0], b = in(reg32) v[1])
+    };
+}

@@ -1,4 +1,4 @@
-//! Tensor-core generation 5 (sm_100a): tensor memory (TMEM) allocation, block-scaled MMA,
+//! Tensor-core generation 5 (sm_100f): tensor memory (TMEM) allocation, block-scaled MMA,
 //! shared → TMEM copies, completion tracking and TMEM loads. All `cta_group::1`.
 //!
 //! Contracts (PTX ISA §9.7.16, ptx-facts.md §1–5): `alloc`, `relinquish`, `dealloc`, `ld` and

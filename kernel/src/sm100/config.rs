@@ -1,4 +1,4 @@
-//! Tile configuration, shared-memory plan and tensor-memory (TMEM) column plan of the sm_100a
+//! Tile configuration, shared-memory plan and tensor-memory (TMEM) column plan of the sm_100f
 //! dual-GEMM kernel (see `sm100::dual_gemm`). Pure: the host uses it for launch parameters and
 //! tests check it; the kernel takes every offset from here.
 //!
@@ -225,4 +225,35 @@ pub const fn stage_scale_atoms(layout: &BlockedScales, row0: u32, k_stage: u32) 
 /// column `c` holds rows `32·c ..`): the MMA reads `n / 32` columns from here.
 pub const fn b_scale_column_offset(n0: u32) -> u32 {
     (n0 % 128) / 32
+}
+
+/// Arguments of the sm_100f dual GEMM (`nvfp4_dual_gemm_sm100_n*`), passed by value as the
+/// kernel's only parameter (the host fills this very struct).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DualGemmArgs {
+    /// Generic address of A's tensor map (UINT8, dims {k/2, m}, box {128, 64}, 128-byte swizzle).
+    pub a_map: u64,
+    /// A's blocked scales.
+    pub a_scales: *const u8,
+    /// Generic address of B1's tensor map (as A's, over N rows).
+    pub b1_map: u64,
+    /// B1's blocked scales.
+    pub b1_scales: *const u8,
+    /// Generic address of B2's tensor map.
+    pub b2_map: u64,
+    /// B2's blocked scales.
+    pub b2_scales: *const u8,
+    /// C, `m × n` fp16.
+    pub out: *mut u16,
+    /// Tokens.
+    pub m: u32,
+    /// Outputs.
+    pub n: u32,
+    /// Reduction length (a multiple of 64).
+    pub k: u32,
+    /// Scale of the gate product (`g_A · g_B1`).
+    pub alpha_gate: f32,
+    /// Scale of the up product.
+    pub alpha_up: f32,
 }

@@ -1,4 +1,4 @@
-//! Fused NVFP4 dual GEMM for Blackwell (sm_100a): `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)`, fp16 out, on
+//! Fused NVFP4 dual GEMM for Blackwell (sm_100f): `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)`, fp16 out, on
 //! the block-scaled fp4 tensor cores (`tcgen05.mma .kind::mxf4nvf4 .block16`). NOT RUN ON
 //! HARDWARE: no B200 was available; checked by ptxas/SASS and by host tests of [`config`] and the
 //! descriptor encoders only.
@@ -49,25 +49,13 @@ use crate::ptx::{copy, cvt, fence, mbarrier, mem, smem, sreg, tcgen05};
 use crate::ring::RingPosition;
 use crate::schedule::TileGrid;
 use crate::sm100::config::{
-    BOX_ROWS, EPILOGUE_WARPS, K_PER_STAGE, MMA_WARP, MMAS_PER_STAGE, SCALE_BYTES, STAGE_A, STAGES, THREADS,
-    TILE_M, TMA_WARP, TMEM_COLUMNS, Tile, b_scale_column_offset, stage_scale_atoms, tmem_address,
+    BOX_ROWS, DualGemmArgs, EPILOGUE_WARPS, K_PER_STAGE, MMA_WARP, MMAS_PER_STAGE, SCALE_BYTES, STAGE_A,
+    STAGES, THREADS, TILE_M, TMA_WARP, TMEM_COLUMNS, Tile, b_scale_column_offset, stage_scale_atoms,
+    tmem_address,
 };
 
-/// Kernel arguments, in launch order.
-struct Params {
-    a_map: u64,
-    a_scales: *const u8,
-    b1_map: u64,
-    b1_scales: *const u8,
-    b2_map: u64,
-    b2_scales: *const u8,
-    out: *mut u16,
-    m: u32,
-    n: u32,
-    k: u32,
-    alpha_gate: f32,
-    alpha_up: f32,
-}
+/// Kernel arguments (one definition: [`DualGemmArgs`]).
+type Params = DualGemmArgs;
 
 /// Shared addresses of the ring, the barriers and the TMEM slot of one tile shape.
 #[derive(Clone, Copy)]
@@ -143,7 +131,10 @@ unsafe fn dual_gemm<const N: u32, const BUFFERS: u32>(p: &Params) {
     // SAFETY: written by tcgen05.alloc before the barrier.
     let tmem = unsafe { smem::ld_b32(shared.tmem_slot()) };
 
-    let grid = TileGrid::new(p.m, p.n, TILE_M, N);
+    let grid = TileGrid::new(p.m, p.n, TILE_M, N).unwrap_or(TileGrid {
+        m_tiles: 0,
+        n_tiles: 0,
+    });
     if grid.m_tiles != 0 && grid.n_tiles != 0 && p.k >= K_PER_STAGE {
         if warp == TMA_WARP {
             if sreg::lane_id() == 0 {
@@ -398,39 +389,12 @@ unsafe fn drain_accumulators<const BUFFERS: u32>(
 
 macro_rules! entry_point {
     ($name:ident, $n:literal) => {
-        /// The sm_100a dual GEMM for one tile width (see the module doc for the contract).
+        /// The sm_100f dual GEMM for one tile width (see the module doc for the contract).
         ///
         /// # Safety
         /// Arguments must satisfy the module contract.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            a_map: u64,
-            a_scales: *const u8,
-            b1_map: u64,
-            b1_scales: *const u8,
-            b2_map: u64,
-            b2_scales: *const u8,
-            out: *mut u16,
-            m: u32,
-            n: u32,
-            k: u32,
-            alpha_gate: f32,
-            alpha_up: f32,
-        ) {
-            let p = Params {
-                a_map,
-                a_scales,
-                b1_map,
-                b1_scales,
-                b2_map,
-                b2_scales,
-                out,
-                m,
-                n,
-                k,
-                alpha_gate,
-                alpha_up,
-            };
+        pub unsafe extern "ptx-kernel" fn $name(p: DualGemmArgs) {
             const BUFFERS: u32 = Tile { n: $n }.accumulator_buffers();
             // SAFETY: forwarded contract.
             unsafe { dual_gemm::<$n, BUFFERS>(&p) }

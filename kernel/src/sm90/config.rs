@@ -2,6 +2,7 @@
 //! `sm90::dual_gemm` for the design). Pure: the host uses it to pick a tile, size shared memory
 //! and count tiles; the kernel uses it for every offset.
 
+use crate::grouped::MAX_GROUPS;
 use crate::layout::{ATOM_BYTES, SCALE_BLOCK_K};
 
 /// Threads in a warpgroup.
@@ -53,11 +54,27 @@ const _: () = assert!(
 pub const N_PER_WARP: u32 = 8;
 /// Output columns per consumer warpgroup.
 pub const N_PER_WARPGROUP: u32 = 4 * N_PER_WARP;
-/// Output columns per tile: N must be a multiple of this.
+/// Output columns per tile of the gated (dual) kernels: N must be a multiple of this.
 pub const TILE_N: u32 = CONSUMER_WARPGROUPS * N_PER_WARPGROUP;
+/// Output columns per tile of the plain GEMM kernels: each consumer warp's 16 wgmma rows are 16
+/// outputs (fragment rows `g` and `g + 8` of the "gate" and "up" halves of the gated layout).
+/// N must be a multiple of [`TILE_N`]; a last tile with only 64 outputs reads its missing rows
+/// from the last valid row and stores nothing for them.
+pub const PLAIN_TILE_N: u32 = 2 * TILE_N;
+/// Weight rows between a plain tile's "gate" and "up" fragment rows of one thread.
+pub const PLAIN_UP_ROW_OFFSET: u32 = 8;
 
-/// K per raw stage: one 128-byte row of packed fp4 per token. K must be a multiple of this.
+/// Output columns per tile: [`TILE_N`] for the gated kernels, [`PLAIN_TILE_N`] for plain ones.
+pub const fn tile_n(gated: bool) -> u32 {
+    if gated { TILE_N } else { PLAIN_TILE_N }
+}
+
+/// K per raw stage: one 128-byte row of packed fp4 per token. A K that is not a multiple of this
+/// ends with a partial stage, whose missing blocks count as zeros (weights not loaded, token
+/// values zero).
 pub const K_PER_STAGE: u32 = 256;
+/// K must be a multiple of this (one decoded slice; gpt-oss has K = 2880 = 45 × 64).
+pub const K_MULTIPLE: u32 = K_PER_SLICE;
 /// K per decoded slice: one 128-byte swizzled row of fp16 per token.
 pub const K_PER_SLICE: u32 = 64;
 /// Decoded slices per raw stage.
@@ -133,9 +150,17 @@ pub struct SharedPlan {
     pub raw_scales: u32,
     /// mbarriers: full/empty of the raw ring, then full/empty of the decoded ring (8 bytes each).
     pub barriers: u32,
+    /// The launch's ticket: its CTA's start position and epoch (`schedule::Ticket`), 8 bytes.
+    pub ticket: u32,
+    /// Grouped kernels: the `GroupedHeader` (16 bytes) and then one `GroupSchedule` (16 bytes)
+    /// per group, copied from global memory at the start (empty for the dense kernel).
+    pub groups: u32,
     /// Total bytes.
     pub total: u32,
 }
+
+/// Bytes of a grouped kernel's shared schedule table: the header and [`MAX_GROUPS`] groups.
+pub const GROUP_TABLE_BYTES: u32 = 16 * (1 + MAX_GROUPS);
 
 impl Tile {
     /// The smallest tile that covers `m` tokens in one tile, else the largest.
@@ -150,12 +175,14 @@ impl Tile {
         TILES[TILES.len() - 1]
     }
 
-    /// Whether the tile's tokens are pre-decoded (see [`PREDECODED_MIN_TOKENS`]).
+    /// Whether the dense kernel's tokens are pre-decoded for this tile (see
+    /// [`PREDECODED_MIN_TOKENS`]; the grouped kernels always pre-decode them).
     pub const fn predecoded_tokens(&self) -> bool {
         self.tokens >= PREDECODED_MIN_TOKENS
     }
 
-    /// Raw token rows per stage (a whole number of TMA boxes; none for pre-decoded tokens).
+    /// Raw token rows per stage of the dense kernel (a whole number of TMA boxes; none for
+    /// pre-decoded tokens).
     pub const fn raw_rows(&self) -> u32 {
         if self.predecoded_tokens() {
             0
@@ -194,32 +221,66 @@ impl Tile {
         self.scale_groups() * SCALE_GROUP_BYTES
     }
 
-    /// The shared-memory plan.
+    /// The dense dual GEMM's shared-memory plan.
     pub const fn shared(&self) -> SharedPlan {
+        Self::plan(
+            DECODED_STAGES * self.decoded_slice_bytes(),
+            RAW_STAGES * self.raw_token_bytes(),
+            RAW_STAGES * self.raw_scale_bytes(),
+            0,
+        )
+    }
+
+    /// A grouped kernel's shared-memory plan: pre-decoded tokens only, and the schedule table.
+    pub const fn grouped_shared(&self) -> SharedPlan {
+        Self::plan(
+            DECODED_STAGES * self.decoded_slice_bytes(),
+            0,
+            0,
+            GROUP_TABLE_BYTES,
+        )
+    }
+
+    const fn plan(
+        decoded_bytes: u32,
+        raw_token_bytes: u32,
+        raw_scale_bytes: u32,
+        table_bytes: u32,
+    ) -> SharedPlan {
         let decoded = 0;
-        let raw_tokens = decoded + DECODED_STAGES * self.decoded_slice_bytes();
-        let raw_scales = raw_tokens + RAW_STAGES * self.raw_token_bytes();
-        let barriers = raw_scales + RAW_STAGES * self.raw_scale_bytes();
-        let total = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
+        let raw_tokens = decoded + decoded_bytes;
+        let raw_scales = raw_tokens + raw_token_bytes;
+        let barriers = raw_scales + raw_scale_bytes;
+        let ticket = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
+        let groups = (ticket + 8).next_multiple_of(16);
         SharedPlan {
             decoded,
             raw_tokens,
             raw_scales,
             barriers,
-            total,
+            ticket,
+            groups,
+            total: groups + table_bytes,
         }
     }
 
-    /// Registers per role: T = 128 needs 176 per consumer (64 accumulator, 2 × 16 fragment and
-    /// 2 × 24 prefetched weight registers; 168 spilled) and 48 per decoder (40 spilled); smaller
-    /// tiles hold at most 32 accumulator registers, and their decoders need 56 (48 spilled).
+    /// Registers per role of the grouped kernels: their decoder warpgroups idle (tokens are
+    /// pre-decoded), so the consumers get what the decoders need elsewhere.
+    pub const fn grouped_registers(&self) -> RegisterSplit {
+        RegisterSplit {
+            consumer: 200,
+            decoder: 24,
+            producer: 32,
+        }
+    }
+
+    /// Registers per role of the dense kernel. Tiles with in-kernel token decoding (T < 64)
+    /// give the decoders 56 (48 spilled) and the consumers 168 (at most 32 accumulator,
+    /// 2 × 16 fragment and 2 × 24 prefetched weight registers); tiles with pre-decoded tokens
+    /// have idle decoders and take the grouped kernels' split ([`Tile::grouped_registers`]).
     pub const fn registers(&self) -> RegisterSplit {
-        if self.tokens >= 128 {
-            RegisterSplit {
-                consumer: 176,
-                decoder: 48,
-                producer: 32,
-            }
+        if self.predecoded_tokens() {
+            self.grouped_registers()
         } else {
             RegisterSplit {
                 consumer: 168,
@@ -251,6 +312,22 @@ impl Tile {
             _ => "nvfp4_dual_gemm_sm90_t128",
         }
     }
+
+    /// PTX entry name of the grouped kernel for this tile, gated (dual) or plain.
+    pub const fn grouped_entry_name(&self, gated: bool) -> &'static str {
+        match (gated, self.tokens) {
+            (true, 8) => "nvfp4_grouped_dual_gemm_sm90_t8",
+            (true, 16) => "nvfp4_grouped_dual_gemm_sm90_t16",
+            (true, 32) => "nvfp4_grouped_dual_gemm_sm90_t32",
+            (true, 64) => "nvfp4_grouped_dual_gemm_sm90_t64",
+            (true, _) => "nvfp4_grouped_dual_gemm_sm90_t128",
+            (false, 8) => "nvfp4_grouped_gemm_sm90_t8",
+            (false, 16) => "nvfp4_grouped_gemm_sm90_t16",
+            (false, 32) => "nvfp4_grouped_gemm_sm90_t32",
+            (false, 64) => "nvfp4_grouped_gemm_sm90_t64",
+            (false, _) => "nvfp4_grouped_gemm_sm90_t128",
+        }
+    }
 }
 
 const fn check_tiles() {
@@ -278,6 +355,18 @@ const fn check_tiles() {
             128u32.is_multiple_of(tile.tokens) || tile.tokens.is_multiple_of(128),
             "token tiles must not straddle scale groups"
         );
+        assert!(
+            tile.grouped_shared().total <= MAX_SHARED_BYTES,
+            "a grouped tile's shared memory exceeds 227 KB"
+        );
+        let grouped = tile.grouped_registers();
+        assert!(
+            grouped.total() <= THREADS * ENTRY_REGISTERS
+                && grouped.consumer.is_multiple_of(8)
+                && grouped.decoder >= 24
+                && grouped.producer >= 24,
+            "grouped setmaxnreg budget"
+        );
         let registers = tile.registers();
         assert!(
             registers.total() <= THREADS * ENTRY_REGISTERS,
@@ -297,3 +386,159 @@ const fn check_tiles() {
     }
 }
 const _: () = check_tiles();
+
+/// Arguments of the dense dual GEMM (`nvfp4_dual_gemm_sm90_t*`), passed by value as the
+/// kernel's only parameter: the host fills this very struct, so the two sides cannot disagree
+/// on order or types.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DualGemmArgs {
+    /// Generic address of the token tensor map: A's packed bytes (UINT8, dims {k/2, m}, box
+    /// {128, 64}, 128-byte swizzle) or, for pre-decoded tiles, the fp16 token buffer (FLOAT16,
+    /// dims {k rounded up to 256, m}, box {64, T}, 128-byte swizzle).
+    pub a_map: u64,
+    /// A's blocked scales (in-kernel token decoding only).
+    pub a_scales: *const u8,
+    /// Gate weights B1, `n × k/2` bytes.
+    pub b1: *const u8,
+    /// B1's blocked scales.
+    pub b1_scales: *const u8,
+    /// Up weights B2, `n × k/2` bytes.
+    pub b2: *const u8,
+    /// B2's blocked scales.
+    pub b2_scales: *const u8,
+    /// C, `m × n` fp16.
+    pub out: *mut u16,
+    /// Stream-K partial sums: two slots of [`partial_slot_bytes`] per CTA.
+    pub workspace: *mut u32,
+    /// Publication flags of the partial-sum slots (one u32 per slot, see `schedule::Ticket`).
+    pub flags: *mut u32,
+    /// The plan's launch-ticket counter (see `schedule::Ticket`).
+    pub tickets: *mut u64,
+    /// Tokens.
+    pub m: u32,
+    /// Outputs.
+    pub n: u32,
+    /// Reduction length (a multiple of [`K_MULTIPLE`]).
+    pub k: u32,
+    /// Scale of the gate product (`2²⁸ · g_A · g_B1`, see the kernel's exact-operand note).
+    pub alpha_gate: f32,
+    /// Scale of the up product.
+    pub alpha_up: f32,
+}
+
+/// Arguments of the token pre-decoder (`nvfp4_predecode_tokens_sm90`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PredecodeArgs {
+    /// A's packed e2m1 bytes, `rows × k/2`.
+    pub data: *const u8,
+    /// A's blocked scales.
+    pub scales: *const u8,
+    /// The fp16 token buffer, `rows × padded_k(k)`.
+    pub out: *mut u32,
+    /// Rows of A.
+    pub rows: u32,
+    /// K (a multiple of [`K_MULTIPLE`]).
+    pub k: u32,
+}
+
+/// K rounded up to whole stages: the row length of the pre-decoded token buffers (the missing
+/// blocks of a partial last stage are zeros there).
+pub const fn padded_k(k: u32) -> u32 {
+    k.div_ceil(K_PER_STAGE) * K_PER_STAGE
+}
+
+/// Arguments of the grouped kernels' preparation pass (`nvfp4_grouped_prepare_sm90`), for
+/// either input convention (see `crate::grouped`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GroupedPrepareArgs {
+    /// Groups `G` (1..=`MAX_GROUPS`).
+    pub groups: u32,
+    /// 1: the separate convention (`separate` holds the groups); 0: contiguous.
+    pub separate_convention: u32,
+    /// Separate convention: the uploaded table of `G` groups.
+    pub separate: *const crate::grouped::SeparateGroup,
+    /// Contiguous: all groups' packed tokens, `rows_capacity × k/2` bytes.
+    pub a: *const u8,
+    /// Contiguous: the tokens' blocked scales over `scale_rows_capacity` rows.
+    pub a_scales: *const u8,
+    /// Contiguous: `G + 1` token row offsets (device memory).
+    pub row_offsets: *const u32,
+    /// Contiguous: `G + 1` scale row offsets (device memory; multiples of 128).
+    pub scale_offsets: *const u32,
+    /// Contiguous: the gate (or plain) weights of group 0; group `g` starts `gate_stride` bytes on.
+    pub gate: u64,
+    /// Contiguous: the blocked scales of group 0's gate weights.
+    pub gate_scales: u64,
+    /// Contiguous: the up weights of group 0 (the gate weights for a plain GEMM).
+    pub up: u64,
+    /// Contiguous: the blocked scales of group 0's up weights.
+    pub up_scales: u64,
+    /// Contiguous: bytes between two groups' weights.
+    pub weight_stride: u64,
+    /// Contiguous: bytes between two groups' weight scales.
+    pub weight_scale_stride: u64,
+    /// Contiguous: C, `rows_capacity × n` fp16.
+    pub out: *mut u16,
+    /// Contiguous: per-group scale of the gate (or plain) product, or null for 1.
+    pub alpha_gate: *const f32,
+    /// Contiguous: per-group scale of the up product, or null for 1.
+    pub alpha_up: *const f32,
+    /// Contiguous: a factor applied to both products (the kernel's operand rescale times any
+    /// host-side global scales).
+    pub alpha_factor: f32,
+    /// Contiguous: outputs per group.
+    pub n: u32,
+    /// Contiguous: K.
+    pub k: u32,
+    /// Contiguous: rows of the weights' scale layout (N, or 2N for a concatenated `w13`).
+    pub weight_rows: u32,
+    /// Contiguous: `GroupDesc::up_row_offset`.
+    pub up_row_offset: u32,
+    /// Contiguous: rows of A (the token capacity).
+    pub rows_capacity: u32,
+    /// Contiguous: rows of A's scale layout.
+    pub scale_rows_capacity: u32,
+    /// Rows of the fp16 token buffer (contiguous: `rows_capacity`; separate: the sum of rows).
+    pub token_rows: u32,
+    /// fp16 elements per row of the token buffer (`padded_k` of the largest K).
+    pub token_pitch: u32,
+    /// The fp16 token buffer.
+    pub tokens: *mut u32,
+    /// Output: one `GroupDesc` per group.
+    pub descs: *mut crate::grouped::GroupDesc,
+    /// Output: the `GroupedHeader`, then one `GroupSchedule` per group.
+    pub schedule: *mut u32,
+    /// Token tile of the persistent kernel.
+    pub tile_tokens: u32,
+    /// Output tile of the persistent kernel ([`TILE_N`] or [`PLAIN_TILE_N`]).
+    pub tile_n: u32,
+    /// CTAs of the persistent kernel.
+    pub grid: u32,
+    /// 1 when the persistent kernel is gated (dual).
+    pub gated: u32,
+}
+
+/// Arguments of the grouped persistent kernels (`nvfp4_grouped_gemm_sm90_t*`,
+/// `nvfp4_grouped_dual_gemm_sm90_t*`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GroupedArgs {
+    /// Generic address of the tensor map of the fp16 token buffer (FLOAT16, dims {pitch, rows},
+    /// box {64, T}, 128-byte swizzle).
+    pub token_map: u64,
+    /// The groups' descriptors.
+    pub descs: *const crate::grouped::GroupDesc,
+    /// The `GroupedHeader`, then one `GroupSchedule` per group.
+    pub schedule: *const u32,
+    /// Stream-K partial sums: two slots of [`partial_slot_bytes`] per CTA.
+    pub workspace: *mut u32,
+    /// Publication flags of the partial-sum slots.
+    pub flags: *mut u32,
+    /// The plan's launch-ticket counter.
+    pub tickets: *mut u64,
+    /// Groups `G`.
+    pub groups: u32,
+}

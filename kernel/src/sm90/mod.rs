@@ -1,10 +1,19 @@
-//! Hopper (sm_90a) kernels. [`config`] is pure and shared with the host; the kernel itself is
-//! compiled for the device only.
+//! Hopper (sm_90a) kernels. [`config`] is pure and shared with the host; the kernels are
+//! compiled for the device only:
+//! * `dual_gemm`: the dense dual GEMM (its module doc holds the design and cost model);
+//! * `grouped`: the grouped GEMM and grouped dual GEMM (and, through them, the plain GEMM);
+//! * `mainloop`: the roles both share; `tokens`: the token operand and its pre-decoder.
 
 pub mod config;
 
 #[cfg(all(target_arch = "nvptx64", nvfp4_arch = "sm_90a"))]
 pub mod dual_gemm;
+
+#[cfg(all(target_arch = "nvptx64", nvfp4_arch = "sm_90a"))]
+pub mod grouped;
+
+#[cfg(all(target_arch = "nvptx64", nvfp4_arch = "sm_90a"))]
+pub(crate) mod mainloop;
 
 #[cfg(all(target_arch = "nvptx64", nvfp4_arch = "sm_90a"))]
 pub mod tokens;

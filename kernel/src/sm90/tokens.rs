@@ -4,18 +4,24 @@
 //! One token's 64-K slice `j` of a 256-K stage is 128 bytes of fp16, each value
 //! `e2m1 · scale · 2⁻¹⁴` (exact), in the K order of the weights' register fragments: 16-byte
 //! chunk `p` holds pair `p` ([`crate::fp4::PAIR_ELEMENTS`]) of the stage's scale blocks
-//! [`config::stage_block`]`(j, w)` in words `w = 0..3`, one fp16x2 each. Two writers produce it:
+//! [`stage_block`]`(j, w)` in words `w = 0..3`, one fp16x2 each. Two writers produce it:
 //! * the decoder warpgroups of the dual-GEMM kernel, for token tiles below
-//!   [`config::PREDECODED_MIN_TOKENS`], into 128-byte-swizzled shared memory;
+//!   [`crate::sm90::config::PREDECODED_MIN_TOKENS`], into 128-byte-swizzled shared memory;
 //! * [`nvfp4_predecode_tokens_sm90`], once per call for larger tiles, into a row-major global
-//!   buffer (`rows × k` fp16) that the kernel's producer loads with TMA and the same swizzle.
-//!   Large tiles would otherwise decode every token once per 64-output tile: measured on an
-//!   H200, skipping that decode made the 128-token kernel 16–24 % faster.
+//!   buffer (`rows × padded_k(k)` fp16) that the kernel's producer loads with TMA and the same
+//!   swizzle. Large tiles would otherwise decode every token once per 64-output tile: measured
+//!   on an H200, skipping that decode made the 128-token kernel 16–24 % faster;
+//! * the grouped kernels' preparation pass (`sm90::grouped`), for every tile size, into the
+//!   same kind of buffer (all groups' tokens, one row each).
+//!
+//! Both global writers go through [`decode_slice`].
 
 use crate::fp4::e2m1x8_to_f16x2_pairs;
-use crate::layout::BlockedScales;
+use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, fence, mem, sreg};
-use crate::sm90::config::{self, BLOCKS_PER_STAGE, K_PER_SLICE, K_PER_STAGE, SLICES_PER_STAGE, stage_block};
+use crate::sm90::config::{
+    BLOCKS_PER_STAGE, K_PER_SLICE, PredecodeArgs, SLICES_PER_STAGE, padded_k, stage_block,
+};
 
 /// 16-byte chunks of one token's decoded slice (128 bytes of fp16, one swizzle row).
 pub const CHUNKS_PER_SLICE: u32 = 2 * K_PER_SLICE / 16;
@@ -36,26 +42,77 @@ pub fn scaled_pairs(lo: u32, hi: u32, scale: u32) -> [u32; 8] {
     out
 }
 
-/// Decodes an NVFP4 token matrix into the operand format above: `out` row `r` holds its
-/// `j`-th 64-K slice (slice `j % 4` of stage `j / 4`) at bytes `128·j .. 128·j + 128`. One
-/// thread per (row, slice), grid-stride; the threads of a slice pair (`2h`, `2h + 1`) read the
-/// interleaved halves of the same 64 packed bytes. It lets the dual GEMM that follows start
-/// early (programmatic dependent launch) and, should it be launched that way itself, waits for
-/// the previous kernel before it touches memory.
+/// Decodes one token's 64-K slice `slice` (slice `slice % 4` of stage `slice / 4`) into the
+/// operand format above at `out` (128 bytes, 16-byte aligned): `data` is the token's packed row
+/// (`k / 2` bytes), `scales` its matrix's blocked scales with `layout`, `scale_row` its row there.
+/// Blocks at or past `k` (a partial last stage) become zeros and are not read.
+///
+/// # Safety
+/// The row's bytes below `k` and its scale codes are readable (8- and 4-byte aligned); `out`
+/// is writable.
+#[inline(always)]
+pub unsafe fn decode_slice(
+    data: *const u8,
+    scales: *const u8,
+    layout: BlockedScales,
+    scale_row: usize,
+    k: u32,
+    slice: u32,
+    out: *mut u32,
+) {
+    let (stage, j) = (slice / SLICES_PER_STAGE, slice % SLICES_PER_STAGE);
+    let blocks_of_k = k / SCALE_BLOCK_K as u32;
+    let block = |w: u32| -> [u32; 8] {
+        let block = stage * BLOCKS_PER_STAGE + stage_block(j, w);
+        // A block past K reads block 0 (always there) and scales it by zero: branch-free, so the
+        // per-block values stay in registers.
+        let exists = block < blocks_of_k;
+        let column = if exists { block as usize } else { 0 };
+        // SAFETY: the contract above: block `column` is 8 bytes inside the row (8-byte aligned),
+        // and the word holding its scale code (4-aligned, the atom's 4 codes of this row) is
+        // inside `scales`.
+        unsafe {
+            let [lo, hi] = mem::ld_global_nc_v2_b32(data.add(8 * column) as *const u32);
+            let codes =
+                mem::ld_global_nc_b32(scales.add(layout.offset(scale_row, column & !3)) as *const u32);
+            let scale = cvt::e4m3_byte_to_f16x2_broadcast(codes, (column % 4) as u32);
+            scaled_pairs(lo, hi, if exists { scale } else { 0 })
+        }
+    };
+    // Four named blocks and literal indices: an array of them indexed in a loop went to local
+    // memory in the grouped preparation pass.
+    let (b0, b1, b2, b3) = (block(0), block(1), block(2), block(3));
+    macro_rules! store_pair {
+        ($($pair:literal)*) => {$(
+            // SAFETY: inside the slice's 128 bytes.
+            unsafe { mem::st_global_v4_b32(out.add(4 * $pair), [b0[$pair], b1[$pair], b2[$pair], b3[$pair]]) };
+        )*};
+    }
+    const _: () = assert!(CHUNKS_PER_SLICE == 8, "one store per pair of a 16-element block");
+    store_pair!(0 1 2 3 4 5 6 7);
+}
+
+/// Decodes an NVFP4 token matrix into the operand format above: `out` row `r`
+/// ([`padded_k`]`(k)` fp16) holds its `j`-th 64-K slice at bytes `128·j .. 128·j + 128`, zeros
+/// past K. One thread per (row, slice), grid-stride; the threads of a slice pair (`2h`,
+/// `2h + 1`) read the interleaved halves of the same 64 packed bytes. It lets the dual GEMM that
+/// follows start early (programmatic dependent launch) and, should it be launched that way
+/// itself, waits for the previous kernel before it touches memory.
 ///
 /// # Safety
 /// `data`: `rows × k/2` bytes, 16-byte aligned; `scales`: the blocked layout of `rows × k/16`
-/// codes, 4-byte aligned; `out`: `rows × k` fp16, 16-byte aligned; `k` a positive multiple of
-/// [`K_PER_STAGE`] with `rows · k / 64 < 2^31`.
+/// codes, 4-byte aligned; `out`: `rows × padded_k(k)` fp16, 16-byte aligned; `k` a positive
+/// multiple of [`crate::sm90::config::K_MULTIPLE`] with `rows · padded_k(k) / 64 < 2^31`.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(
-    data: *const u8,
-    scales: *const u8,
-    out: *mut u32,
-    rows: u32,
-    k: u32,
-) {
-    let slices_per_row = k / K_PER_SLICE;
+pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(args: PredecodeArgs) {
+    let PredecodeArgs {
+        data,
+        scales,
+        out,
+        rows,
+        k,
+    } = args;
+    let slices_per_row = padded_k(k) / K_PER_SLICE;
     if slices_per_row == 0 {
         return; // never with a valid launch; also proves the divisions cannot panic
     }
@@ -67,30 +124,18 @@ pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(
     let mut item = sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x();
     while item < total {
         let (row, slice) = (item / slices_per_row, item % slices_per_row);
-        let (stage, j) = (slice / SLICES_PER_STAGE, slice % SLICES_PER_STAGE);
-        let stage_bytes = row as usize * (k as usize / 2) + stage as usize * (K_PER_STAGE as usize / 2);
-        let blocks: [[u32; 8]; 4] = core::array::from_fn(|w| {
-            let block = stage_block(j, w as u32);
-            let column = (stage * BLOCKS_PER_STAGE + block) as usize;
-            // SAFETY: the contract above: block `block` of this row's stage is 8 bytes inside
-            // `data` (8-byte aligned), and the word holding its scale code (4-aligned, the
-            // atom's 4 codes of this row) is inside `scales`.
-            unsafe {
-                let [lo, hi] =
-                    mem::ld_global_nc_v2_b32(data.add(stage_bytes + 8 * block as usize) as *const u32);
-                let codes =
-                    mem::ld_global_nc_b32(scales.add(layout.offset(row as usize, column & !3)) as *const u32);
-                scaled_pairs(lo, hi, cvt::e4m3_byte_to_f16x2_broadcast(codes, block % 4))
-            }
-        });
-        // SAFETY: `out` holds rows × k fp16: this item's 128 bytes are inside it, 16-aligned.
+        // SAFETY: the contract above; this item's 128 bytes are inside `out`.
         unsafe {
-            let dst = out.add(item as usize * CHUNKS_PER_SLICE as usize * 4);
-            for pair in 0..CHUNKS_PER_SLICE as usize {
-                let chunk = [blocks[0][pair], blocks[1][pair], blocks[2][pair], blocks[3][pair]];
-                mem::st_global_v4_b32(dst.add(4 * pair), chunk);
-            }
-        }
+            decode_slice(
+                data.add(row as usize * (k as usize / 2)),
+                scales,
+                layout,
+                row as usize,
+                k,
+                slice,
+                out.add(item as usize * CHUNKS_PER_SLICE as usize * 4),
+            )
+        };
         item += stride;
     }
 }

@@ -1,0 +1,68 @@
+//! Warp-wide data exchange (all 32 lanes take part: member mask `0xffffffff`).
+
+use core::arch::asm;
+
+/// `shfl.sync.up.b32`: lane `i` gets `v` of lane `i − delta` (lanes below `delta` keep their own).
+#[inline(always)]
+pub fn shuffle_up(v: u32, delta: u32) -> u32 {
+    let out: u32;
+    // SAFETY: a register exchange among the full warp; every lane executes it.
+    unsafe {
+        asm!(
+            "shfl.sync.up.b32 {o}, {v}, {d}, 0, 0xffffffff;",
+            o = out(reg32) out,
+            v = in(reg32) v,
+            d = in(reg32) delta,
+        )
+    };
+    out
+}
+
+/// `shfl.sync.idx.b32`: every lane gets `v` of lane `source`.
+#[inline(always)]
+pub fn shuffle_index(v: u32, source: u32) -> u32 {
+    let out: u32;
+    // SAFETY: as above.
+    unsafe {
+        asm!(
+            "shfl.sync.idx.b32 {o}, {v}, {s}, 31, 0xffffffff;",
+            o = out(reg32) out,
+            v = in(reg32) v,
+            s = in(reg32) source,
+        )
+    };
+    out
+}
+
+/// `redux.sync.min.u32`: the smallest `v` of the warp, on every lane.
+#[inline(always)]
+pub fn min_u32(v: u32) -> u32 {
+    let out: u32;
+    // SAFETY: as above.
+    unsafe { asm!("redux.sync.min.u32 {o}, {v}, 0xffffffff;", o = out(reg32) out, v = in(reg32) v) };
+    out
+}
+
+/// The inclusive prefix sum of `v` over the warp's lanes.
+#[inline(always)]
+pub fn inclusive_sum(mut v: u32) -> u32 {
+    let lane = super::sreg::lane_id();
+    let mut delta = 1;
+    while delta < 32 {
+        let other = shuffle_up(v, delta);
+        if lane >= delta {
+            v += other;
+        }
+        delta *= 2;
+    }
+    v
+}
+
+/// `redux.sync.max.u32`: the largest `v` of the warp, on every lane.
+#[inline(always)]
+pub fn max_u32(v: u32) -> u32 {
+    let out: u32;
+    // SAFETY: a register exchange among the full warp; every lane executes it.
+    unsafe { asm!("redux.sync.max.u32 {o}, {v}, 0xffffffff;", o = out(reg32) out, v = in(reg32) v) };
+    out
+}

@@ -1,0 +1,603 @@
+//! Grouped NVFP4 GEMMs for Hopper (sm_90a): the plain grouped GEMM `C_g = α_g · A_g·B_gᵀ` and
+//! the grouped dual GEMM `C_g = silu(α1_g · A_g·B1_gᵀ) ⊙ (α3_g · A_g·B3_gᵀ)`, fp16 out, each
+//! one persistent launch over all groups' tiles (the formats are in [`crate::grouped`]).
+//!
+//! # Design
+//! * **Preparation pass** ([`nvfp4_grouped_prepare_sm90`], one launch before the GEMM, on the
+//!   GPU, for either convention): validates the device-side offsets, writes every group's
+//!   [`GroupDesc`], the [`GroupSchedule`] table (each group's tiles and stages and where its
+//!   iterations start) and the [`GroupedHeader`] (total iterations, how many CTAs take a share);
+//!   and decodes every group's tokens to fp16 into one buffer in the operand format of
+//!   [`crate::sm90::tokens`], one row per token, so that the GEMM loads any group's token tile
+//!   with one tensor map built once per plan (no tensor map is made per group, per launch or
+//!   per CTA). One warp of the first CTA writes the tables (a warp scan over the groups); all
+//!   threads decode tokens.
+//! * **Persistent GEMM** (`nvfp4_grouped_{dual_,}gemm_sm90_t{8,…,128}`): the dense kernel's
+//!   roles ([`crate::sm90::mainloop`]) over a [`GroupedTiles`] space: every CTA copies the
+//!   schedule table into shared memory, takes an equal stream-K share of all groups' iterations
+//!   (or whole tiles, when the tiles fill the waves: [`crate::schedule::working_ctas`]) and
+//!   finds each segment's group by a binary search of the table. Skewed group sizes therefore
+//!   cost no balance: every CTA gets the same number of K-stages. Groups without rows have no
+//!   tiles, so their weights are never read. Tokens are always pre-decoded (the decoder
+//!   warpgroups idle and give their registers to the consumers).
+//! * The token tile (8…128 tokens) is chosen per plan from the expected tokens per group; a
+//!   tile's extra columns hold the next group's tokens (or stale rows) and are never stored:
+//!   wgmma columns are independent, so they cannot disturb the tile's own outputs.
+//!
+//! # Contract (checked by the host plan before launch)
+//! Preparation: the fields of [`GroupedPrepareArgs`] (pointers valid for the sizes they
+//! describe, `groups` in 1..=[`MAX_GROUPS`], separate-convention groups valid, token buffer
+//! `token_rows × token_pitch` fp16) and `4·(groups + 1)` bytes of dynamic shared memory. GEMM:
+//! the fields of [`GroupedArgs`] (written by the preparation pass just before, in stream
+//! order), [`config::THREADS`] threads, [`config::SharedPlan::total`] of the tile's
+//! [`Tile::grouped_shared`] plan.
+
+use crate::grouped::{
+    GroupDesc, GroupedHeader, MAX_GROUPS, SCALE_ROW_ALIGNMENT, STATUS_OK, STATUS_ROWS_DECREASE,
+    STATUS_ROWS_EXCEED_CAPACITY, STATUS_SCALES_MISALIGNED, STATUS_SCALES_OUT_OF_RANGE, SeparateGroup,
+    group_schedule,
+};
+use crate::layout::BlockedScales;
+use crate::ptx::{fence, mem, smem, sreg, warp, wgmma};
+use crate::schedule::{GroupSchedule, GroupTable, GroupedTiles, StreamK, TileSpan, working_ctas};
+use crate::sm90::config::{
+    self, GroupedArgs, GroupedPrepareArgs, K_PER_SLICE, K_PER_STAGE, THREADS, Tile, padded_k, tile_n,
+};
+use crate::sm90::mainloop::{
+    self, ConsumerLane, PackedTokens, Problem, RowOffsets, Shared, TileJob, WeightBases, WeightStage, Work,
+};
+use crate::sm90::tokens::decode_slice;
+
+/// The schedule table in shared memory: record `g` at `base + 16·g`.
+#[derive(Clone, Copy)]
+struct SharedGroups {
+    base: u32,
+    groups: u32,
+}
+
+impl GroupTable for SharedGroups {
+    #[inline(always)]
+    fn groups(&self) -> u32 {
+        self.groups
+    }
+
+    #[inline(always)]
+    fn group(&self, g: u32) -> GroupSchedule {
+        // SAFETY: g < groups: inside the table the CTA copied at its start.
+        let [iteration_begin, m_tiles, n_tiles, stages] = unsafe { smem::ld_v4(self.base + 16 * g) };
+        GroupSchedule {
+            iteration_begin,
+            m_tiles,
+            n_tiles,
+            stages,
+        }
+    }
+}
+
+/// Group `g`'s descriptor (written by the preparation pass, which completed before the GEMM's
+/// dependency wait: plain coherent loads).
+#[inline(always)]
+unsafe fn load_desc(descs: *const GroupDesc, g: u32) -> GroupDesc {
+    let words = descs.wrapping_add(g as usize) as *const u32;
+    // SAFETY: g < groups (the caller's), 16-byte aligned (80-byte records).
+    let raw: [[u32; 4]; 5] = core::array::from_fn(|i| unsafe { mem::ld_global_v4_b32(words.add(4 * i)) });
+    // SAFETY: GroupDesc is 80 bytes of plain integers and floats (repr(C)).
+    unsafe { core::mem::transmute::<[[u32; 4]; 5], GroupDesc>(raw) }
+}
+
+/// A grouped launch, gated or plain.
+struct GroupedProblem<'a, const GATED: bool> {
+    args: &'a GroupedArgs,
+    table: SharedGroups,
+}
+
+impl<const GATED: bool> Problem for GroupedProblem<'_, GATED> {
+    type Space = GroupedTiles<SharedGroups>;
+    const GATED: bool = GATED;
+
+    #[inline(always)]
+    fn token_map(&self) -> u64 {
+        self.args.token_map
+    }
+
+    #[inline(always)]
+    fn job(&self, span: &TileSpan, tile: Tile) -> TileJob {
+        // SAFETY: span.group < groups.
+        let desc = unsafe { load_desc(self.args.descs, span.group) };
+        let m_tiles = self.table.group(span.group).m_tiles;
+        let (m_tile, n_tile) = match (span.local.checked_rem(m_tiles), span.local.checked_div(m_tiles)) {
+            (Some(m), Some(n)) => (m, n),
+            _ => (0, 0),
+        };
+        let row0 = m_tile * tile.tokens;
+        TileJob {
+            token_row: desc.token_row + row0,
+            tokens: desc.rows.saturating_sub(row0).min(tile.tokens),
+            n0: n_tile * tile_n(GATED),
+            n: desc.n,
+            k: desc.k,
+            gate: desc.gate as *const u8,
+            gate_scales: desc.gate_scales as *const u8,
+            up: desc.up as *const u8,
+            up_scales: desc.up_scales as *const u8,
+            weight_rows: desc.weight_rows,
+            up_row_offset: desc.up_row_offset,
+            out: (desc.out as *mut u16).wrapping_add(row0 as usize * desc.ldc as usize),
+            ldc: desc.ldc,
+            alpha_gate: desc.alpha_gate,
+            alpha_up: desc.alpha_up,
+        }
+    }
+
+    #[inline(always)]
+    fn packed_tokens(&self) -> Option<PackedTokens> {
+        None
+    }
+
+    type Rows = (RowOffsets, WeightBases);
+
+    #[inline(always)]
+    fn weight_rows(&self, job: &TileJob, lane: &ConsumerLane) -> Self::Rows {
+        (RowOffsets::new(job, lane, GATED), WeightBases::of(job))
+    }
+
+    #[inline(always)]
+    unsafe fn load_weights(&self, rows: &Self::Rows, stage: u32) -> WeightStage {
+        // SAFETY: forwarded.
+        unsafe { rows.0.load(&rows.1, stage) }
+    }
+}
+
+/// The persistent kernel body for `2·ACC` tokens per tile, gated or plain.
+#[inline(always)]
+unsafe fn grouped<
+    const ACC: usize,
+    const SETS: usize,
+    const CONSUMER: u32,
+    const DECODER: u32,
+    const PRODUCER: u32,
+    const GATED: bool,
+>(
+    args: &GroupedArgs,
+    mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
+) {
+    let tile = Tile {
+        tokens: 2 * ACC as u32,
+    };
+    let shared = Shared {
+        tile,
+        plan: tile.grouped_shared(),
+        base: smem::base(),
+    };
+    let groups = args.groups.min(MAX_GROUPS);
+    let thread = sreg::thread_idx_x();
+    if thread == 0 {
+        // SAFETY: thread 0; the plan's ticket counter.
+        unsafe { mainloop::setup(&shared, true, args.tickets) };
+    }
+    fence::sync_threads();
+    fence::launch_dependents();
+    // The preparation pass wrote the table: wait for it, then copy header and groups.
+    fence::grid_dependency_wait();
+    let mut record = thread;
+    while record <= groups {
+        // SAFETY: the header and `groups` records (16 bytes each) are inside `schedule`, and
+        // inside the shared table.
+        unsafe {
+            let words = mem::ld_global_v4_b32(args.schedule.add(4 * record as usize));
+            smem::st_v4(shared.groups() + 16 * record, words);
+        }
+        record += THREADS;
+    }
+    fence::sync_threads();
+    // SAFETY: copied above.
+    let [total, ctas, _status, _group] = unsafe { smem::ld_v4(shared.groups()) };
+    if total == 0 || ctas == 0 {
+        return; // nothing to compute (or invalid device-side offsets: nothing is written)
+    }
+    let table = SharedGroups {
+        base: shared.groups() + 16,
+        groups,
+    };
+    let split = StreamK {
+        space: GroupedTiles { table, total },
+        ctas,
+    };
+    let work = Work::new(split, mainloop::read_ticket(&shared), args.workspace, args.flags);
+    let problem = GroupedProblem::<GATED> { args, table };
+    // SAFETY: the module contract.
+    unsafe {
+        mainloop::roles::<_, ACC, SETS, CONSUMER, DECODER, PRODUCER, true, false>(
+            &problem, &shared, &work, mma,
+        )
+    }
+}
+
+macro_rules! entry_point {
+    ($name:ident, $gated:literal, $acc:literal, $mma:path) => {
+        /// The sm_90a grouped kernel for one token-tile width (see the module doc for the
+        /// contract).
+        ///
+        /// # Safety
+        /// Arguments must satisfy the module contract.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: GroupedArgs) {
+            // SAFETY (both): forwarded contract; descriptors point into the decoded slices.
+            let mma = |acc: &mut [f32; $acc], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
+            const TILE: Tile = Tile { tokens: 2 * $acc };
+            const REGISTERS: config::RegisterSplit = TILE.grouped_registers();
+            const SETS: usize = TILE.accumulator_sets() as usize;
+            unsafe {
+                grouped::<
+                    $acc,
+                    SETS,
+                    { REGISTERS.consumer },
+                    { REGISTERS.decoder },
+                    { REGISTERS.producer },
+                    $gated,
+                >(&args, mma)
+            }
+        }
+    };
+}
+
+entry_point!(nvfp4_grouped_dual_gemm_sm90_t8, true, 4, wgmma::m64n8k16);
+entry_point!(nvfp4_grouped_dual_gemm_sm90_t16, true, 8, wgmma::m64n16k16);
+entry_point!(nvfp4_grouped_dual_gemm_sm90_t32, true, 16, wgmma::m64n32k16);
+entry_point!(nvfp4_grouped_dual_gemm_sm90_t64, true, 32, wgmma::m64n64k16);
+entry_point!(nvfp4_grouped_dual_gemm_sm90_t128, true, 64, wgmma::m64n128k16);
+entry_point!(nvfp4_grouped_gemm_sm90_t8, false, 4, wgmma::m64n8k16);
+entry_point!(nvfp4_grouped_gemm_sm90_t16, false, 8, wgmma::m64n16k16);
+entry_point!(nvfp4_grouped_gemm_sm90_t32, false, 16, wgmma::m64n32k16);
+entry_point!(nvfp4_grouped_gemm_sm90_t64, false, 32, wgmma::m64n64k16);
+entry_point!(nvfp4_grouped_gemm_sm90_t128, false, 64, wgmma::m64n128k16);
+
+/// The preparation pass of a grouped launch (see the module doc): tables by one warp of CTA 0,
+/// tokens by every thread (grid-stride over (token row, 64-K slice) items). Launched
+/// programmatically after the previous kernel, it waits for it before touching memory.
+///
+/// # Safety
+/// The module contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn nvfp4_grouped_prepare_sm90(args: GroupedPrepareArgs) {
+    fence::launch_dependents();
+    fence::grid_dependency_wait();
+    let groups = args.groups.min(MAX_GROUPS);
+    if groups == 0 {
+        return;
+    }
+    // The groups' first token rows (and the end of the last), for the token items.
+    let starts = smem::base();
+    let mut g = sreg::thread_idx_x();
+    while g <= groups {
+        // SAFETY: g ≤ groups: inside the offsets / table (contract); inside the shared buffer.
+        unsafe { smem::st_b32(starts + 4 * g, group_start(&args, g, groups)) };
+        g += sreg::block_dim_x();
+    }
+    fence::sync_threads();
+    if sreg::block_idx_x() == 0 && sreg::thread_idx_x() < 32 {
+        // SAFETY: the contract.
+        unsafe { write_tables(&args, groups) };
+    }
+    // SAFETY: the contract.
+    unsafe { decode_tokens(&args, starts, groups) };
+}
+
+/// The first token row of group `g` (`g = groups`: the end of the last group).
+#[inline(always)]
+unsafe fn group_start(args: &GroupedPrepareArgs, g: u32, groups: u32) -> u32 {
+    if args.separate_convention != 0 {
+        // SAFETY: g − 1 < groups: inside the table.
+        let last = unsafe { &*args.separate.add(g.min(groups - 1) as usize) };
+        if g < groups {
+            last.token_row
+        } else {
+            last.token_row + last.rows
+        }
+    } else {
+        // SAFETY: g ≤ groups: inside the G + 1 offsets.
+        unsafe { mem::ld_global_b32(args.row_offsets.add(g as usize)) }
+    }
+}
+
+/// Shape of group `g` and the first rule its device-side offsets break (contiguous
+/// convention; the host validated the separate one).
+struct GroupShape {
+    rows: u32,
+    n: u32,
+    k: u32,
+    status: u32,
+}
+
+#[inline(always)]
+unsafe fn group_shape(args: &GroupedPrepareArgs, g: u32) -> GroupShape {
+    if args.separate_convention != 0 {
+        // SAFETY: g < groups.
+        let e = unsafe { &*args.separate.add(g as usize) };
+        return GroupShape {
+            rows: e.rows,
+            n: e.n,
+            k: e.k,
+            status: STATUS_OK,
+        };
+    }
+    // SAFETY: g + 1 ≤ groups: inside the G + 1 offsets.
+    let (begin, end, scale_begin, scale_end) = unsafe {
+        (
+            mem::ld_global_b32(args.row_offsets.add(g as usize)),
+            mem::ld_global_b32(args.row_offsets.add(g as usize + 1)),
+            mem::ld_global_b32(args.scale_offsets.add(g as usize)),
+            mem::ld_global_b32(args.scale_offsets.add(g as usize + 1)),
+        )
+    };
+    let rows = end.saturating_sub(begin);
+    let status = if end < begin {
+        STATUS_ROWS_DECREASE
+    } else if end > args.rows_capacity {
+        STATUS_ROWS_EXCEED_CAPACITY
+    } else if !scale_begin.is_multiple_of(SCALE_ROW_ALIGNMENT) {
+        STATUS_SCALES_MISALIGNED
+    } else if scale_begin as u64 + rows as u64 > scale_end as u64 || scale_end > args.scale_rows_capacity {
+        STATUS_SCALES_OUT_OF_RANGE
+    } else {
+        STATUS_OK
+    };
+    GroupShape {
+        rows: if status == STATUS_OK { rows } else { 0 },
+        n: args.n,
+        k: args.k,
+        status,
+    }
+}
+
+/// One warp: validates the groups and writes their descriptors, then their schedule records
+/// (a warp scan of their iterations; lane `l` takes a contiguous run of groups) and the header.
+#[inline(always)]
+unsafe fn write_tables(args: &GroupedPrepareArgs, groups: u32) {
+    let lane = sreg::lane_id();
+    let per_lane = groups.div_ceil(32);
+    let first = (lane * per_lane).min(groups);
+    let end = (first + per_lane).min(groups);
+    let schedule_of = |shape: &GroupShape| {
+        group_schedule(
+            shape.rows,
+            shape.n,
+            shape.k,
+            args.tile_tokens,
+            args.tile_n,
+            K_PER_STAGE,
+        )
+    };
+    let (mut iterations, mut tiles) = (0u32, 0u32);
+    let (mut fewest_stages, mut most_stages) = (u32::MAX, 0u32);
+    let (mut bad_group, mut bad_status) = (u32::MAX, STATUS_OK);
+    for g in first..end {
+        // SAFETY: g < groups.
+        let shape = unsafe { group_shape(args, g) };
+        if shape.status != STATUS_OK && bad_group == u32::MAX {
+            (bad_group, bad_status) = (g, shape.status);
+        }
+        let schedule = schedule_of(&shape);
+        let group_tiles = schedule.m_tiles * schedule.n_tiles;
+        iterations += schedule.iterations();
+        tiles += group_tiles;
+        if group_tiles > 0 {
+            fewest_stages = fewest_stages.min(schedule.stages);
+            most_stages = most_stages.max(schedule.stages);
+        }
+        // SAFETY: g < groups: inside the descriptor array, 16-byte aligned.
+        unsafe {
+            let desc = describe(args, g, &shape);
+            let [w0, w1, w2, w3, w4] = core::mem::transmute::<GroupDesc, [[u32; 4]; 5]>(desc);
+            let out = args.descs.add(g as usize) as *mut u32;
+            mem::st_global_v4_b32(out, w0);
+            mem::st_global_v4_b32(out.add(4), w1);
+            mem::st_global_v4_b32(out.add(8), w2);
+            mem::st_global_v4_b32(out.add(12), w3);
+            mem::st_global_v4_b32(out.add(16), w4);
+        }
+    }
+    let inclusive = warp::inclusive_sum(iterations);
+    let total = warp::shuffle_index(inclusive, 31);
+    let all_tiles = warp::shuffle_index(warp::inclusive_sum(tiles), 31);
+    let uniform_stages = if warp::min_u32(fewest_stages) == warp::max_u32(most_stages) {
+        most_stages
+    } else {
+        0
+    };
+    let first_bad = warp::min_u32(bad_group);
+    let status = warp::shuffle_index(
+        bad_status,
+        if first_bad == u32::MAX {
+            0
+        } else {
+            first_bad / per_lane.max(1)
+        },
+    );
+    let mut begin = inclusive - iterations;
+    for g in first..end {
+        // SAFETY: g < groups.
+        let mut schedule = schedule_of(&unsafe { group_shape(args, g) });
+        schedule.iteration_begin = begin;
+        begin += schedule.iterations();
+        // SAFETY: g < groups: inside the schedule table (after its 16-byte header), 16-byte
+        // aligned.
+        unsafe {
+            mem::st_global_v4_b32(
+                args.schedule.add(4 * (1 + g as usize)),
+                [
+                    schedule.iteration_begin,
+                    schedule.m_tiles,
+                    schedule.n_tiles,
+                    schedule.stages,
+                ],
+            )
+        };
+    }
+    if lane == 0 {
+        let ok = first_bad == u32::MAX;
+        let header = GroupedHeader {
+            total_iterations: if ok { total } else { 0 },
+            working_ctas: working_ctas(all_tiles, uniform_stages, total, args.grid),
+            status,
+            status_group: first_bad,
+        };
+        // SAFETY: the header's 16 bytes at the start of the table.
+        unsafe {
+            mem::st_global_v4_b32(
+                args.schedule,
+                [
+                    header.total_iterations,
+                    header.working_ctas,
+                    header.status,
+                    header.status_group,
+                ],
+            )
+        };
+    }
+}
+
+/// Group `g`'s descriptor.
+#[inline(always)]
+unsafe fn describe(args: &GroupedPrepareArgs, g: u32, shape: &GroupShape) -> GroupDesc {
+    if args.separate_convention != 0 {
+        // SAFETY: g < groups.
+        let e: &SeparateGroup = unsafe { &*args.separate.add(g as usize) };
+        return GroupDesc {
+            gate: e.gate,
+            gate_scales: e.gate_scales,
+            up: e.up,
+            up_scales: e.up_scales,
+            out: e.out,
+            token_row: e.token_row,
+            rows: e.rows,
+            n: e.n,
+            k: e.k,
+            ldc: e.n,
+            weight_rows: e.n,
+            up_row_offset: 0,
+            alpha_gate: e.alpha_gate,
+            alpha_up: e.alpha_up,
+            reserved: 0,
+        };
+    }
+    let g64 = g as u64;
+    // SAFETY: g < groups: inside the G + 1 offsets and the per-group scales.
+    let (token_row, alpha_gate, alpha_up) = unsafe {
+        let alpha = |values: *const f32| {
+            if values.is_null() {
+                1.0
+            } else {
+                f32::from_bits(mem::ld_global_b32(values.add(g as usize) as *const u32))
+            }
+        };
+        (
+            mem::ld_global_b32(args.row_offsets.add(g as usize)),
+            alpha(args.alpha_gate),
+            alpha(args.alpha_up),
+        )
+    };
+    GroupDesc {
+        gate: args.gate + g64 * args.weight_stride,
+        gate_scales: args.gate_scales + g64 * args.weight_scale_stride,
+        up: args.up + g64 * args.weight_stride,
+        up_scales: args.up_scales + g64 * args.weight_scale_stride,
+        out: args.out as u64 + 2 * token_row as u64 * args.n as u64,
+        token_row,
+        rows: shape.rows,
+        n: args.n,
+        k: args.k,
+        ldc: args.n,
+        weight_rows: args.weight_rows,
+        up_row_offset: args.up_row_offset,
+        alpha_gate: args.alpha_factor * alpha_gate,
+        alpha_up: args.alpha_factor * if args.gated != 0 { alpha_up } else { alpha_gate },
+        reserved: 0,
+    }
+}
+
+/// Every thread: decodes its (token row, 64-K slice) items of the token buffer. Rows past the
+/// last group, slices past a group's K (rounded up to a stage), and contiguous-convention rows
+/// whose scale row falls outside A's scales (invalid offsets: the header says so) are skipped.
+#[inline(always)]
+unsafe fn decode_tokens(args: &GroupedPrepareArgs, starts: u32, groups: u32) {
+    let slices_per_row = args.token_pitch / K_PER_SLICE;
+    if slices_per_row == 0 {
+        return; // never with a valid plan; also proves the divisions cannot panic
+    }
+    let total = args.token_rows * slices_per_row;
+    // SAFETY: inside the starts table.
+    let end_of_groups = unsafe { smem::ld_b32(starts + 4 * groups) };
+    let stride = sreg::grid_dim_x() * sreg::block_dim_x();
+    let mut item = sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x();
+    while item < total {
+        let (row, slice) = (item / slices_per_row, item % slices_per_row);
+        item += stride;
+        if row >= end_of_groups {
+            continue;
+        }
+        // The last group whose first row is at most `row`.
+        let (mut low, mut high) = (0, groups);
+        while high - low > 1 {
+            let middle = low + (high - low) / 2;
+            // SAFETY: middle < groups.
+            if unsafe { smem::ld_b32(starts + 4 * middle) } <= row {
+                low = middle;
+            } else {
+                high = middle;
+            }
+        }
+        let g = low;
+        // SAFETY: inside the starts table.
+        let local = row.wrapping_sub(unsafe { smem::ld_b32(starts + 4 * g) });
+        let out = args
+            .tokens
+            .wrapping_add((row as usize * args.token_pitch as usize + (slice * K_PER_SLICE) as usize) / 2);
+        if args.separate_convention != 0 {
+            // SAFETY: g < groups.
+            let e = unsafe { &*args.separate.add(g as usize) };
+            if local >= e.rows || slice >= padded_k(e.k) / K_PER_SLICE {
+                continue;
+            }
+            let data = (e.a as *const u8).wrapping_add(local as usize * (e.k as usize / 2));
+            let layout = BlockedScales::new(e.rows as usize, e.k as usize);
+            // SAFETY: the group's row and scales exist (host-validated sizes); the item's 128
+            // bytes are inside the token buffer.
+            unsafe {
+                decode_slice(
+                    data,
+                    e.a_scales as *const u8,
+                    layout,
+                    local as usize,
+                    e.k,
+                    slice,
+                    out,
+                )
+            };
+        } else {
+            // SAFETY: g < groups: inside the scale offsets.
+            let scale_row =
+                unsafe { mem::ld_global_b32(args.scale_offsets.add(g as usize)) }.wrapping_add(local);
+            if scale_row >= args.scale_rows_capacity || local >= (1 << 31) {
+                continue;
+            }
+            let data = args.a.wrapping_add(row as usize * (args.k as usize / 2));
+            let layout = BlockedScales::new(args.scale_rows_capacity as usize, args.k as usize);
+            // SAFETY: row < end_of_groups ≤ … the host sized A for `rows_capacity` rows and
+            // checks row < rows_capacity below; the scale row is inside A's scales.
+            if row < args.rows_capacity {
+                unsafe {
+                    decode_slice(
+                        data,
+                        args.a_scales,
+                        layout,
+                        scale_row as usize,
+                        args.k,
+                        slice,
+                        out,
+                    )
+                };
+            }
+        }
+    }
+}

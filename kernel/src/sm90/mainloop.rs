@@ -1,0 +1,1012 @@
+//! The roles of the sm_90a GEMM kernels, shared by the dense dual GEMM ([`super::dual_gemm`])
+//! and the grouped GEMMs ([`super::grouped`]): one mainloop, parameterised by where each tile
+//! comes from (a [`Problem`]: its tokens, weights, output and scales) and by the epilogue
+//! (gated SiLU·up or plain). The design and its cost model are in the dense kernel's module doc.
+//!
+//! # Tile rows
+//! A consumer warp's 16 wgmma rows are two halves of 8 (fragment rows `g` and `g + 8` of thread
+//! `(g, t)`), called *gate* and *up*:
+//! * gated tiles ([`config::TILE_N`] = 64 outputs): output `n` has its gate row (B1) and its up
+//!   row (B3) in the two halves, so one thread holds both products of the same outputs;
+//! * plain tiles ([`config::PLAIN_TILE_N`] = 128 outputs): the halves are outputs `n` and `n + 8`
+//!   of the same matrix ([`config::PLAIN_UP_ROW_OFFSET`]).
+
+use crate::desc::{sw128_in_row, sw128_offset, sw128_row, wgmma_desc_sw128_k_major};
+use crate::epilogue::silu;
+use crate::layout::{ATOM_BYTES, ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
+use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, warp, wgmma};
+use crate::ring::RingPosition;
+use crate::schedule::{
+    REDUCER_SEGMENT, Segment, Segments, StreamK, Ticket, TileSpace, TileSpan, virtual_cta,
+};
+use crate::sm90::config::{
+    self, BLOCKS_PER_SLICE, BLOCKS_PER_STAGE, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP,
+    K_PER_SLICE, K_PER_STAGE, PRODUCER_WARPGROUP, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE,
+    SharedPlan, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS, WEIGHT_CHUNKS_PER_STAGE, stage_block,
+};
+use crate::sm90::tokens::scaled_pairs;
+
+/// Runs `$body` with `$q` bound to the literals 0, 1, …, 15 while below `$limit`. Loops over
+/// the accumulators must use literal indices: LLVM does not fully unroll these loops, and a
+/// run-time index moves the accumulator array to local memory.
+macro_rules! unrolled16 {
+    ($limit:expr, |$q:ident| $body:block) => {
+        unrolled16!(@ $limit, $q, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $limit:expr, $q:ident, $body:block; $($n:literal)*) => {
+        $( if $n < $limit { let $q: usize = $n; $body } )*
+    };
+}
+
+/// One segment's tile, as every role sees it.
+#[derive(Clone, Copy)]
+pub(crate) struct TileJob {
+    /// Row of the token operand (the tensor map's second coordinate) of the tile's first token.
+    pub token_row: u32,
+    /// Tokens of the tile that exist (the epilogue stores only these).
+    pub tokens: u32,
+    /// First output of the tile.
+    pub n0: u32,
+    /// Outputs of the tile's problem (rows past it are not loaded or stored).
+    pub n: u32,
+    /// Reduction length of the tile's problem (a multiple of 64).
+    pub k: u32,
+    /// Gate weights (row 0 of the matrix), and their blocked scales.
+    pub gate: *const u8,
+    /// Blocked scales of `gate`.
+    pub gate_scales: *const u8,
+    /// Up weights (row 0), and their blocked scales.
+    pub up: *const u8,
+    /// Blocked scales of `up`.
+    pub up_scales: *const u8,
+    /// Rows of the weights' scale layout.
+    pub weight_rows: u32,
+    /// Up row of output `n` minus `n` (gated; plain tiles add [`config::PLAIN_UP_ROW_OFFSET`]).
+    pub up_row_offset: u32,
+    /// Output of the tile's first token, column 0.
+    pub out: *mut u16,
+    /// Elements between output rows.
+    pub ldc: u32,
+    /// Scale of the gate (or plain) product.
+    pub alpha_gate: f32,
+    /// Scale of the up product.
+    pub alpha_up: f32,
+}
+
+/// The packed token operand of kernels that decode tokens themselves (the dense kernel's small
+/// tiles): A's blocked scales and shape.
+#[derive(Clone, Copy)]
+pub(crate) struct PackedTokens {
+    /// A's blocked scales.
+    pub scales: *const u8,
+    /// Rows of A.
+    pub m: u32,
+    /// K of A.
+    pub k: u32,
+}
+
+/// Where a launch's tiles come from.
+pub(crate) trait Problem {
+    /// The launch's iterations and their tiles.
+    type Space: TileSpace + Copy;
+    /// Gated (SiLU·up of gate/up row pairs) or plain tiles.
+    const GATED: bool;
+    /// Generic address of the token operand's tensor map.
+    fn token_map(&self) -> u64;
+    /// The tile `span` of a launch with `tile.tokens` tokens per tile.
+    fn job(&self, span: &TileSpan, tile: Tile) -> TileJob;
+    /// The packed tokens, for kernels that decode tokens in the kernel (`None` otherwise).
+    fn packed_tokens(&self) -> Option<PackedTokens>;
+    /// One consumer thread's weight rows of a tile, as carried through the mainloop.
+    type Rows: Copy;
+    /// The rows of `lane` in `job`'s tile.
+    fn weight_rows(&self, job: &TileJob, lane: &ConsumerLane) -> Self::Rows;
+    /// Issues the loads of stage `stage` of `rows` (see [`RowOffsets::load`]).
+    ///
+    /// # Safety
+    /// `rows` of a tile of this launch; `stage` one of its stages.
+    unsafe fn load_weights(&self, rows: &Self::Rows, stage: u32) -> WeightStage;
+}
+
+/// The stream-K share of this CTA: the split, its virtual CTA (none: no share) and the
+/// launch's epoch (see [`Ticket`]), and where partial sums are published.
+#[derive(Clone, Copy)]
+pub(crate) struct Work<S> {
+    pub split: StreamK<S>,
+    pub cta: Option<u32>,
+    pub epoch: u32,
+    pub workspace: *mut u32,
+    pub flags: *mut u32,
+}
+
+impl<S: TileSpace + Copy> Work<S> {
+    /// The CTA's share of `split`, given its ticket.
+    pub fn new(split: StreamK<S>, ticket: Ticket, workspace: *mut u32, flags: *mut u32) -> Self {
+        Self {
+            split,
+            cta: virtual_cta(ticket.started, split.ctas),
+            epoch: ticket.epoch,
+            workspace,
+            flags,
+        }
+    }
+
+    /// This CTA's segments, in order (every role walks the same sequence).
+    pub fn segments(&self) -> Segments<'_, S> {
+        match self.cta {
+            Some(cta) => self.split.segments(cta),
+            // An empty range: begin(ctas) = end = total.
+            None => self.split.segments(self.split.ctas),
+        }
+    }
+}
+
+/// Shared addresses of everything in dynamic shared memory.
+#[derive(Clone, Copy)]
+pub(crate) struct Shared {
+    pub tile: Tile,
+    pub plan: SharedPlan,
+    pub base: u32,
+}
+
+impl Shared {
+    pub fn decoded_slice(&self, stage: u32) -> u32 {
+        self.base + self.plan.decoded + stage * self.tile.decoded_slice_bytes()
+    }
+    fn raw_tokens(&self, stage: u32) -> u32 {
+        self.base + self.plan.raw_tokens + stage * self.tile.raw_token_bytes()
+    }
+    fn raw_scales(&self, stage: u32) -> u32 {
+        self.base + self.plan.raw_scales + stage * self.tile.raw_scale_bytes()
+    }
+    fn raw_full(&self, stage: u32) -> u32 {
+        self.base + self.plan.barriers + 8 * stage
+    }
+    fn raw_empty(&self, stage: u32) -> u32 {
+        self.raw_full(RAW_STAGES + stage)
+    }
+    fn decoded_full(&self, stage: u32) -> u32 {
+        self.raw_full(2 * RAW_STAGES + stage)
+    }
+    fn decoded_empty(&self, stage: u32) -> u32 {
+        self.raw_full(2 * RAW_STAGES + DECODED_STAGES + stage)
+    }
+    /// The launch ticket's two words (start position, epoch).
+    pub fn ticket(&self) -> u32 {
+        self.base + self.plan.ticket
+    }
+    /// The grouped kernels' schedule table (header, then one record per group).
+    pub fn groups(&self) -> u32 {
+        self.base + self.plan.groups
+    }
+}
+
+/// The thread that issues the producer's bulk copies: the first of its warpgroup.
+const PRODUCER_THREAD: u32 = PRODUCER_WARPGROUP * WARPGROUP_THREADS;
+/// Threads of the consumer warpgroups (they meet at [`FIXUP_BARRIER`]).
+const CONSUMER_THREADS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS;
+/// Named barrier of the stream-K fix-up (barrier 0 is the CTA-wide barrier of the setup).
+const FIXUP_BARRIER: u32 = 1;
+
+/// Arrivals that complete each barrier's phase.
+const RAW_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the copies' bytes)
+const RAW_EMPTY_ARRIVALS: u32 = DECODER_WARPGROUPS * WARPGROUP_THREADS; // every decoder thread
+const DECODED_FULL_ARRIVALS: u32 = DECODER_HALF_THREADS; // the slice's half decoder warpgroup, after its proxy fence
+const PREDECODED_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the TMA's bytes)
+const DECODED_EMPTY_ARRIVALS: u32 = CONSUMER_THREADS; // every consumer thread
+
+/// The setup every kernel runs first, on thread 0: initialize the rings' barriers and take the
+/// launch ticket (one 64-bit atomic; its start position and epoch go to shared memory). The
+/// caller then synchronizes the CTA and reads them with [`read_ticket`].
+///
+/// # Safety
+/// Thread 0 only; `tickets` is the plan's ticket counter; the shared plan is this kernel's.
+#[inline(always)]
+pub(crate) unsafe fn setup(shared: &Shared, predecoded: bool, tickets: *mut u64) {
+    for stage in 0..RAW_STAGES {
+        // SAFETY: barrier slots are inside the plan; only thread 0 touches them here.
+        unsafe {
+            mbarrier::init(shared.raw_full(stage), RAW_FULL_ARRIVALS);
+            mbarrier::init(shared.raw_empty(stage), RAW_EMPTY_ARRIVALS);
+        }
+    }
+    let full_arrivals = if predecoded {
+        PREDECODED_FULL_ARRIVALS
+    } else {
+        DECODED_FULL_ARRIVALS
+    };
+    for stage in 0..DECODED_STAGES {
+        // SAFETY: as above.
+        unsafe {
+            mbarrier::init(shared.decoded_full(stage), full_arrivals);
+            mbarrier::init(shared.decoded_empty(stage), DECODED_EMPTY_ARRIVALS);
+        }
+    }
+    fence::mbarrier_init();
+    // Taken before `launch_dependents`, so every CTA of this launch has its ticket before any
+    // CTA of the next launch can take one: each launch gets `grid` consecutive tickets.
+    // SAFETY: the counter is the plan's, 8-byte aligned.
+    let ticket = Ticket::new(
+        unsafe { mem::atom_add_relaxed_gpu_u64(tickets, 1) },
+        sreg::grid_dim_x(),
+    );
+    // SAFETY: inside the plan.
+    unsafe { smem::st_v2(shared.ticket(), [ticket.started, ticket.epoch]) };
+}
+
+/// The ticket [`setup`] took, after the CTA barrier that follows it (all threads).
+#[inline(always)]
+pub(crate) fn read_ticket(shared: &Shared) -> Ticket {
+    // SAFETY: written by thread 0 before the barrier.
+    let [started, epoch] = unsafe { smem::ld_v2(shared.ticket()) };
+    // The same in every lane; a warp reduction lands in a uniform register, so that the
+    // segment bounds, ring positions and descriptors derived from it stay on the uniform
+    // datapath (as they did when they came from %ctaid).
+    Ticket {
+        started: warp::min_u32(started),
+        epoch: warp::min_u32(epoch),
+    }
+}
+
+/// The roles, dispatched by warpgroup, for tiles of `2·ACC` tokens with `SETS` accumulator sets;
+/// `CONSUMER`, `DECODER` and `PRODUCER` are the tile's register split (const arguments, as
+/// `setmaxnreg` takes immediates). `PREDECODED`: tokens come pre-decoded (TMA into the decoded
+/// ring) rather than decoded by the decoder warpgroups. `WARM_UP`: consumers prefetch their
+/// first weight stages into L2 before waiting for the previous kernel.
+///
+/// # Safety
+/// After [`setup`] and the CTA barrier; the arguments satisfy the calling kernel's contract.
+#[inline(always)]
+pub(crate) unsafe fn roles<
+    P: Problem,
+    const ACC: usize,
+    const SETS: usize,
+    const CONSUMER: u32,
+    const DECODER: u32,
+    const PRODUCER: u32,
+    const PREDECODED: bool,
+    const WARM_UP: bool,
+>(
+    problem: &P,
+    shared: &Shared,
+    work: &Work<P::Space>,
+    mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
+) {
+    let thread = sreg::thread_idx_x();
+    let warpgroup = thread / WARPGROUP_THREADS;
+    if warpgroup == PRODUCER_WARPGROUP {
+        reg::decrease::<PRODUCER>();
+        if thread == PRODUCER_THREAD {
+            // SAFETY: the plan wrote the tensor map before any launch (no kernel writes it).
+            unsafe { copy::prefetch_tensor_map(problem.token_map()) };
+            fence::grid_dependency_wait();
+            // SAFETY: the kernel's contract.
+            unsafe {
+                if PREDECODED {
+                    produce_predecoded(problem, shared, work)
+                } else if let Some(packed) = problem.packed_tokens() {
+                    produce(problem, &packed, shared, work)
+                }
+            };
+        }
+    } else if warpgroup >= FIRST_DECODER_WARPGROUP {
+        reg::decrease::<DECODER>();
+        if PREDECODED {
+            return; // the producer loads decoded slices
+        }
+        if let Some(packed) = problem.packed_tokens() {
+            let decoder = warpgroup - FIRST_DECODER_WARPGROUP;
+            // SAFETY: as above.
+            unsafe {
+                decode_tokens(
+                    problem,
+                    &packed,
+                    shared,
+                    work,
+                    decoder,
+                    thread % WARPGROUP_THREADS,
+                )
+            };
+        }
+    } else {
+        reg::increase::<CONSUMER>();
+        let lane = ConsumerLane::new(thread, P::GATED);
+        if WARM_UP {
+            // SAFETY: as above.
+            unsafe { warm_up_weights(problem, shared.tile, work, &lane, thread) };
+        }
+        fence::grid_dependency_wait();
+        // SAFETY: as above.
+        unsafe { consume::<P, ACC, SETS>(problem, shared, work, &lane, &mma) };
+    }
+}
+
+/// The producer thread of in-kernel token decoding: per tile and 256-K stage, one TMA box per
+/// 64 token rows and one bulk copy per 128-row scale group (the stage's existing atoms) into
+/// the raw ring.
+#[inline(always)]
+unsafe fn produce<P: Problem>(problem: &P, packed: &PackedTokens, shared: &Shared, work: &Work<P::Space>) {
+    let tile = shared.tile;
+    let scales = BlockedScales::new(packed.m as usize, packed.k as usize);
+    let atoms_of_k = scales.k_blocks as u32;
+    let mut ring = RingPosition::<RAW_STAGES>::new();
+    for segment in work.segments() {
+        let job = problem.job(&segment.tile, tile);
+        let first_group = job.token_row / ATOM_ROWS as u32;
+        let groups = tile.scale_groups().min(scales.row_blocks as u32 - first_group);
+        for stage in segment.first_stage..segment.first_stage + segment.stages {
+            // A partial last stage has fewer atoms; the decoders zero its missing blocks.
+            let atoms = (atoms_of_k - stage * BLOCKS_PER_STAGE / 4).min(BLOCKS_PER_STAGE / 4);
+            let atom_bytes = atoms * ATOM_BYTES as u32;
+            let bytes = tile.raw_token_bytes() + groups * atom_bytes;
+            let full = shared.raw_full(ring.stage);
+            // SAFETY: barriers are initialized; copies stay inside the stage buffers and inside
+            // A's scales (only existing row blocks and atoms are copied); the box may run past M
+            // and K (zeros).
+            unsafe {
+                mbarrier::wait_suspending(shared.raw_empty(ring.stage), ring.empty_parity());
+                mbarrier::arrive_expect_tx(full, bytes);
+                for b in 0..tile.token_boxes() {
+                    let dst = shared.raw_tokens(ring.stage) + b * TOKEN_BOX_ROWS * 128;
+                    copy::tensor_2d(
+                        dst,
+                        problem.token_map(),
+                        (stage * 128) as i32,
+                        (job.token_row + b * TOKEN_BOX_ROWS) as i32,
+                        full,
+                    );
+                }
+                for g in 0..groups {
+                    let src = packed
+                        .scales
+                        .add(scales.atom_offset((first_group + g) as usize, (stage * 4) as usize));
+                    copy::bulk(
+                        shared.raw_scales(ring.stage) + g * SCALE_GROUP_BYTES,
+                        src,
+                        atom_bytes,
+                        full,
+                    );
+                }
+            }
+            ring.advance();
+        }
+    }
+}
+
+/// The producer thread for pre-decoded tokens: per tile and 64-K slice, one TMA box of fp16
+/// tokens (`K_PER_SLICE × tokens`, 128-byte swizzle) straight into the decoded ring.
+#[inline(always)]
+unsafe fn produce_predecoded<P: Problem>(problem: &P, shared: &Shared, work: &Work<P::Space>) {
+    let tile = shared.tile;
+    let mut ring = RingPosition::<DECODED_STAGES>::new();
+    for segment in work.segments() {
+        let token_row = problem.job(&segment.tile, tile).token_row;
+        let first_slice = segment.first_stage * SLICES_PER_STAGE;
+        for slice in first_slice..first_slice + segment.stages * SLICES_PER_STAGE {
+            let full = shared.decoded_full(ring.stage);
+            // SAFETY: barriers are initialized; the box fills exactly one decoded slice (rows
+            // past the buffer are zeros).
+            unsafe {
+                mbarrier::wait_suspending(shared.decoded_empty(ring.stage), ring.empty_parity());
+                mbarrier::arrive_expect_tx(full, tile.decoded_slice_bytes());
+                copy::tensor_2d(
+                    shared.decoded_slice(ring.stage),
+                    problem.token_map(),
+                    (slice * K_PER_SLICE) as i32,
+                    token_row as i32,
+                    full,
+                );
+            }
+            ring.advance();
+        }
+    }
+}
+
+/// Decoder warpgroup `decoder`, thread `thread` of it: each half of the warpgroup (two warps)
+/// decodes one 64-K slice of every raw 256-K stage, half `h` slice [`decoder_slice`]`(decoder,
+/// h)`, into its decoded slot, as (token, scale block) items: one 16-element block per thread.
+#[inline(always)]
+unsafe fn decode_tokens<P: Problem>(
+    problem: &P,
+    packed: &PackedTokens,
+    shared: &Shared,
+    work: &Work<P::Space>,
+    decoder: u32,
+    thread: u32,
+) {
+    let tile = shared.tile;
+    let my_slice = decoder_slice(decoder, thread / DECODER_HALF_THREADS);
+    // Warp `w` of the half decodes tokens `w·T/2 .. (w + 1)·T/2`, eight per round, lane `l`
+    // token `l / 4` of the round and word `l % 4`: a round's stores hit 32 distinct banks.
+    let (warp, lane) = ((thread % DECODER_HALF_THREADS) / 32, thread % 32);
+    let tokens_per_warp = tile.tokens / 2;
+    let word = lane % BLOCKS_PER_SLICE;
+    let blocks_of_k = packed.k / SCALE_BLOCK_K as u32;
+    let mut raw = RingPosition::<RAW_STAGES>::new();
+    let mut decoded = RingPosition::<DECODED_STAGES>::new();
+    for segment in work.segments() {
+        let m0 = problem.job(&segment.tile, tile).token_row;
+        for stage in segment.first_stage..segment.first_stage + segment.stages {
+            // SAFETY: barriers are initialized; the producer fills this raw stage.
+            unsafe { mbarrier::wait_suspending(shared.raw_full(raw.stage), raw.full_parity()) };
+            for slice in 0..SLICES_PER_STAGE {
+                if slice != my_slice {
+                    decoded.advance();
+                    continue;
+                }
+                // Blocks past K (a partial last stage) decode to zeros.
+                let exists = stage * BLOCKS_PER_STAGE + stage_block(slice, word) < blocks_of_k;
+                // SAFETY: as above; consumers release decoded slices.
+                unsafe {
+                    mbarrier::wait_suspending(shared.decoded_empty(decoded.stage), decoded.empty_parity())
+                };
+                let mut local = lane / BLOCKS_PER_SLICE;
+                while local < tokens_per_warp {
+                    let row = warp * tokens_per_warp + local;
+                    // SAFETY: row < tokens ≤ raw rows, block < 4: inside the stage buffers.
+                    unsafe {
+                        decode_token_block(shared, raw.stage, decoded.stage, m0, row, slice, word, exists)
+                    };
+                    local += 32 / BLOCKS_PER_SLICE;
+                }
+                fence::proxy_async_shared();
+                // SAFETY: barrier initialized.
+                unsafe { mbarrier::arrive(shared.decoded_full(decoded.stage)) };
+                decoded.advance();
+            }
+            // SAFETY: barrier initialized; this thread's reads of the raw stage are done.
+            unsafe { mbarrier::arrive(shared.raw_empty(raw.stage)) };
+            raw.advance();
+        }
+    }
+}
+
+/// Threads of half a decoder warpgroup: the decoders of one slice per stage.
+const DECODER_HALF_THREADS: u32 = WARPGROUP_THREADS / 2;
+
+/// The slice of each raw stage that half `half` of decoder warpgroup `decoder` decodes (slices
+/// `j` with `j % DECODER_WARPGROUPS == decoder`).
+#[inline(always)]
+const fn decoder_slice(decoder: u32, half: u32) -> u32 {
+    decoder + DECODER_WARPGROUPS * half
+}
+
+/// Decodes token `row`'s scale block for word `word` of slice `slice` (block
+/// [`stage_block`]`(slice, word)` of the raw stage) into decoded row `row`: its pair `p`
+/// ([`crate::fp4::PAIR_ELEMENTS`]) is word `word` of 16-byte chunk `p` (see `sm90::tokens`).
+/// A block that does not `exist` (past K) becomes zeros: its scale atom was not copied.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn decode_token_block(
+    shared: &Shared,
+    raw_stage: u32,
+    decoded_stage: u32,
+    m0: u32,
+    row: u32,
+    slice: u32,
+    word: u32,
+    exists: bool,
+) {
+    let block = stage_block(slice, word);
+    // The block's 8 packed bytes are half `block % 2` of 16-byte chunk `block / 2` of the row
+    // (the TMA boxes stack the stage's rows as one 128-byte-swizzled tile).
+    let packed = shared.raw_tokens(raw_stage) + sw128_offset(row, block / 2) + 8 * (block % 2);
+    // SAFETY: inside the raw stage (the caller's contract); 8-byte aligned.
+    let [lo, hi] = unsafe { smem::ld_v2(packed) };
+    let token = m0 + row;
+    // The word of the block's scale atom that holds this token's 4 codes: the stage's atoms of
+    // one 128-row group are laid out as a 128-row × 256-K matrix (layout.rs).
+    let group = BlockedScales::new(ATOM_ROWS, K_PER_STAGE as usize);
+    let scale_word = shared.raw_scales(raw_stage)
+        + (token / 128 - m0 / 128) * SCALE_GROUP_BYTES
+        + group.offset((token % 128) as usize, (block & !3) as usize) as u32;
+    // SAFETY: inside the raw scale stage.
+    let codes = unsafe { smem::ld_b32(scale_word) };
+    let scale = if exists {
+        cvt::e4m3_byte_to_f16x2_broadcast(codes, block % 4)
+    } else {
+        0
+    };
+    let pairs = scaled_pairs(lo, hi, scale);
+    // Pair p is word `word` of chunk p of the row; the row's address is 128-byte aligned, so
+    // the offset within it ORs in (one LOP3 per store).
+    let row_addr = shared.decoded_slice(decoded_stage) + sw128_row(row);
+    for (p, pair) in pairs.iter().enumerate() {
+        // SAFETY: row < tokens, chunk < 8: inside the decoded slice.
+        unsafe { smem::st_b32(row_addr | sw128_in_row(row, p as u32) | (4 * word), *pair) };
+    }
+}
+
+/// One thread's weights for one 256-K stage: for the gate row and the up row, chunk `h` (of
+/// [`WEIGHT_CHUNKS_PER_STAGE`]) holds the 16 bytes of blocks [`stage_block`]`(2h, t)` (words 0,
+/// 1: slice `2h`) and `stage_block(2h + 1, t)` (words 2, 3: slice `2h + 1`), and `*_scales[h]`
+/// their two e4m3 codes (low byte: slice `2h`).
+#[derive(Clone, Copy)]
+pub(crate) struct WeightStage {
+    gate: [[u32; 4]; WEIGHT_CHUNKS],
+    up: [[u32; 4]; WEIGHT_CHUNKS],
+    gate_scales: [u32; WEIGHT_CHUNKS],
+    up_scales: [u32; WEIGHT_CHUNKS],
+}
+
+/// [`WEIGHT_CHUNKS_PER_STAGE`] as an array length.
+const WEIGHT_CHUNKS: usize = WEIGHT_CHUNKS_PER_STAGE as usize;
+
+impl WeightStage {
+    /// No weights (all zero): what the pipeline carries past a CTA's last stage, and the blocks
+    /// past K of a partial last stage.
+    const ZERO: Self = Self {
+        gate: [[0; 4]; WEIGHT_CHUNKS],
+        up: [[0; 4]; WEIGHT_CHUNKS],
+        gate_scales: [0; WEIGHT_CHUNKS],
+        up_scales: [0; WEIGHT_CHUNKS],
+    };
+}
+
+/// Where a consumer thread sits in the tile: its quad lane `t` (which picks its scale blocks,
+/// [`stage_block`]) and the output `n_in_tile` (from warpgroup, warp and row group `g`) of its
+/// gate fragment row.
+pub(crate) struct ConsumerLane {
+    t: u32,
+    n_in_tile: u32,
+}
+
+impl ConsumerLane {
+    /// The lane of consumer thread `thread` (meaningless for other threads, and unused there).
+    #[inline(always)]
+    pub fn new(thread: u32, gated: bool) -> Self {
+        let (warpgroup, warp, lane) = (thread / WARPGROUP_THREADS, (thread / 32) % 4, thread % 32);
+        let (g, t) = (lane / 4, lane % 4);
+        // Gated: 8 outputs a warp (the up half holds the same outputs); plain: 16.
+        let per_warp = if gated {
+            config::N_PER_WARP
+        } else {
+            2 * config::N_PER_WARP
+        };
+        Self {
+            t,
+            n_in_tile: warpgroup * 4 * per_warp + warp * per_warp + g,
+        }
+    }
+
+    /// This thread's gate row (an output) in `job`'s tile.
+    #[inline(always)]
+    pub fn output(&self, job: &TileJob) -> u32 {
+        job.n0 + self.n_in_tile
+    }
+}
+
+/// Where one consumer thread's weights are in one tile, as byte offsets from the matrices'
+/// bases (a dense problem keeps the bases in kernel parameters, so only the offsets take
+/// registers; equal gate and up offsets share one): its first chunk in the gate and up rows
+/// (`8 · stage_block(0, t)` bytes into the row), that chunk's scale pair, and how many of K's
+/// scale blocks lie at or past its first block (a partial last stage loads only the chunks
+/// that start below K).
+#[derive(Clone, Copy)]
+pub(crate) struct RowOffsets {
+    gate: usize,
+    up: usize,
+    gate_scale: usize,
+    up_scale: usize,
+    blocks_from_first: u32,
+}
+
+/// The base pointers [`RowOffsets`] are relative to: gate and up weights and their scales.
+#[derive(Clone, Copy)]
+pub(crate) struct WeightBases {
+    pub gate: *const u8,
+    pub up: *const u8,
+    pub gate_scales: *const u8,
+    pub up_scales: *const u8,
+}
+
+impl WeightBases {
+    /// The bases of `job`'s tile.
+    #[inline(always)]
+    pub fn of(job: &TileJob) -> Self {
+        Self {
+            gate: job.gate,
+            up: job.up,
+            gate_scales: job.gate_scales,
+            up_scales: job.up_scales,
+        }
+    }
+}
+
+/// Bytes between a thread's weight chunks `h` and `h + 1` in a row's stage (blocks 8 apart).
+const CHUNK_STRIDE: usize = 8 * (stage_block(2, 0) - stage_block(0, 0)) as usize;
+/// Bytes between the scale pairs of chunks `h` and `h + 1` (blocks 8 apart: two atoms).
+const CHUNK_SCALE_STRIDE: usize = ((stage_block(2, 0) - stage_block(0, 0)) as usize / 4) * ATOM_BYTES;
+/// Bytes of one row's stage of packed fp4.
+const STAGE_ROW_BYTES: usize = K_PER_STAGE as usize / 2;
+/// Bytes between one stage's scale atoms and the next stage's (for one 128-row block).
+const STAGE_SCALE_BYTES: usize = (BLOCKS_PER_STAGE as usize / 4) * ATOM_BYTES;
+
+impl RowOffsets {
+    /// The rows of `lane` in `job`'s tile (gated or plain). A plain tile's rows past N (its last
+    /// tile may hold only 64 outputs) read the last row instead; their outputs are not stored.
+    #[inline(always)]
+    pub fn new(job: &TileJob, lane: &ConsumerLane, gated: bool) -> Self {
+        let output = lane.output(job);
+        let last = job.n - 1;
+        let (gate_row, up_row) = if gated {
+            (output, output + job.up_row_offset)
+        } else {
+            (
+                output.min(last),
+                (output + config::PLAIN_UP_ROW_OFFSET).min(last) + job.up_row_offset,
+            )
+        };
+        let block = stage_block(0, lane.t) as usize;
+        let row_bytes = job.k as usize / 2;
+        let layout = BlockedScales::new(job.weight_rows as usize, job.k as usize);
+        Self {
+            gate: gate_row as usize * row_bytes + 8 * block,
+            up: up_row as usize * row_bytes + 8 * block,
+            gate_scale: layout.offset(gate_row as usize, block),
+            up_scale: layout.offset(up_row as usize, block),
+            blocks_from_first: (job.k / SCALE_BLOCK_K as u32).saturating_sub(block as u32),
+        }
+    }
+
+    /// Issues the loads of stage `stage` from `bases` (they complete while earlier stages
+    /// compute). Chunks past K (a partial last stage) stay zero: weights 0 with scale 0.
+    ///
+    /// # Safety
+    /// `bases` are the tile's matrices (host contract); `stage` is one of its stages.
+    #[inline(always)]
+    pub unsafe fn load(&self, bases: &WeightBases, stage: u32) -> WeightStage {
+        let mut w = WeightStage::ZERO;
+        let stage_blocks = stage * BLOCKS_PER_STAGE;
+        for h in 0..WEIGHT_CHUNKS {
+            // Chunk h holds blocks stage_block(2h, t) and stage_block(2h, t) + 1, which is
+            // `stage_block(2h, 0)` past the thread's first block; K is a multiple of 64 (4
+            // blocks), so both exist when the first does.
+            if stage_blocks + stage_block(2 * h as u32, 0) >= self.blocks_from_first {
+                continue;
+            }
+            let data = stage as usize * STAGE_ROW_BYTES + h * CHUNK_STRIDE;
+            let scale = stage as usize * STAGE_SCALE_BYTES + h * CHUNK_SCALE_STRIDE;
+            // SAFETY: rows and offsets are inside the weights and their scales (host contract);
+            // the chunks are 16-byte aligned, the scale pairs 2-byte aligned (even columns).
+            unsafe {
+                w.gate[h] = mem::ld_global_stream_v4_b32(bases.gate.add(self.gate + data) as *const u32);
+                w.up[h] = mem::ld_global_stream_v4_b32(bases.up.add(self.up + data) as *const u32);
+                w.gate_scales[h] =
+                    mem::ld_global_nc_u16(bases.gate_scales.add(self.gate_scale + scale) as *const u16)
+                        as u32;
+                w.up_scales[h] =
+                    mem::ld_global_nc_u16(bases.up_scales.add(self.up_scale + scale) as *const u16) as u32;
+            }
+        }
+        w
+    }
+}
+
+/// 256-K stages of weights each CTA prefetches into L2 before it waits for the previous kernel.
+const WARM_UP_STAGES: u32 = 2;
+
+/// Starts loading the first [`WARM_UP_STAGES`] stages of this CTA's weights (and their scales)
+/// into L2, before the dependency wait: with a programmatic launch this overlaps the previous
+/// kernel's tail, and the first loads then hit L2 (and a warm TLB) instead of DRAM. L2 is
+/// coherent for every SM, so data the previous kernel still writes cannot go stale this way.
+/// Quad lane 0 of each consumer row prefetches its gate row, lane 1 its up row; consumer threads
+/// 2 and 3 the two scale ranges. Only for problems whose tiles are known before the wait.
+#[inline(always)]
+unsafe fn warm_up_weights<P: Problem>(
+    problem: &P,
+    tile: Tile,
+    work: &Work<P::Space>,
+    lane: &ConsumerLane,
+    thread: u32,
+) {
+    let Some(segment) = work.segments().next() else {
+        return;
+    };
+    let job = problem.job(&segment.tile, tile);
+    let stages = segment.stages.min(WARM_UP_STAGES);
+    let stage_bytes = (job.k as usize / 2).saturating_sub(segment.first_stage as usize * STAGE_ROW_BYTES);
+    let row_bytes = (stages as usize * STAGE_ROW_BYTES).min(stage_bytes) as u32;
+    let row = lane.output(&job).min(job.n - 1) as usize;
+    let data = row * (job.k as usize / 2) + segment.first_stage as usize * STAGE_ROW_BYTES;
+    let scales = BlockedScales::new(job.weight_rows as usize, job.k as usize);
+    let first_atom = (segment.first_stage * BLOCKS_PER_STAGE / 4) as usize;
+    let atoms = (scales.k_blocks - first_atom).min(stages as usize * BLOCKS_PER_STAGE as usize / 4);
+    let scale_offset = scales.atom_offset(job.n0 as usize / ATOM_ROWS, first_atom);
+    let scale_bytes = (atoms * ATOM_BYTES) as u32;
+    // SAFETY: the prefetched ranges are this CTA's first stages of its gate and up rows and of
+    // their scales (host contract), 16-byte aligned multiples of 16 bytes.
+    unsafe {
+        match lane.t {
+            0 => copy::prefetch_bulk_l2(job.gate.add(data), row_bytes),
+            1 => copy::prefetch_bulk_l2(
+                job.up
+                    .add(data + job.up_row_offset as usize * (job.k as usize / 2)),
+                row_bytes,
+            ),
+            _ => {}
+        }
+        match thread {
+            2 => copy::prefetch_bulk_l2(job.gate_scales.add(scale_offset), scale_bytes),
+            3 => copy::prefetch_bulk_l2(job.up_scales.add(scale_offset), scale_bytes),
+            _ => {}
+        }
+    }
+}
+
+/// The 16 fragment registers of one 64-K slice: for each of its 4 k16 steps, `[a0, a1, a2, a3]`
+/// = (gate, pair 2s), (up, pair 2s), (gate, pair 2s + 1), (up, pair 2s + 1) of the thread's
+/// block [`stage_block`]`(j, t)`.
+#[inline(always)]
+fn slice_fragments(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
+    let (h, odd) = (j / 2, j % 2 == 1);
+    let words = 2 * (j % 2);
+    // One conversion per scale pair (LLVM merges the two slices' `cvt`s), one `prmt` per slice.
+    let gate_scale = cvt::f16x2_broadcast_half(cvt::e4m3x2_to_f16x2(w.gate_scales[h] as u16), odd);
+    let up_scale = cvt::f16x2_broadcast_half(cvt::e4m3x2_to_f16x2(w.up_scales[h] as u16), odd);
+    let gate = scaled_pairs(w.gate[h][words], w.gate[h][words + 1], gate_scale);
+    let up = scaled_pairs(w.up[h][words], w.up[h][words + 1], up_scale);
+    let mut steps = [[0u32; 4]; 4];
+    for (s, step) in steps.iter_mut().enumerate() {
+        *step = [gate[2 * s], up[2 * s], gate[2 * s + 1], up[2 * s + 1]];
+    }
+    steps
+}
+
+/// A consumer thread: per segment, the mainloop over its 64-K slices, then the epilogue (whole
+/// tile) or the stream-K fix-up. The weight pipeline runs across segments: the last stage of a
+/// segment loads the first stage of the next one, so a new tile starts without waiting for
+/// memory.
+#[inline(always)]
+unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
+    problem: &P,
+    shared: &Shared,
+    work: &Work<P::Space>,
+    lane: &ConsumerLane,
+    mma: &impl Fn(&mut [f32; ACC], [u32; 4], u64),
+) {
+    let tile = shared.tile;
+    let thread = sreg::thread_idx_x();
+    let mut decoded = RingPosition::<DECODED_STAGES>::new();
+    let mut segments = work.segments();
+    let mut current = match segments.clone().next() {
+        Some(first) => {
+            let job = problem.job(&first.tile, tile);
+            // SAFETY: the first stage of the first segment's tile.
+            unsafe { problem.load_weights(&problem.weight_rows(&job, lane), first.first_stage) }
+        }
+        None => WeightStage::ZERO,
+    };
+    let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
+    while let Some(segment) = segments.next() {
+        let job = problem.job(&segment.tile, tile);
+        let rows = problem.weight_rows(&job, lane);
+        let (first, last) = (segment.first_stage, segment.first_stage + segment.stages - 1);
+        // What the last stage loads: the next segment's first stage (else its own stage again,
+        // unused), chosen here so that the loop body has one unconditional load.
+        let (tail_rows, tail_stage) = match segments.clone().next() {
+            Some(following) => (
+                problem.weight_rows(&problem.job(&following.tile, tile), lane),
+                following.first_stage,
+            ),
+            None => (rows, last),
+        };
+        // SETS independent accumulator sets, k16 step s into set s % SETS: small tiles' wgmmas
+        // are latency-bound when chained through one accumulator (see `Tile::accumulator_sets`).
+        let mut sets = [[0f32; ACC]; SETS];
+        for stage in first..=last {
+            // Loads in flight while this stage computes: the segment's next stage, else the tail.
+            let (next_rows, next_stage) = if stage < last {
+                (&rows, stage + 1)
+            } else {
+                (&tail_rows, tail_stage)
+            };
+            // SAFETY: a stage of this segment's tile or of the next segment's.
+            let next = unsafe { problem.load_weights(next_rows, next_stage) };
+            // One 64-K slice; written out four times so that every fragment index is a constant
+            // (a run-time index would move the fragment registers to local memory).
+            macro_rules! slice {
+                ($j:literal, $decode_next:expr) => {{
+                    let b = shared.decoded_slice(decoded.stage);
+                    // SAFETY: barrier initialized; the decoder (or the TMA) fills the slice.
+                    unsafe { mbarrier::wait(shared.decoded_full(decoded.stage), decoded.full_parity()) };
+                    wgmma::fence();
+                    let steps = &fragments[$j % 2];
+                    mma(&mut sets[0], steps[0], wgmma_desc_sw128_k_major(b));
+                    mma(
+                        &mut sets[1 % SETS],
+                        steps[1],
+                        wgmma_desc_sw128_k_major(b + 32),
+                    );
+                    mma(
+                        &mut sets[2 % SETS],
+                        steps[2],
+                        wgmma_desc_sw128_k_major(b + 64),
+                    );
+                    mma(
+                        &mut sets[3 % SETS],
+                        steps[3],
+                        wgmma_desc_sw128_k_major(b + 96),
+                    );
+                    wgmma::commit_group();
+                    // Decode the next slice while this one runs: its registers were last read by
+                    // the slice before, which `wait_group::<1>` below retires.
+                    fragments[($j + 1) % 2] = $decode_next;
+                    wgmma::wait_group::<1>();
+                    if stage > first || $j > 0 {
+                        release_previous(shared, &decoded);
+                    }
+                    decoded.advance();
+                }};
+            }
+            slice!(0, slice_fragments(&current, 1));
+            slice!(1, slice_fragments(&current, 2));
+            slice!(2, slice_fragments(&current, 3));
+            slice!(3, slice_fragments(&next, 0));
+            current = next;
+        }
+        wgmma::wait_group::<0>();
+        release_previous(shared, &decoded);
+        // Constant indices only (an iterator over the sets moves them to local memory).
+        let mut acc = sets[0];
+        let mut add_set = |set: usize| {
+            unrolled16!(ACC / 4, |q| {
+                for e in 0..4 {
+                    acc[4 * q + e] += sets[set][4 * q + e];
+                }
+            });
+        };
+        if SETS > 1 {
+            add_set(1 % SETS);
+        }
+        if SETS > 2 {
+            add_set(2 % SETS);
+        }
+        if SETS > 3 {
+            add_set(3 % SETS);
+        }
+        // SAFETY: the workspace and flags were sized by the host plan for this split.
+        let finishes_tile = segment.count == 1 || unsafe { fix_up(work, &segment, &mut acc, thread) };
+        if finishes_tile {
+            // SAFETY: outputs are checked against the tile's tokens and N.
+            unsafe { epilogue(&job, &acc, lane, P::GATED) };
+        }
+    }
+}
+
+/// Stream-K fix-up of a segment of a split tile, called by all consumer threads together.
+///
+/// Segment 0 of a tile is the *reducer*: its CTA computes it last (a CTA's range ends inside
+/// the tile), so the other segments are usually done by then. Every other segment stores its
+/// partial sums to its slot and publishes them by writing the launch's epoch to the slot's flag
+/// (a release at GPU scope by one thread after a barrier of the consumers), then goes on with
+/// its next segment. The reducer waits until every other slot's flag holds this launch's epoch,
+/// adds their partial sums to its own in segment order (a fixed order: results do not depend on
+/// timing) and returns true. Flags are never reset: an older epoch (a finished or aborted
+/// launch) never matches, so no launch depends on the previous one having cleaned up. Waits
+/// only ever target CTAs that started earlier and publish without waiting (see
+/// [`StreamK`]), so they cannot deadlock, however few SMs the launch runs on.
+#[inline(always)]
+unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
+    work: &Work<S>,
+    segment: &Segment,
+    acc: &mut [f32; ACC],
+    thread: u32,
+) -> bool {
+    let slot_words = config::partial_slot_bytes(Tile {
+        tokens: 2 * ACC as u32,
+    }) as usize
+        / 4;
+    let slot_of = |index: u32| work.split.partial_slot(segment.tile.begin, index) as usize;
+    // SAFETY (both): slots < 2 · CTAs, inside the workspace and flags the plan allocated.
+    let slot = |index: u32| unsafe { work.workspace.add(slot_of(index) * slot_words) };
+    let flag = |index: u32| unsafe { work.flags.add(slot_of(index)) };
+    // Accumulators q·4 .. q·4 + 3 of every thread are contiguous 16-byte runs: coalesced.
+    let element = |q: usize| (q * CONSUMER_THREADS as usize + thread as usize) * 4;
+    if segment.index != REDUCER_SEGMENT {
+        let mine = slot(segment.index);
+        unrolled16!(ACC / 4, |q| {
+            let words = [
+                acc[4 * q].to_bits(),
+                acc[4 * q + 1].to_bits(),
+                acc[4 * q + 2].to_bits(),
+                acc[4 * q + 3].to_bits(),
+            ];
+            // SAFETY: inside this segment's slot.
+            unsafe { mem::st_global_v4_b32(mine.add(element(q)), words) };
+        });
+        fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
+        if thread == 0 {
+            fence::acq_rel_gpu();
+            // SAFETY: the slot's flag.
+            unsafe { mem::st_relaxed_gpu_b32(flag(segment.index), work.epoch) };
+        }
+        return false;
+    }
+    // One thread polls (an acquire at GPU scope), the barrier passes what it saw on to the
+    // other consumer threads; the partial sums are then read from L2.
+    if thread == 0 {
+        for index in REDUCER_SEGMENT + 1..segment.count {
+            // SAFETY: the slot's flag; its segment publishes its slot before the flag.
+            while unsafe { mem::ld_acquire_gpu_u32(flag(index)) } != work.epoch {}
+        }
+    }
+    fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
+    // Two partial sums per round trip where the registers allow it (each is ACC words per
+    // thread), added in segment order.
+    let pairs = ACC <= 32;
+    let mut index = REDUCER_SEGMENT + 1;
+    while index < segment.count {
+        let both = pairs && index + 1 < segment.count;
+        let first = slot(index);
+        let second = if both { slot(index + 1) } else { first };
+        let mut words = [[[0u32; 4]; 2]; 16];
+        unrolled16!(ACC / 4, |q| {
+            // SAFETY: inside slots `index` and (when read) `index + 1`, written by their
+            // segments before their release.
+            unsafe {
+                words[q][0] = mem::ld_global_cg_v4_b32(first.add(element(q)));
+                if both {
+                    words[q][1] = mem::ld_global_cg_v4_b32(second.add(element(q)));
+                }
+            }
+        });
+        unrolled16!(ACC / 4, |q| {
+            for e in 0..4 {
+                acc[4 * q + e] += f32::from_bits(words[q][0][e]);
+                if both {
+                    acc[4 * q + e] += f32::from_bits(words[q][1][e]);
+                }
+            }
+        });
+        index += if both { 2 } else { 1 };
+    }
+    true
+}
+
+/// Releases the decoded slice before `position` (its wgmmas have completed).
+#[inline(always)]
+fn release_previous(shared: &Shared, position: &RingPosition<DECODED_STAGES>) {
+    let previous = (position.stage + DECODED_STAGES - 1) % DECODED_STAGES;
+    // SAFETY: barrier initialized.
+    unsafe { mbarrier::arrive(shared.decoded_empty(previous)) };
+}
+
+/// This thread's outputs. Accumulator `4q + e` is the gate row's and `4q + 2 + e` the up row's
+/// sum for token `8q + 2t + e` of the tile. Gated: `C[token][n] = silu(α_gate · gate) ·
+/// (α_up · up)`; plain: `C[token][n] = α · gate`, `C[token][n + 8] = α · up`.
+#[inline(always)]
+unsafe fn epilogue<const ACC: usize>(job: &TileJob, acc: &[f32; ACC], lane: &ConsumerLane, gated: bool) {
+    let n = lane.output(job);
+    // Computed here, per tile: hoisted out of the mainloop, the 32 row offsets of a 128-token
+    // tile would take 64 registers across it (and spill).
+    let ldc = reg::opaque(job.ldc) as usize;
+    let store = |token: u32, column: u32, value: f32| {
+        // SAFETY: token < the tile's tokens and column < N (checked by the callers).
+        unsafe {
+            mem::st_global_b16(
+                job.out.add(token as usize * ldc + column as usize),
+                cvt::f32_to_f16_rn(value),
+            )
+        };
+    };
+    let stores = |q: usize| {
+        for e in 0..2 {
+            let token = 8 * q as u32 + 2 * lane.t + e as u32;
+            if token < job.tokens {
+                let (gate, up) = (acc[4 * q + e], acc[4 * q + 2 + e]);
+                if gated {
+                    store(token, n, silu(job.alpha_gate * gate) * (job.alpha_up * up));
+                } else {
+                    if n < job.n {
+                        store(token, n, job.alpha_gate * gate);
+                    }
+                    if n + config::PLAIN_UP_ROW_OFFSET < job.n {
+                        store(token, n + config::PLAIN_UP_ROW_OFFSET, job.alpha_gate * up);
+                    }
+                }
+            }
+        }
+    };
+    unrolled16!(ACC / 4, |q| { stores(q) });
+}
