@@ -62,6 +62,15 @@ pub enum Error {
         /// The architecture, e.g. `sm_100f`.
         arch: &'static str,
     },
+    /// A grouped launch's device-side offsets broke a rule (found by the GPU; the launch wrote
+    /// nothing). Reported by `GroupedPlan::device_status`.
+    #[error("device-side offsets of group {group}: {rule}; the launch computed nothing")]
+    DeviceOffsets {
+        /// The first group found breaking it.
+        group: usize,
+        /// The rule.
+        rule: &'static str,
+    },
     /// A CUDA driver call failed.
     #[error("CUDA driver error: {0}")]
     Cuda(#[from] cudarc::driver::DriverError),

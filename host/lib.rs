@@ -33,7 +33,9 @@
 pub mod codec;
 pub mod dual_gemm;
 pub mod error;
+pub mod gemm;
 pub mod gpu;
+pub mod grouped;
 pub mod kernels;
 pub mod matrix;
 pub mod problem;

@@ -156,24 +156,57 @@ impl NvFp4Matrix {
             .collect()
     }
 
-    /// The e2m1 code of element `(row, col)`.
-    pub fn code(&self, row: usize, col: usize) -> u8 {
+    /// Checks `row < rows` and `col < limit` (named `col_arg`).
+    fn check_index(&self, row: usize, col: usize, col_arg: &'static str, limit: usize) -> Result<()> {
+        if row >= self.rows {
+            return Err(Error::invalid(
+                "row",
+                format!("must be below {} (the rows)", self.rows),
+                row,
+            ));
+        }
+        if col >= limit {
+            return Err(Error::invalid(col_arg, format!("must be below {limit}"), col));
+        }
+        Ok(())
+    }
+
+    /// The e2m1 code of element `(row, col)`; an error names an index out of range.
+    pub fn code(&self, row: usize, col: usize) -> Result<u8> {
+        self.check_index(row, col, "col", self.k)?;
         let byte = self.data[row * self.k / 2 + col / 2];
-        if col.is_multiple_of(2) {
+        Ok(if col.is_multiple_of(2) {
             byte & 0xF
         } else {
             byte >> 4
+        })
+    }
+
+    /// The e4m3 code of the scale of `row`, scale column `scale_col` (= k / 16); an error names
+    /// an index out of range.
+    pub fn scale_code(&self, row: usize, scale_col: usize) -> Result<u8> {
+        self.check_index(row, scale_col, "scale_col", self.k / SCALE_BLOCK_K)?;
+        Ok(self.scales[self.scale_layout().offset(row, scale_col)])
+    }
+
+    /// Row `row` decoded as `e2m1 · scale` in f32, *without* the global scale (exact), into
+    /// `out` (`k` values). Kernels accumulate these products and apply the global scales once to
+    /// the sum. An error names a row out of range or an `out` of the wrong length.
+    pub fn decode_row_unscaled(&self, row: usize, out: &mut [f32]) -> Result<()> {
+        self.check_index(row, 0, "col", self.k)?;
+        if out.len() != self.k {
+            return Err(Error::BufferLength {
+                arg: "out",
+                expected: self.k,
+                got: out.len(),
+            });
         }
+        self.decode_row_unscaled_into(row, out);
+        Ok(())
     }
 
-    /// The e4m3 code of the scale of `row`, scale column `scale_col` (= k / 16).
-    pub fn scale_code(&self, row: usize, scale_col: usize) -> u8 {
-        self.scales[self.scale_layout().offset(row, scale_col)]
-    }
-
-    /// Row `row` decoded as `e2m1 · scale` in f32, *without* the global scale (exact). Kernels
-    /// accumulate these products and apply the global scales once to the sum.
-    pub fn decode_row_unscaled(&self, row: usize, out: &mut [f32]) {
+    /// [`Self::decode_row_unscaled`] for callers that have checked `row` and `out`.
+    pub(crate) fn decode_row_unscaled_into(&self, row: usize, out: &mut [f32]) {
         let layout = self.scale_layout();
         let bytes = &self.data[row * self.k / 2..(row + 1) * self.k / 2];
         for (block, (values, packed)) in out
@@ -194,7 +227,7 @@ impl NvFp4Matrix {
         let global = self.global_scale.unwrap_or(1.0);
         let mut out = vec![0f32; self.rows * self.k];
         for (row, values) in out.chunks_exact_mut(self.k).enumerate() {
-            self.decode_row_unscaled(row, values);
+            self.decode_row_unscaled_into(row, values);
             values.iter_mut().for_each(|v| *v *= global);
         }
         out

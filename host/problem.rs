@@ -149,7 +149,7 @@ fn rms_unscaled(m: &NvFp4Matrix) -> f64 {
     let mut row = vec![0f32; m.k()];
     let mut sum = 0f64;
     for r in 0..m.rows() {
-        m.decode_row_unscaled(r, &mut row);
+        m.decode_row_unscaled_into(r, &mut row);
         sum += row.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>();
     }
     (sum / (m.rows() * m.k()) as f64).sqrt()

@@ -3,7 +3,9 @@
 //! [`dual_gemm`] decodes every operand exactly (`e2m1 · scale` is exact in f32), accumulates both
 //! products in f32 on all cores, applies the global scales once to each sum
 //! (`alpha = g_A · g_B`), computes SiLU and the product in f32 and rounds once to fp16 — the
-//! reference harness's arithmetic. [`dual_gemm_f64`] is a plain f64 triple loop that checks it.
+//! reference harness's arithmetic. [`gemm`] is the plain product with the same arithmetic.
+//! [`dual_gemm_f64`] and [`gemm_f64`] are plain f64 triple loops that check them. The grouped
+//! ops are these per group (see `crate::grouped`).
 
 use half::f16;
 use rayon::prelude::*;
@@ -38,14 +40,48 @@ pub fn dual_gemm_with_progress(
     b2: &NvFp4Matrix,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Vec<f16>> {
-    let DualGemmShape { m, n, k } = DualGemmShape::of(a, b1, b2)?;
-    let alpha_gate = a.global_scale().unwrap_or(1.0) * b1.global_scale().unwrap_or(1.0);
-    let alpha_up = a.global_scale().unwrap_or(1.0) * b2.global_scale().unwrap_or(1.0);
+    DualGemmShape::of(a, b1, b2)?;
+    let alpha_gate = global(a) * global(b1);
+    let alpha_up = global(a) * global(b2);
+    Ok(products(a, [b1, b2], progress, |[gate, up]| {
+        silu_mul(alpha_gate * gate, alpha_up * up)
+    }))
+}
+
+/// The plain GEMM `C = α · A·Bᵀ` (`α` = the product of the operands' global scales) on the
+/// CPU, with the arithmetic of [`dual_gemm`]: exact decoding, f32 sums, one rounding to fp16.
+/// Returns `M × N` fp16, row-major.
+pub fn gemm(a: &NvFp4Matrix, b: &NvFp4Matrix) -> Result<Vec<f16>> {
+    if b.k() != a.k() {
+        return Err(Error::ShapeMismatch(format!(
+            "A and B must share K (got {} and {})",
+            a.k(),
+            b.k()
+        )));
+    }
+    let alpha = global(a) * global(b);
+    Ok(products(a, [b], &|_, _| {}, |[sum]| alpha * sum))
+}
+
+fn global(m: &NvFp4Matrix) -> f32 {
+    m.global_scale().unwrap_or(1.0)
+}
+
+/// `C[i][j] = epilogue([A_i · W_j for each of the W weight matrices])`, rounded to fp16, on all
+/// cores: column blocks of the weights in parallel, their decoded rows cached while all of A's
+/// rows stream past. The weights must share A's K and each other's rows.
+fn products<const W: usize>(
+    a: &NvFp4Matrix,
+    weights: [&NvFp4Matrix; W],
+    progress: &(dyn Fn(usize, usize) + Sync),
+    epilogue: impl Fn([f32; W]) -> f32 + Sync,
+) -> Vec<f16> {
+    let (m, n, k) = (a.rows(), weights[0].rows(), a.k());
     let mut a_rows = vec![0f32; m * k];
     a_rows
         .par_chunks_mut(k)
         .enumerate()
-        .for_each(|(r, row)| a.decode_row_unscaled(r, row));
+        .for_each(|(r, row)| a.decode_row_unscaled_into(r, row));
 
     let blocks = n.div_ceil(COLUMN_BLOCK);
     let done = AtomicUsize::new(0);
@@ -54,23 +90,24 @@ pub fn dual_gemm_with_progress(
         .map(|block| {
             let cols = block * COLUMN_BLOCK..((block + 1) * COLUMN_BLOCK).min(n);
             let width = cols.len();
-            let mut gate_rows = vec![0f32; width * k];
-            let mut up_rows = vec![0f32; width * k];
-            for (j, col) in cols.clone().enumerate() {
-                b1.decode_row_unscaled(col, &mut gate_rows[j * k..(j + 1) * k]);
-                b2.decode_row_unscaled(col, &mut up_rows[j * k..(j + 1) * k]);
-            }
+            let decoded: [Vec<f32>; W] = std::array::from_fn(|w| {
+                let mut rows = vec![0f32; width * k];
+                for (j, col) in cols.clone().enumerate() {
+                    weights[w].decode_row_unscaled_into(col, &mut rows[j * k..(j + 1) * k]);
+                }
+                rows
+            });
             let mut out = vec![f16::ZERO; m * width];
             for i0 in (0..m).step_by(ROW_BLOCK) {
                 let rows = ROW_BLOCK.min(m - i0);
                 for j in 0..width {
-                    let (gate_row, up_row) = (&gate_rows[j * k..(j + 1) * k], &up_rows[j * k..(j + 1) * k]);
-                    for (r, (gate, up)) in dot_block(&a_rows[i0 * k..(i0 + rows) * k], k, gate_row, up_row)
+                    let weight_rows: [&[f32]; W] = std::array::from_fn(|w| &decoded[w][j * k..(j + 1) * k]);
+                    for (r, sums) in dot_block(&a_rows[i0 * k..(i0 + rows) * k], k, weight_rows)
                         .into_iter()
                         .take(rows)
                         .enumerate()
                     {
-                        out[(i0 + r) * width + j] = f16::from_f32(silu_mul(alpha_gate * gate, alpha_up * up));
+                        out[(i0 + r) * width + j] = f16::from_f32(epilogue(sums));
                     }
                 }
             }
@@ -82,39 +119,55 @@ pub fn dual_gemm_with_progress(
     let mut c = vec![f16::ZERO; m * n];
     for (block, values) in column_blocks.iter().enumerate() {
         let col0 = block * COLUMN_BLOCK;
-        let width = values.len() / m;
-        for (row, chunk) in values.chunks_exact(width).enumerate() {
+        let width = values.len() / m.max(1);
+        for (row, chunk) in values.chunks_exact(width.max(1)).enumerate().take(m) {
             c[row * n + col0..row * n + col0 + width].copy_from_slice(chunk);
         }
     }
-    Ok(c)
+    c
 }
 
-/// Dot products of up to [`ROW_BLOCK`] rows of A (`a`, `rows × k`) with one row of B1 and one of
-/// B2, each accumulated in f32 over [`LANES`] interleaved partial sums.
-fn dot_block(a: &[f32], k: usize, gate_row: &[f32], up_row: &[f32]) -> [(f32, f32); ROW_BLOCK] {
-    let mut gate = [[0f32; LANES]; ROW_BLOCK];
-    let mut up = [[0f32; LANES]; ROW_BLOCK];
+/// Dot products of up to [`ROW_BLOCK`] rows of A (`a`, `rows × k`) with one row of each weight
+/// matrix, each accumulated in f32 over [`LANES`] interleaved partial sums.
+fn dot_block<const W: usize>(a: &[f32], k: usize, weight_rows: [&[f32]; W]) -> [[f32; W]; ROW_BLOCK] {
+    let mut sums = [[[0f32; LANES]; W]; ROW_BLOCK];
     let rows = a.len() / k;
     let mut a_rows: [&[f32]; ROW_BLOCK] = [&[]; ROW_BLOCK];
     for (r, slot) in a_rows.iter_mut().enumerate() {
         // Short blocks repeat their last row; the extra sums are discarded.
         *slot = &a[r.min(rows - 1) * k..(r.min(rows - 1) + 1) * k];
     }
-    for (c, (g, u)) in gate_row
-        .chunks_exact(LANES)
-        .zip(up_row.chunks_exact(LANES))
-        .enumerate()
-    {
+    for c in 0..k / LANES {
         for r in 0..ROW_BLOCK {
             let x = &a_rows[r][c * LANES..(c + 1) * LANES];
-            for l in 0..LANES {
-                gate[r][l] += x[l] * g[l];
-                up[r][l] += x[l] * u[l];
+            for w in 0..W {
+                let y = &weight_rows[w][c * LANES..(c + 1) * LANES];
+                for l in 0..LANES {
+                    sums[r][w][l] += x[l] * y[l];
+                }
             }
         }
     }
-    std::array::from_fn(|r| (gate[r].iter().sum(), up[r].iter().sum()))
+    std::array::from_fn(|r| std::array::from_fn(|w| sums[r][w].iter().sum()))
+}
+
+/// The plain GEMM evaluated in f64 (products, sums), rounded once to fp16. Slow: for checking
+/// [`gemm`] on small shapes.
+pub fn gemm_f64(a: &NvFp4Matrix, b: &NvFp4Matrix) -> Result<Vec<f16>> {
+    if b.k() != a.k() {
+        return Err(Error::ShapeMismatch("A and B must share K".into()));
+    }
+    let (m, n, k) = (a.rows(), b.rows(), a.k());
+    let decode = |x: &NvFp4Matrix| -> Vec<f64> { x.dequantize_f32().into_iter().map(f64::from).collect() };
+    let (a, b) = (decode(a), decode(b));
+    let mut c = vec![f16::ZERO; m * n];
+    c.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, c_row)| {
+        for (j, out) in c_row.iter_mut().enumerate() {
+            let dot: f64 = (0..k).map(|x| a[i * k + x] * b[j * k + x]).sum();
+            *out = f16::from_f64(dot);
+        }
+    });
+    Ok(c)
 }
 
 /// The same function evaluated in f64 (products, sums, SiLU), rounded once to fp16. Slow: for checking [`dual_gemm`] on small shapes.

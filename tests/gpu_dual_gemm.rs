@@ -134,6 +134,30 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
 }
 
 #[test]
+fn matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage() {
+    let Some(gpu) =
+        dual_gemm_gpu_or_skip("matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage")
+    else {
+        return;
+    };
+    // K = 2880 (gpt-oss: 11 stages + 64), 64 (one slice), 320 and 576 (a stage + 1 and + 2
+    // slices), 7232 (28 stages + 64); token tiles of 8 to 128 (in-kernel and pre-decoded tokens),
+    // whole tiles and stream-K splits.
+    check_shapes(
+        &gpu,
+        &[
+            (16, 2880, 2880),
+            (1, 512, 64),
+            (7, 512, 320),
+            (64, 1024, 576),
+            (128, 2880, 2880),
+            (300, 768, 2880),
+            (33, 4096, 7232),
+        ],
+    );
+}
+
+#[test]
 fn same_inputs_give_bitwise_identical_outputs() {
     let Some(gpu) = dual_gemm_gpu_or_skip("same_inputs_give_bitwise_identical_outputs") else {
         return;

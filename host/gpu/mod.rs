@@ -306,6 +306,22 @@ impl Gpu {
         &self.stream
     }
 
+    /// Issues all further work on `stream` (of this GPU's context) instead: for example a
+    /// non-blocking stream, which a CUDA graph can capture (the default stream, the legacy one,
+    /// cannot be captured). Plans made before keep working; their launches must stay ordered
+    /// on one stream at a time.
+    pub fn set_stream(&mut self, stream: Arc<CudaStream>) -> Result<()> {
+        if stream.context() != self.stream.context() {
+            return Err(Error::invalid(
+                "stream",
+                "must belong to this GPU's context",
+                "another context",
+            ));
+        }
+        self.stream = stream;
+        Ok(())
+    }
+
     /// The Hopper kernels, or the error that names the operation and this GPU's architecture.
     pub(crate) fn sm90_kernels(&self, operation: &'static str) -> Result<&Sm90Kernels> {
         self.kernels.sm90.as_ref().ok_or(Error::KernelUnavailable {

@@ -40,14 +40,29 @@ impl BlockedScales {
         }
     }
 
+    /// Bytes of the whole scale buffer, padding included; `None` when that overflows `usize`.
+    pub const fn checked_len(&self) -> Option<usize> {
+        match self.row_blocks.checked_mul(self.k_blocks) {
+            Some(atoms) => atoms.checked_mul(ATOM_BYTES),
+            None => None,
+        }
+    }
+
     /// Bytes of the whole scale buffer, padding included.
+    ///
+    /// # Panics
+    /// If the size overflows `usize` (use [`Self::checked_len`] for sizes from untrusted input;
+    /// every matrix this library builds has checked it).
     pub const fn len(&self) -> usize {
-        self.row_blocks * self.k_blocks * ATOM_BYTES
+        match self.checked_len() {
+            Some(len) => len,
+            None => panic!("blocked scale buffer size overflows usize"),
+        }
     }
 
     /// True when the buffer has no bytes (a matrix with no rows or no K).
     pub const fn is_empty(&self) -> bool {
-        self.len() == 0
+        matches!(self.checked_len(), Some(0))
     }
 
     /// Byte offset of the scale of `row` and scale column `scale_col` (= k / 16).
