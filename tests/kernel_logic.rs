@@ -488,6 +488,21 @@ fn split_cases() -> Vec<SplitCase> {
 }
 
 #[test]
+fn ctas_without_a_share_get_no_segments() {
+    // A grouped launch gives shares to fewer CTAs than it has; the others must see an empty
+    // range (`begin(ctas + 1)` lies past the last iteration: a phantom tile there once hung).
+    for (tiles, stages, ctas) in [(9, 3, 27), (4, 1, 4), (1, 28, 7)] {
+        let sk = StreamK {
+            space: UniformTiles { tiles, stages },
+            ctas,
+        };
+        for cta in [ctas, ctas + 1, 131, u32::MAX - 1] {
+            assert_eq!(sk.segments(cta).count(), 0, "{tiles} × {stages} / {ctas}: CTA {cta}");
+        }
+    }
+}
+
+#[test]
 fn stream_k_gives_every_stage_of_every_tile_to_exactly_one_cta_with_balanced_shares() {
     for case in split_cases() {
         let mut seen = vec![0u8; case.total as usize];

@@ -302,13 +302,15 @@ impl<S: TileSpace> StreamK<S> {
         }
     }
 
-    /// The segments of virtual CTA `cta`'s range, in order.
+    /// The segments of virtual CTA `cta`'s range, in order (none for `cta ≥ ctas`: a CTA
+    /// without a share).
     pub fn segments(&self, cta: u32) -> Segments<'_, S> {
-        Segments {
-            split: self,
-            next: self.begin(cta),
-            end: self.begin(cta + 1),
-        }
+        let (next, end) = if cta < self.ctas {
+            (self.begin(cta), self.begin(cta + 1))
+        } else {
+            (self.total(), self.total())
+        };
+        Segments { split: self, next, end }
     }
 
     /// Partial-sum slot of segment `index` of the tile that starts at iteration `tile_begin`:

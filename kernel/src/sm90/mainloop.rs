@@ -131,13 +131,9 @@ impl<S: TileSpace + Copy> Work<S> {
         }
     }
 
-    /// This CTA's segments, in order (every role walks the same sequence).
+    /// This CTA's segments, in order (every role walks the same sequence; none without a share).
     pub fn segments(&self) -> Segments<'_, S> {
-        match self.cta {
-            Some(cta) => self.split.segments(cta),
-            // An empty range: begin(ctas) = end = total.
-            None => self.split.segments(self.split.ctas),
-        }
+        self.split.segments(self.cta.unwrap_or(self.split.ctas))
     }
 }
 
