@@ -475,10 +475,7 @@ fn split_cases() -> Vec<SplitCase> {
         for grid in [1u32, 3, 16, 132] {
             let ctas = working_ctas(0, 0, begin, grid);
             let sk = StreamK {
-                space: GroupedTiles {
-                    table: &table[..],
-                    total: begin,
-                },
+                space: GroupedTiles { table: &table[..] },
                 ctas,
             };
             cases.push(split_case(format!("grouping {n} / {ctas} of {grid}"), &sk));
@@ -497,7 +494,11 @@ fn ctas_without_a_share_get_no_segments() {
             ctas,
         };
         for cta in [ctas, ctas + 1, 131, u32::MAX - 1] {
-            assert_eq!(sk.segments(cta).count(), 0, "{tiles} × {stages} / {ctas}: CTA {cta}");
+            assert_eq!(
+                sk.segments(cta).count(),
+                0,
+                "{tiles} × {stages} / {ctas}: CTA {cta}"
+            );
         }
     }
 }
@@ -706,10 +707,7 @@ fn grouped_tiles_locate_each_iteration_in_its_group_skipping_empty_groups() {
         });
         begin += m_tiles * n_tiles * stages;
     }
-    let space = GroupedTiles {
-        table: &table[..],
-        total: begin,
-    };
+    let space = GroupedTiles { table: &table[..] };
     assert_eq!(space.total(), 15);
     let located: Vec<(u32, u32, u32)> = (0..15)
         .map(|i| {

@@ -156,6 +156,8 @@ pub trait GroupTable {
     fn groups(&self) -> u32;
     /// Group `g < groups()`.
     fn group(&self, g: u32) -> GroupSchedule;
+    /// Iterations of all groups.
+    fn total(&self) -> u32;
 }
 
 impl GroupTable for &[GroupSchedule] {
@@ -165,6 +167,9 @@ impl GroupTable for &[GroupSchedule] {
     fn group(&self, g: u32) -> GroupSchedule {
         self[g as usize]
     }
+    fn total(&self) -> u32 {
+        self.last().map_or(0, |g| g.iteration_begin + g.iterations())
+    }
 }
 
 /// The iterations of a grouped launch: group by group, then tile by tile (token tile fastest
@@ -173,8 +178,6 @@ impl GroupTable for &[GroupSchedule] {
 pub struct GroupedTiles<T> {
     /// The groups, with non-decreasing [`GroupSchedule::iteration_begin`]s.
     pub table: T,
-    /// Iterations of all groups.
-    pub total: u32,
 }
 
 impl<T: GroupTable> GroupedTiles<T> {
@@ -198,7 +201,7 @@ impl<T: GroupTable> GroupedTiles<T> {
 impl<T: GroupTable> TileSpace for GroupedTiles<T> {
     #[inline(always)]
     fn total(&self) -> u32 {
-        self.total
+        self.table.total()
     }
 
     #[inline(always)]
@@ -310,7 +313,11 @@ impl<S: TileSpace> StreamK<S> {
         } else {
             (self.total(), self.total())
         };
-        Segments { split: self, next, end }
+        Segments {
+            split: self,
+            next,
+            end,
+        }
     }
 
     /// Partial-sum slot of segment `index` of the tile that starts at iteration `tile_begin`:

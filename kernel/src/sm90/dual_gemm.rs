@@ -208,7 +208,7 @@ unsafe fn dual_gemm<
         space,
         ctas: sreg::grid_dim_x(),
     };
-    let work = Work::new(split, mainloop::read_ticket(&shared), args.workspace, args.flags);
+    let work = Work::new(split, &shared, args.workspace, args.flags);
     let problem = DenseProblem { args, grid };
     // SAFETY: the module contract.
     unsafe {

@@ -44,11 +44,14 @@ use crate::sm90::config::{
     self, GroupedArgs, GroupedPrepareArgs, K_PER_SLICE, K_PER_STAGE, THREADS, Tile, padded_k, tile_n,
 };
 use crate::sm90::mainloop::{
-    self, ConsumerLane, PackedTokens, Problem, RowOffsets, Shared, TileJob, WeightBases, WeightStage, Work,
+    self, ConsumerLane, PackedTokens, Problem, RowOffsets, RowPointers, Shared, TileJob, WeightBases,
+    WeightStage, Work,
 };
 use crate::sm90::tokens::decode_slice;
 
-/// The schedule table in shared memory: record `g` at `base + 16·g`.
+/// The schedule table in shared memory: the header at `base`, record `g` at `base + 16·(g + 1)`.
+/// Every read goes to shared memory (nothing of it stays live in registers across the roles'
+/// `setmaxnreg`).
 #[derive(Clone, Copy)]
 struct SharedGroups {
     base: u32,
@@ -64,13 +67,19 @@ impl GroupTable for SharedGroups {
     #[inline(always)]
     fn group(&self, g: u32) -> GroupSchedule {
         // SAFETY: g < groups: inside the table the CTA copied at its start.
-        let [iteration_begin, m_tiles, n_tiles, stages] = unsafe { smem::ld_v4(self.base + 16 * g) };
+        let [iteration_begin, m_tiles, n_tiles, stages] = unsafe { smem::ld_v4(self.base + 16 * (g + 1)) };
         GroupSchedule {
             iteration_begin,
             m_tiles,
             n_tiles,
             stages,
         }
+    }
+
+    #[inline(always)]
+    fn total(&self) -> u32 {
+        // SAFETY: the header's first word, copied at the start.
+        unsafe { smem::ld_b32(self.base) }
     }
 }
 
@@ -134,17 +143,17 @@ impl<const GATED: bool> Problem for GroupedProblem<'_, GATED> {
         None
     }
 
-    type Rows = (RowOffsets, WeightBases);
+    type Rows = RowPointers;
 
     #[inline(always)]
-    fn weight_rows(&self, job: &TileJob, lane: &ConsumerLane) -> Self::Rows {
-        (RowOffsets::new(job, lane, GATED), WeightBases::of(job))
+    fn weight_rows(&self, job: &TileJob, lane: &ConsumerLane) -> RowPointers {
+        RowOffsets::new(job, lane, GATED).at(&WeightBases::of(job))
     }
 
     #[inline(always)]
-    unsafe fn load_weights(&self, rows: &Self::Rows, stage: u32) -> WeightStage {
+    unsafe fn load_weights(&self, rows: &RowPointers, stage: u32) -> WeightStage {
         // SAFETY: forwarded.
-        unsafe { rows.0.load(&rows.1, stage) }
+        unsafe { rows.load(stage) }
     }
 }
 
@@ -196,14 +205,14 @@ unsafe fn grouped<
         return; // nothing to compute (or invalid device-side offsets: nothing is written)
     }
     let table = SharedGroups {
-        base: shared.groups() + 16,
+        base: shared.groups(),
         groups,
     };
     let split = StreamK {
-        space: GroupedTiles { table, total },
+        space: GroupedTiles { table },
         ctas,
     };
-    let work = Work::new(split, mainloop::read_ticket(&shared), args.workspace, args.flags);
+    let work = Work::new(split, &shared, args.workspace, args.flags);
     let problem = GroupedProblem::<GATED> { args, table };
     // SAFETY: the module contract.
     unsafe {

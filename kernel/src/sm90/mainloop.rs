@@ -108,24 +108,25 @@ pub(crate) trait Problem {
     unsafe fn load_weights(&self, rows: &Self::Rows, stage: u32) -> WeightStage;
 }
 
-/// The stream-K share of this CTA: the split, its virtual CTA (none: no share) and the
-/// launch's epoch (see [`Ticket`]), and where partial sums are published.
+/// The stream-K share of this CTA: the split, its virtual CTA (none: no share), where the
+/// launch's epoch is (see [`Ticket`]; read from shared memory when publishing or waiting, so it
+/// is not held in a register across the roles' `setmaxnreg`), and where partial sums go.
 #[derive(Clone, Copy)]
 pub(crate) struct Work<S> {
     pub split: StreamK<S>,
     pub cta: Option<u32>,
-    pub epoch: u32,
+    pub ticket: u32,
     pub workspace: *mut u32,
     pub flags: *mut u32,
 }
 
 impl<S: TileSpace + Copy> Work<S> {
-    /// The CTA's share of `split`, given its ticket.
-    pub fn new(split: StreamK<S>, ticket: Ticket, workspace: *mut u32, flags: *mut u32) -> Self {
+    /// The CTA's share of `split`, given the ticket [`setup`] took (read by every thread).
+    pub fn new(split: StreamK<S>, shared: &Shared, workspace: *mut u32, flags: *mut u32) -> Self {
         Self {
             split,
-            cta: virtual_cta(ticket.started, split.ctas),
-            epoch: ticket.epoch,
+            cta: virtual_cta(read_ticket(shared).started, split.ctas),
+            ticket: shared.ticket(),
             workspace,
             flags,
         }
@@ -134,6 +135,13 @@ impl<S: TileSpace + Copy> Work<S> {
     /// This CTA's segments, in order (every role walks the same sequence; none without a share).
     pub fn segments(&self) -> Segments<'_, S> {
         self.split.segments(self.cta.unwrap_or(self.split.ctas))
+    }
+
+    /// The launch's epoch (any thread).
+    #[inline(always)]
+    fn epoch(&self) -> u32 {
+        // SAFETY: written by `setup` before the CTA barrier.
+        unsafe { smem::ld_b32(self.ticket + 4) }
     }
 }
 
@@ -230,9 +238,9 @@ pub(crate) unsafe fn setup(shared: &Shared, predecoded: bool, tickets: *mut u64)
     unsafe { smem::st_v2(shared.ticket(), [ticket.started, ticket.epoch]) };
 }
 
-/// The ticket [`setup`] took, after the CTA barrier that follows it (all threads).
+/// The ticket [`setup`] took, after the CTA barrier that follows it (all threads of a warp).
 #[inline(always)]
-pub(crate) fn read_ticket(shared: &Shared) -> Ticket {
+fn read_ticket(shared: &Shared) -> Ticket {
     // SAFETY: written by thread 0 before the barrier.
     let [started, epoch] = unsafe { smem::ld_v2(shared.ticket()) };
     // The same in every lane; a warp reduction lands in a uniform register, so that the
@@ -652,6 +660,41 @@ impl RowOffsets {
     /// `bases` are the tile's matrices (host contract); `stage` is one of its stages.
     #[inline(always)]
     pub unsafe fn load(&self, bases: &WeightBases, stage: u32) -> WeightStage {
+        // SAFETY: forwarded.
+        unsafe { self.at(bases).load(stage) }
+    }
+
+    /// The rows as pointers: `bases` plus the offsets.
+    #[inline(always)]
+    pub fn at(&self, bases: &WeightBases) -> RowPointers {
+        RowPointers {
+            gate: bases.gate.wrapping_add(self.gate),
+            up: bases.up.wrapping_add(self.up),
+            gate_scales: bases.gate_scales.wrapping_add(self.gate_scale),
+            up_scales: bases.up_scales.wrapping_add(self.up_scale),
+            blocks_from_first: self.blocks_from_first,
+        }
+    }
+}
+
+/// [`RowOffsets`] added to their bases: what a grouped problem carries through the mainloop
+/// (its bases differ per group, so they would take registers anyway).
+#[derive(Clone, Copy)]
+pub(crate) struct RowPointers {
+    gate: *const u8,
+    up: *const u8,
+    gate_scales: *const u8,
+    up_scales: *const u8,
+    blocks_from_first: u32,
+}
+
+impl RowPointers {
+    /// See [`RowOffsets::load`].
+    ///
+    /// # Safety
+    /// The rows of a tile of this launch; `stage` one of its stages.
+    #[inline(always)]
+    pub unsafe fn load(&self, stage: u32) -> WeightStage {
         let mut w = WeightStage::ZERO;
         let stage_blocks = stage * BLOCKS_PER_STAGE;
         for h in 0..WEIGHT_CHUNKS {
@@ -666,13 +709,10 @@ impl RowOffsets {
             // SAFETY: rows and offsets are inside the weights and their scales (host contract);
             // the chunks are 16-byte aligned, the scale pairs 2-byte aligned (even columns).
             unsafe {
-                w.gate[h] = mem::ld_global_stream_v4_b32(bases.gate.add(self.gate + data) as *const u32);
-                w.up[h] = mem::ld_global_stream_v4_b32(bases.up.add(self.up + data) as *const u32);
-                w.gate_scales[h] =
-                    mem::ld_global_nc_u16(bases.gate_scales.add(self.gate_scale + scale) as *const u16)
-                        as u32;
-                w.up_scales[h] =
-                    mem::ld_global_nc_u16(bases.up_scales.add(self.up_scale + scale) as *const u16) as u32;
+                w.gate[h] = mem::ld_global_stream_v4_b32(self.gate.add(data) as *const u32);
+                w.up[h] = mem::ld_global_stream_v4_b32(self.up.add(data) as *const u32);
+                w.gate_scales[h] = mem::ld_global_nc_u16(self.gate_scales.add(scale) as *const u16) as u32;
+                w.up_scales[h] = mem::ld_global_nc_u16(self.up_scales.add(scale) as *const u16) as u32;
             }
         }
         w
@@ -915,16 +955,17 @@ unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
         if thread == 0 {
             fence::acq_rel_gpu();
             // SAFETY: the slot's flag.
-            unsafe { mem::st_relaxed_gpu_b32(flag(segment.index), work.epoch) };
+            unsafe { mem::st_relaxed_gpu_b32(flag(segment.index), work.epoch()) };
         }
         return false;
     }
     // One thread polls (an acquire at GPU scope), the barrier passes what it saw on to the
     // other consumer threads; the partial sums are then read from L2.
     if thread == 0 {
+        let epoch = work.epoch();
         for index in REDUCER_SEGMENT + 1..segment.count {
             // SAFETY: the slot's flag; its segment publishes its slot before the flag.
-            while unsafe { mem::ld_acquire_gpu_u32(flag(index)) } != work.epoch {}
+            while unsafe { mem::ld_acquire_gpu_u32(flag(index)) } != epoch {}
         }
     }
     fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
