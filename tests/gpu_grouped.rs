@@ -130,6 +130,7 @@ struct Contiguous {
     alpha_gate: CudaSlice<f32>,
     alpha_up: CudaSlice<f32>,
     tokens: ContiguousTokens,
+    dual: bool,
 }
 
 impl Contiguous {
@@ -177,6 +178,7 @@ impl Contiguous {
             alpha_gate: stream.clone_htod(&alpha_gate).unwrap(),
             alpha_up: stream.clone_htod(&alpha_up).unwrap(),
             tokens,
+            dual: groups.dual(),
         }
     }
 
@@ -189,7 +191,7 @@ impl Contiguous {
             gate: self.gate.view(),
             up: self.up.as_ref().map(|u| u.view()),
             alpha_gate: Some(&self.alpha_gate),
-            alpha_up: self.up.is_some().then_some(&self.alpha_up),
+            alpha_up: self.dual.then_some(&self.alpha_up),
             scale: 1.0,
         }
     }
