@@ -275,16 +275,17 @@ impl Tile {
     }
 
     /// Registers per role of the dense kernel. Tiles with in-kernel token decoding (T < 64)
-    /// give the decoders 56 (48 spilled) and the consumers 168 (at most 32 accumulator,
-    /// 2 × 16 fragment and 2 × 24 prefetched weight registers); tiles with pre-decoded tokens
-    /// have idle decoders and take the grouped kernels' split ([`Tile::grouped_registers`]).
+    /// give the decoders 48 and the consumers 176 (at most 32 accumulator, 2 × 16 fragment and
+    /// 2 × 24 prefetched weight registers, the partial-stage load path; 168 spilled); tiles with
+    /// pre-decoded tokens have idle decoders and take the grouped kernels' split
+    /// ([`Tile::grouped_registers`]).
     pub const fn registers(&self) -> RegisterSplit {
         if self.predecoded_tokens() {
             self.grouped_registers()
         } else {
             RegisterSplit {
-                consumer: 168,
-                decoder: 56,
+                consumer: 176,
+                decoder: 48,
                 producer: 32,
             }
         }
