@@ -86,7 +86,6 @@
 //! resident at a time: reducers wait only for CTAs that started before them (see
 //! [`crate::schedule::StreamK`]).
 
-use crate::layout::SCALE_BLOCK_K;
 use crate::ptx::{fence, smem, sreg, wgmma};
 use crate::schedule::{StreamK, TileGrid, TileSpan, UniformTiles};
 use crate::sm90::config::{self, DualGemmArgs, K_PER_STAGE, TILE_N, Tile};
@@ -150,9 +149,8 @@ impl Problem for DenseProblem<'_> {
             gate_scales: a.b1_scales,
             up_scales: a.b2_scales,
         };
-        // SAFETY: forwarded; K from the parameters too (a uniform value: the whole-stage test
-        // stays a uniform branch).
-        unsafe { rows.load(&bases, stage, a.k / SCALE_BLOCK_K as u32) }
+        // SAFETY: forwarded.
+        unsafe { rows.load(&bases, stage) }
     }
 
     #[inline(always)]

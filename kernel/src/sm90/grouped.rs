@@ -37,7 +37,7 @@ use crate::grouped::{
     STATUS_ROWS_EXCEED_CAPACITY, STATUS_SCALES_MISALIGNED, STATUS_SCALES_OUT_OF_RANGE, SeparateGroup,
     group_schedule,
 };
-use crate::layout::{BlockedScales, SCALE_BLOCK_K};
+use crate::layout::BlockedScales;
 use crate::ptx::{fence, mem, smem, sreg, warp, wgmma};
 use crate::schedule::{GroupSchedule, GroupTable, GroupedTiles, StreamK, TileSpan, working_ctas};
 use crate::sm90::config::{
@@ -147,7 +147,7 @@ impl<const GATED: bool> Problem for GroupedProblem<'_, GATED> {
 
     #[inline(always)]
     fn weight_rows(&self, job: &TileJob, lane: &ConsumerLane) -> RowPointers {
-        RowOffsets::new(job, lane, GATED).at(&WeightBases::of(job), job.k / SCALE_BLOCK_K as u32)
+        RowOffsets::new(job, lane, GATED).at(&WeightBases::of(job))
     }
 
     #[inline(always)]

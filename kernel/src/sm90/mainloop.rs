@@ -582,17 +582,41 @@ impl ConsumerLane {
 
 /// Where one consumer thread's weights are in one tile, as byte offsets from the matrices'
 /// bases (a dense problem keeps the bases in kernel parameters, so only the offsets take
-/// registers; equal gate and up offsets share one): its first chunk in the gate and up rows
-/// (`8 · stage_block(0, t)` bytes into the row), that chunk's scale pair, K's scale blocks and the
-/// thread's first block of a stage (a partial last stage loads only the chunks that start
-/// below K).
+/// registers; equal gate and up offsets share one): the start of its gate and up rows, the
+/// scale of its first block in the rows' first atom, and the [`ChunkLimits`] of its chunks.
 #[derive(Clone, Copy)]
 pub(crate) struct RowOffsets {
     gate: usize,
     up: usize,
     gate_scale: usize,
     up_scale: usize,
-    first_block: u32,
+    limits: ChunkLimits,
+}
+
+/// One consumer thread's chunks in a row: chunk `h` of stage `s` holds the blocks
+/// `16s + 8h + 2t` and the next (t its quad lane), so its bytes start at `data + 128s + 64h`
+/// into the row and its scale pair sits in atom `atom + 4s + 2h`. A partial last stage has
+/// chunks past K: their offsets are clamped to the row's last chunk and last atom, so that
+/// every load stays unconditional and inside the row. Those values are finite (a NaN scale
+/// there makes the row's true result NaN anyway), and the token operand is zero for every block
+/// past K (both token decoders and the pre-decoder write zeros there), so they add exactly 0.
+#[derive(Clone, Copy)]
+pub(crate) struct ChunkLimits {
+    data: u32,
+    atom: u32,
+    last_data: u32,
+    last_atom: u32,
+}
+
+impl ChunkLimits {
+    /// Byte offset in the row, and scale offset from the row's first atom, of chunk `h` of
+    /// stage `stage`.
+    #[inline(always)]
+    fn chunk(&self, stage: u32, h: u32) -> (usize, usize) {
+        let data = (self.data + stage * STAGE_ROW_BYTES as u32 + h * CHUNK_STRIDE as u32).min(self.last_data);
+        let atom = (self.atom + stage * ATOMS_PER_STAGE + h * CHUNK_ATOMS).min(self.last_atom);
+        (data as usize, atom as usize * ATOM_BYTES)
+    }
 }
 
 /// The base pointers [`RowOffsets`] are relative to: gate and up weights and their scales.
@@ -619,12 +643,12 @@ impl WeightBases {
 
 /// Bytes between a thread's weight chunks `h` and `h + 1` in a row's stage (blocks 8 apart).
 const CHUNK_STRIDE: usize = 8 * (stage_block(2, 0) - stage_block(0, 0)) as usize;
-/// Bytes between the scale pairs of chunks `h` and `h + 1` (blocks 8 apart: two atoms).
-const CHUNK_SCALE_STRIDE: usize = ((stage_block(2, 0) - stage_block(0, 0)) as usize / 4) * ATOM_BYTES;
+/// Scale atoms between chunks `h` and `h + 1` (blocks 8 apart).
+const CHUNK_ATOMS: u32 = (stage_block(2, 0) - stage_block(0, 0)) / 4;
 /// Bytes of one row's stage of packed fp4.
 const STAGE_ROW_BYTES: usize = K_PER_STAGE as usize / 2;
-/// Bytes between one stage's scale atoms and the next stage's (for one 128-row block).
-const STAGE_SCALE_BYTES: usize = (BLOCKS_PER_STAGE as usize / 4) * ATOM_BYTES;
+/// Scale atoms of one stage (for one 128-row block).
+const ATOMS_PER_STAGE: u32 = BLOCKS_PER_STAGE / 4;
 
 impl RowOffsets {
     /// The rows of `lane` in `job`'s tile (gated or plain). A plain tile's rows past N (its last
@@ -641,40 +665,46 @@ impl RowOffsets {
                 (output + config::PLAIN_UP_ROW_OFFSET).min(last) + job.up_row_offset,
             )
         };
-        let block = stage_block(0, lane.t) as usize;
+        let block = stage_block(0, lane.t);
         let row_bytes = job.k as usize / 2;
         let layout = BlockedScales::new(job.weight_rows as usize, job.k as usize);
+        // The scale of the thread's block in the row's first atom (its column within an atom
+        // is the same in every stage and chunk).
+        let first_atom_scale = |row: u32| layout.offset(row as usize, (block % 4) as usize);
         Self {
-            gate: gate_row as usize * row_bytes + 8 * block,
-            up: up_row as usize * row_bytes + 8 * block,
-            gate_scale: layout.offset(gate_row as usize, block),
-            up_scale: layout.offset(up_row as usize, block),
-            first_block: block as u32,
+            gate: gate_row as usize * row_bytes,
+            up: up_row as usize * row_bytes,
+            gate_scale: first_atom_scale(gate_row),
+            up_scale: first_atom_scale(up_row),
+            limits: ChunkLimits {
+                data: 8 * block,
+                atom: block / 4,
+                last_data: row_bytes as u32 - 16,
+                last_atom: layout.k_blocks as u32 - 1,
+            },
         }
     }
 
-    /// Issues the loads of stage `stage` from `bases` for a K of `blocks_of_k` scale blocks
-    /// (they complete while earlier stages compute). Chunks past K (a partial last stage) stay
-    /// zero: weights 0 with scale 0.
+    /// Issues the loads of stage `stage` from `bases` (they complete while earlier stages
+    /// compute); see [`ChunkLimits`] for a partial last stage.
     ///
     /// # Safety
     /// `bases` are the tile's matrices (host contract); `stage` is one of its stages.
     #[inline(always)]
-    pub unsafe fn load(&self, bases: &WeightBases, stage: u32, blocks_of_k: u32) -> WeightStage {
+    pub unsafe fn load(&self, bases: &WeightBases, stage: u32) -> WeightStage {
         // SAFETY: forwarded.
-        unsafe { self.at(bases, blocks_of_k).load(stage) }
+        unsafe { self.at(bases).load(stage) }
     }
 
-    /// The rows as pointers: `bases` plus the offsets, for a K of `blocks_of_k` scale blocks.
+    /// The rows as pointers: `bases` plus the offsets.
     #[inline(always)]
-    pub fn at(&self, bases: &WeightBases, blocks_of_k: u32) -> RowPointers {
+    pub fn at(&self, bases: &WeightBases) -> RowPointers {
         RowPointers {
             gate: bases.gate.wrapping_add(self.gate),
             up: bases.up.wrapping_add(self.up),
             gate_scales: bases.gate_scales.wrapping_add(self.gate_scale),
             up_scales: bases.up_scales.wrapping_add(self.up_scale),
-            blocks_of_k,
-            first_block: self.first_block,
+            limits: self.limits,
         }
     }
 }
@@ -687,47 +717,27 @@ pub(crate) struct RowPointers {
     up: *const u8,
     gate_scales: *const u8,
     up_scales: *const u8,
-    blocks_of_k: u32,
-    first_block: u32,
+    limits: ChunkLimits,
 }
 
 impl RowPointers {
-    /// See [`RowOffsets::load`].
+    /// Issues the loads of stage `stage` (see [`RowOffsets::load`]).
     ///
     /// # Safety
     /// The rows of a tile of this launch; `stage` one of its stages.
     #[inline(always)]
     pub unsafe fn load(&self, stage: u32) -> WeightStage {
-        let stage_blocks = stage * BLOCKS_PER_STAGE;
         let mut w = WeightStage::ZERO;
-        // Literal chunk indices (a run-time index moves the registers to local memory).
-        let mut load_chunk = |h: usize| {
-            let data = stage as usize * STAGE_ROW_BYTES + h * CHUNK_STRIDE;
-            let scale = stage as usize * STAGE_SCALE_BYTES + h * CHUNK_SCALE_STRIDE;
-            // SAFETY: rows and offsets are inside the weights and their scales (host contract);
-            // the chunks are 16-byte aligned, the scale pairs 2-byte aligned (even columns).
+        for h in 0..WEIGHT_CHUNKS {
+            let (data, scale) = self.limits.chunk(stage, h as u32);
+            // SAFETY: offsets inside the rows and their scales (host contract; clamped for a
+            // partial last stage); the chunks are 16-byte aligned, the scale pairs 2-byte
+            // aligned (even columns).
             unsafe {
                 w.gate[h] = mem::ld_global_stream_v4_b32(self.gate.add(data) as *const u32);
                 w.up[h] = mem::ld_global_stream_v4_b32(self.up.add(data) as *const u32);
                 w.gate_scales[h] = mem::ld_global_nc_u16(self.gate_scales.add(scale) as *const u16) as u32;
                 w.up_scales[h] = mem::ld_global_nc_u16(self.up_scales.add(scale) as *const u16) as u32;
-            }
-        };
-        const _: () = assert!(WEIGHT_CHUNKS == 2, "the loads below name both chunks");
-        if stage_blocks + BLOCKS_PER_STAGE <= self.blocks_of_k {
-            // A whole stage, the common case: no test per chunk (tests around every load cost
-            // 2–4 % on an H100).
-            load_chunk(0);
-            load_chunk(1);
-        } else {
-            // A partial last stage: chunk h holds blocks stage_block(2h, t) and the next; K is a
-            // multiple of 64 (4 blocks), so both exist when the first does.
-            let exists = |h: u32| stage_blocks + stage_block(2 * h, 0) + self.first_block < self.blocks_of_k;
-            if exists(0) {
-                load_chunk(0);
-            }
-            if exists(1) {
-                load_chunk(1);
             }
         }
         w
