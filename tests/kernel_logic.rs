@@ -898,3 +898,23 @@ fn sm100_stage_copies_hold_every_scale_its_mmas_read_at_the_addressed_tmem_colum
         }
     }
 }
+
+#[test]
+fn sm100_partial_last_stage_copies_and_multiplies_only_its_existing_scale_atoms() {
+    use nvfp4_kernel::layout::ATOM_BYTES;
+    use nvfp4_kernel::sm100::config::{MMAS_PER_STAGE, TILES, stage_mmas};
+    // K = 2880 = 11 stages + 64: the last stage has one MMA; K = 320: 4 then 1; K = 7168: whole.
+    for (k, expected) in [(2880u32, vec![4; 11].into_iter().chain([1]).collect::<Vec<_>>()), (320, vec![4, 1]), (7168, vec![4; 28]), (64, vec![1])] {
+        let mmas: Vec<u32> = (0..k.div_ceil(256)).map(|s| stage_mmas(k, s)).collect();
+        assert_eq!(mmas, expected, "k = {k}");
+        assert_eq!(mmas.iter().sum::<u32>(), k / 64, "every 64-K block multiplied once");
+    }
+    for tile in TILES {
+        assert_eq!(tile.stage_transfer_bytes(MMAS_PER_STAGE), tile.stage_bytes(), "a whole stage");
+        assert_eq!(
+            tile.stage_bytes() - tile.stage_transfer_bytes(1),
+            3 * (MMAS_PER_STAGE - 1) * ATOM_BYTES as u32,
+            "three operands' missing atoms are not expected"
+        );
+    }
+}

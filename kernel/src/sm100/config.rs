@@ -79,6 +79,12 @@ impl Tile {
         if self.n <= 64 { 2 } else { 1 }
     }
 
+    /// Bytes a stage with `mmas` MMAs brings in: the A, B1 and B2 tiles (whole boxes: TMA fills
+    /// the part past K with zeros) and `mmas` scale atoms of each operand.
+    pub const fn stage_transfer_bytes(&self, mmas: u32) -> u32 {
+        self.stage_sfa() + 3 * mmas * ATOM_BYTES as u32
+    }
+
     /// Bytes of one stage's B1 or B2 tile (`n` rows × 128 bytes).
     pub const fn b_bytes(&self) -> u32 {
         self.n * 128
@@ -219,6 +225,18 @@ pub const fn tmem_address(base: u32, lane: u32, column: u32) -> u32 {
 /// `4·k_stage .. 4·k_stage + 3`.
 pub const fn stage_scale_atoms(layout: &BlockedScales, row0: u32, k_stage: u32) -> usize {
     layout.atom_offset(row0 as usize / 128, (k_stage * MMAS_PER_STAGE) as usize)
+}
+
+/// Block-scaled MMAs (64 K each, one scale atom per operand) of stage `k_stage` for a K of
+/// `k`: [`MMAS_PER_STAGE`] except in a partial last stage (K a multiple of 64 but not of 256),
+/// whose missing atoms are neither copied nor multiplied.
+pub const fn stage_mmas(k: u32, k_stage: u32) -> u32 {
+    let left = (k / K_PER_MMA).saturating_sub(k_stage * MMAS_PER_STAGE);
+    if left < MMAS_PER_STAGE {
+        left
+    } else {
+        MMAS_PER_STAGE
+    }
 }
 
 /// Column offset of a B tile starting at `n0` inside its 128-row scale atom in TMEM (the atom's

@@ -37,9 +37,11 @@
 //! ```
 //!
 //! # Contract (checked by the host plan)
-//! `m ≥ 1`; `n` a multiple of the tile's N; `k` a positive multiple of [`K_PER_STAGE`]; tensor
-//! maps as for the sm_90a kernel (UINT8, box {128, 64}, 128-byte swizzle); scales in the blocked
-//! layout; [`THREADS`] threads; [`Tile::shared_bytes`] of dynamic shared memory.
+//! `m ≥ 1`; `n` a multiple of the tile's N; `k` a positive multiple of 64 (a partial last
+//! stage copies and multiplies only its existing scale atoms: [`stage_mmas`]; TMA fills the
+//! tiles past K with zeros); tensor maps as for the sm_90a kernel (UINT8, box {128, 64},
+//! 128-byte swizzle); scales in the blocked layout; [`THREADS`] threads; [`Tile::shared_bytes`]
+//! of dynamic shared memory.
 
 use crate::desc::{umma_desc_scale_atom, umma_desc_sw128_k_major, umma_idesc_mxf4nvf4};
 use crate::epilogue::silu;
@@ -49,9 +51,8 @@ use crate::ptx::{copy, cvt, fence, mbarrier, mem, smem, sreg, tcgen05};
 use crate::ring::RingPosition;
 use crate::schedule::TileGrid;
 use crate::sm100::config::{
-    BOX_ROWS, DualGemmArgs, EPILOGUE_WARPS, K_PER_STAGE, MMA_WARP, MMAS_PER_STAGE, SCALE_BYTES, STAGE_A,
-    STAGES, THREADS, TILE_M, TMA_WARP, TMEM_COLUMNS, Tile, b_scale_column_offset, stage_scale_atoms,
-    tmem_address,
+    BOX_ROWS, DualGemmArgs, EPILOGUE_WARPS, K_PER_STAGE, MMA_WARP, STAGE_A, STAGES, THREADS, TILE_M,
+    TMA_WARP, TMEM_COLUMNS, Tile, b_scale_column_offset, stage_mmas, stage_scale_atoms, tmem_address,
 };
 
 /// Kernel arguments (one definition: [`DualGemmArgs`]).
@@ -199,7 +200,10 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
     for index in my_tiles(grid) {
         let (m_tile, n_tile) = grid.coords(index);
         let (m0, n0) = (m_tile * TILE_M, n_tile * tile.n);
-        for k_stage in 0..p.k / K_PER_STAGE {
+        for k_stage in 0..p.k.div_ceil(K_PER_STAGE) {
+            // A partial last stage copies only its existing scale atoms.
+            let mmas = stage_mmas(p.k, k_stage);
+            let scale_bytes = mmas * ATOM_BYTES as u32;
             let (full, base, x) = (
                 shared.full(ring.stage),
                 shared.stage(ring.stage),
@@ -213,7 +217,7 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
             // (zeros); the A row block m0/128 exists since m0 < M.
             unsafe {
                 mbarrier::wait(shared.empty(ring.stage), ring.empty_parity());
-                mbarrier::arrive_expect_tx(full, tile.stage_bytes());
+                mbarrier::arrive_expect_tx(full, tile.stage_transfer_bytes(mmas));
                 for b in 0..TILE_M / BOX_ROWS {
                     copy::tensor_2d(
                         base + STAGE_A + b * BOX_ROWS * 128,
@@ -231,19 +235,19 @@ unsafe fn produce(p: &Params, shared: &Shared, grid: &TileGrid) {
                 copy::bulk(
                     base + tile.stage_sfa(),
                     p.a_scales.add(a_atoms),
-                    SCALE_BYTES,
+                    scale_bytes,
                     full,
                 );
                 copy::bulk(
                     base + tile.stage_sfb1(),
                     p.b1_scales.add(b_atoms),
-                    SCALE_BYTES,
+                    scale_bytes,
                     full,
                 );
                 copy::bulk(
                     base + tile.stage_sfb2(),
                     p.b2_scales.add(b_atoms),
-                    SCALE_BYTES,
+                    scale_bytes,
                     full,
                 );
             }
@@ -269,8 +273,10 @@ unsafe fn issue_mmas<const BUFFERS: u32>(p: &Params, shared: &Shared, grid: &Til
         tcgen05::fence_after_thread_sync();
         let gate = tmem_address(tmem, 0, tile.gate_column(buffer));
         let up = gate + tile.n;
-        for k_stage in 0..p.k / K_PER_STAGE {
+        for k_stage in 0..p.k.div_ceil(K_PER_STAGE) {
             let stage = ring.stage;
+            // A partial last stage has fewer MMAs (and copied atoms).
+            let mmas = stage_mmas(p.k, k_stage);
             // SAFETY: barrier initialized; the TMA lane fills the stage.
             unsafe { mbarrier::wait(shared.full(stage), ring.full_parity()) };
             tcgen05::fence_after_thread_sync();
@@ -278,7 +284,7 @@ unsafe fn issue_mmas<const BUFFERS: u32>(p: &Params, shared: &Shared, grid: &Til
                 let base = shared.stage(stage);
                 let column =
                     |operand: u32, mma: u32| tmem_address(tmem, 0, tile.scale_column(stage, operand, mma));
-                for j in 0..MMAS_PER_STAGE {
+                for j in 0..mmas {
                     let atom = j * ATOM_BYTES as u32;
                     // SAFETY: atoms inside the stage; columns inside this stage's scale range,
                     // whose previous readers completed before `empty[stage]` let the TMA refill it.
@@ -297,7 +303,7 @@ unsafe fn issue_mmas<const BUFFERS: u32>(p: &Params, shared: &Shared, grid: &Til
                         );
                     }
                 }
-                for j in 0..MMAS_PER_STAGE {
+                for j in 0..mmas {
                     // K = 64 fp4 is 32 bytes along the 128-byte swizzled rows.
                     let a = umma_desc_sw128_k_major(base + STAGE_A + 32 * j);
                     let b1 = umma_desc_sw128_k_major(base + tile.stage_b1() + 32 * j);
