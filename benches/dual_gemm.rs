@@ -7,7 +7,7 @@
 //!   128 at N=4096, K=7168), prefill (M = 4096), all (default), or MxNxK
 //! ```
 //!
-//! Method (the reference harness's, task.md): per shape and backend, `--sets` distinct input sets;
+//! Method (the reference harness's, docs/format.md): per shape and backend, `--sets` distinct input sets;
 //! before each timed batch the L2 is flushed (a 256 MiB memset); one event pair around a batch of
 //! back-to-back calls, one per input set, launch cost included (µs per call = batch time / calls);
 //! batches repeat until the relative standard error of the mean is below 0.5 % (at least 5
@@ -24,7 +24,7 @@
 //!
 //! Floor per shape: max(bytes / copy bandwidth, FLOPs / fp16 tensor rate), with both ceilings
 //! measured in this run (a 1 GiB device-to-device copy counted as read + write; a cuBLAS fp16
-//! 8192³ GEMM) and bytes/FLOPs counted as in task.md. Output: a markdown table on stdout, JSON and
+//! 8192³ GEMM) and bytes/FLOPs counted as in docs/format.md. Output: a markdown table on stdout, JSON and
 //! an SVG chart under `--results` (default `results/`). Without a supported GPU it prints why and
 //! exits successfully.
 

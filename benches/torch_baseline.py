@@ -10,7 +10,7 @@
 The two 10.x modes follow the public reference harness (gpu-mode/reference-kernels,
 problems/nvidia/nvfp4_dual_gemm/reference.py) and have NOT been run here: no B200 was available.
 
-Same method as the Rust bench (task.md's reference harness): per shape, `--sets` distinct random
+Same method as the Rust bench (the reference harness, docs/format.md): per shape, `--sets` distinct random
 input sets; before each timed batch the L2 is flushed (a 256 MiB zero fill); one CUDA event pair
 around one call per input set, back to back (eager mode, launch cost included); batches repeat
 until the relative standard error of the mean is below 0.5 % (at least 5 batches) or 3 s pass.

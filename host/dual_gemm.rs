@@ -143,7 +143,7 @@ impl Sm100Geometry {
 }
 
 /// What a split segment costs its CTA on top of its own K-stages, in stages (see
-/// [`stream_k_cost`]).
+/// `stream_k_cost`).
 const SEGMENT_COST_STAGES: u32 = 1;
 
 /// The slowest CTA of a stream-K split under a cost model: its stages plus
@@ -166,7 +166,7 @@ fn stream_k_cost(split: &StreamK<UniformTiles>) -> u32 {
 /// when full waves of tiles keep at least 90 % of the SMs busy and the CTAs divide the tiles
 /// evenly ([`nvfp4_kernel::schedule::data_parallel_ctas`]); otherwise an equal stream-K share each for
 /// the number of CTAs, from 7/8 of the SMs to all of them, whose slowest CTA
-/// ([`stream_k_cost`]) is fastest (the most CTAs among equals). At M = 1, N = 4096, K = 7168 on
+/// (`stream_k_cost`) is fastest (the most CTAs among equals). At M = 1, N = 4096, K = 7168 on
 /// 132 SMs that is 128 CTAs of one half-tile each instead of 132 CTAs whose shares straddle
 /// tiles. Zero tiles, stages or SMs, or more than 2^31 iterations, are errors.
 pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {

@@ -15,7 +15,7 @@
 //!
 //! // Quantize 2 × 32 activations and 3 × 32 gate/up weights (K = 32: two scale blocks per row).
 //! let values = |rows: usize| (0..rows * 32).map(|i| ((i * 7 % 13) as f32 - 6.0) / 4.0).collect::<Vec<_>>();
-//! let a = NvFp4Matrix::quantize(2, 32, &values(2), GlobalScale::None)?;
+//! let a = NvFp4Matrix::quantize(2, 32, &values(2), GlobalScale::default())?;
 //! let b1 = NvFp4Matrix::quantize(3, 32, &values(3), GlobalScale::Auto)?;
 //! let b2 = NvFp4Matrix::quantize(3, 32, &values(3), GlobalScale::Auto)?;
 //!
@@ -48,4 +48,4 @@ pub use error::{Error, Result};
 pub use matrix::NvFp4Matrix;
 pub use nvfp4_kernel::layout::BlockedScales;
 pub use problem::{Distribution, DualGemmShape, Problem};
-pub use quantize::GlobalScale;
+pub use quantize::{GlobalScale, QuantizationStats};

@@ -47,7 +47,7 @@ impl DualGemmShape {
         4.0 * self.m as f64 * self.n as f64 * self.k as f64
     }
 
-    /// Bytes each input and the output take once (task.md's count): fp4 data, blocked scales
+    /// Bytes each input and the output take once (docs/format.md's count): fp4 data, blocked scales
     /// (padding included) and the fp16 output.
     pub fn bytes(&self) -> usize {
         let operand = |rows: usize| rows * self.k / 2 + BlockedScales::new(rows, self.k).len();

@@ -10,7 +10,6 @@ use nvfp4::gpu::{Arch, Gpu, driver_available};
 use nvfp4::problem::{Rng, random_matrix};
 use nvfp4::{BlockedScales, Distribution, Error, NvFp4Matrix};
 
-#[test]
 fn compute_capability_selects_the_kernel_architecture() {
     assert_eq!(Arch::from_compute_capability("H100", 9, 0).unwrap(), Arch::Sm90a);
     assert_eq!(
@@ -34,7 +33,6 @@ fn compute_capability_selects_the_kernel_architecture() {
     }
 }
 
-#[test]
 fn opening_a_gpu_without_a_driver_is_a_typed_error() {
     if driver_available() {
         common::skip_because(
@@ -46,7 +44,6 @@ fn opening_a_gpu_without_a_driver_is_a_typed_error() {
     assert!(matches!(Gpu::open(0), Err(Error::NoDriver)));
 }
 
-#[test]
 fn matrices_round_trip_through_device_memory() {
     let Some(gpu) = common::gpu_or_skip("matrices_round_trip_through_device_memory") else {
         return;
@@ -91,7 +88,6 @@ fn assert_same_bits(what: &str, gpu: &[u16], cpu: &[u16], is_nan: fn(u16) -> boo
     }
 }
 
-#[test]
 fn dequantization_matches_the_cpu_decoder_bit_for_bit() {
     let Some(gpu) = common::gpu_or_skip("dequantization_matches_the_cpu_decoder_bit_for_bit") else {
         return;
@@ -166,7 +162,6 @@ fn dequantization_matches_the_cpu_decoder_bit_for_bit() {
     );
 }
 
-#[test]
 fn dequantization_rejects_an_output_of_the_wrong_length() {
     let Some(gpu) = common::gpu_or_skip("dequantization_rejects_an_output_of_the_wrong_length") else {
         return;
@@ -180,3 +175,11 @@ fn dequantization_rejects_an_output_of_the_wrong_length() {
         Err(Error::BufferLength { arg: "out", .. })
     ));
 }
+
+test_main!(
+    compute_capability_selects_the_kernel_architecture,
+    opening_a_gpu_without_a_driver_is_a_typed_error,
+    matrices_round_trip_through_device_memory,
+    dequantization_matches_the_cpu_decoder_bit_for_bit,
+    dequantization_rejects_an_output_of_the_wrong_length,
+);

@@ -26,7 +26,6 @@ fn read_word(buffer: &CudaSlice<u32>, stream: &cudarc::driver::CudaStream) -> u3
     word[0]
 }
 
-#[test]
 fn stream_k_gemms_finish_on_a_few_multiprocessors_beside_a_kernel_that_holds_the_rest() {
     let test = "stream_k_gemms_finish_on_a_few_multiprocessors_beside_a_kernel_that_holds_the_rest";
     let Some(gpu) = common::gpu_or_skip(test) else {
@@ -101,3 +100,5 @@ fn stream_k_gemms_finish_on_a_few_multiprocessors_beside_a_kernel_that_holds_the
         }
     }
 }
+
+test_main!(stream_k_gemms_finish_on_a_few_multiprocessors_beside_a_kernel_that_holds_the_rest,);

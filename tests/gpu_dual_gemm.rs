@@ -1,5 +1,5 @@
 //! The fused dual-GEMM kernel of the GPU present (sm_90a on 9.0, sm_100f on 10.x) against the
-//! CPU reference (task tolerance), on the shapes issue 3 lists, for the reference harness's
+//! CPU reference (task tolerance), on the benchmark, correctness and decode shapes, for the reference harness's
 //! inputs and the full e2m1/e4m3 range. Outputs are poisoned with NaN before every launch.
 //! Skipped with a printed reason without a supported GPU. (Only sm_90a has run: no B200 here.)
 
@@ -63,7 +63,6 @@ fn check_shapes(gpu: &Gpu, shapes: &[(usize, usize, usize)]) {
     );
 }
 
-#[test]
 fn matches_the_reference_on_the_benchmark_shapes() {
     let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_on_the_benchmark_shapes") else {
         return;
@@ -79,7 +78,6 @@ fn matches_the_reference_on_the_benchmark_shapes() {
     );
 }
 
-#[test]
 fn matches_the_reference_on_the_reference_correctness_shapes() {
     let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_on_the_reference_correctness_shapes") else {
         return;
@@ -100,7 +98,6 @@ fn matches_the_reference_on_the_reference_correctness_shapes() {
     );
 }
 
-#[test]
 fn matches_the_reference_for_decode_and_odd_token_counts() {
     let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_for_decode_and_odd_token_counts") else {
         return;
@@ -112,7 +109,6 @@ fn matches_the_reference_for_decode_and_odd_token_counts() {
     check_shapes(&gpu, &shapes);
 }
 
-#[test]
 fn matches_the_reference_on_small_token_tiles_whole_and_split() {
     let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_on_small_token_tiles_whole_and_split")
     else {
@@ -133,7 +129,6 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
     );
 }
 
-#[test]
 fn matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage() {
     let Some(gpu) =
         dual_gemm_gpu_or_skip("matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage")
@@ -157,7 +152,6 @@ fn matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage() {
     );
 }
 
-#[test]
 fn same_inputs_give_bitwise_identical_outputs() {
     let Some(gpu) = dual_gemm_gpu_or_skip("same_inputs_give_bitwise_identical_outputs") else {
         return;
@@ -170,7 +164,6 @@ fn same_inputs_give_bitwise_identical_outputs() {
     }
 }
 
-#[test]
 fn back_to_back_programmatic_launches_match_the_reference_and_plain_launches() {
     // Launch i + 1 may start while launch i runs; both share the plan's stream-K counters and
     // workspace and, for 64-token tiles, the pre-decoded token buffer. Alternating inputs catch
@@ -226,7 +219,6 @@ fn back_to_back_programmatic_launches_match_the_reference_and_plain_launches() {
     }
 }
 
-#[test]
 fn launch_rejects_operands_that_do_not_match_the_plan() {
     let Some(gpu) = dual_gemm_gpu_or_skip("launch_rejects_operands_that_do_not_match_the_plan") else {
         return;
@@ -255,3 +247,14 @@ fn launch_rejects_operands_that_do_not_match_the_plan() {
         Err(Error::InvalidArgument { arg: "n", .. })
     ));
 }
+
+test_main!(
+    matches_the_reference_on_the_benchmark_shapes,
+    matches_the_reference_on_the_reference_correctness_shapes,
+    matches_the_reference_for_decode_and_odd_token_counts,
+    matches_the_reference_on_small_token_tiles_whole_and_split,
+    matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage,
+    same_inputs_give_bitwise_identical_outputs,
+    back_to_back_programmatic_launches_match_the_reference_and_plain_launches,
+    launch_rejects_operands_that_do_not_match_the_plan,
+);

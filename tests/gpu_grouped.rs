@@ -320,7 +320,6 @@ const BENCHMARK_CASES: [(&[usize], usize, usize); 4] = [
     (&[128, 384], 4096, 1536),
 ];
 
-#[test]
 fn grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions() {
     let Some(gpu) =
         grouped_gpu_or_skip("grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions")
@@ -347,7 +346,6 @@ fn grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions
     assert_no_failures(failures);
 }
 
-#[test]
 fn separate_convention_takes_n_and_k_that_differ_between_groups() {
     let Some(gpu) = grouped_gpu_or_skip("separate_convention_takes_n_and_k_that_differ_between_groups")
     else {
@@ -369,7 +367,6 @@ fn separate_convention_takes_n_and_k_that_differ_between_groups() {
     assert_no_failures(failures);
 }
 
-#[test]
 fn grouped_dual_gemm_matches_the_reference_on_moe_layers_with_separate_and_concatenated_up_weights() {
     let Some(gpu) = grouped_gpu_or_skip(
         "grouped_dual_gemm_matches_the_reference_on_moe_layers_with_separate_and_concatenated_up_weights",
@@ -402,7 +399,6 @@ fn grouped_dual_gemm_matches_the_reference_on_moe_layers_with_separate_and_conca
     assert_no_failures(failures);
 }
 
-#[test]
 fn groups_without_rows_first_middle_and_last_and_odd_sizes() {
     let Some(gpu) = grouped_gpu_or_skip("groups_without_rows_first_middle_and_last_and_odd_sizes") else {
         return;
@@ -433,7 +429,6 @@ fn groups_without_rows_first_middle_and_last_and_odd_sizes() {
     assert_no_failures(failures);
 }
 
-#[test]
 fn moe_decode_with_256_groups_of_0_to_5_rows_and_skewed_prefill_sizes() {
     let Some(gpu) = grouped_gpu_or_skip("moe_decode_with_256_groups_of_0_to_5_rows_and_skewed_prefill_sizes")
     else {
@@ -463,7 +458,6 @@ fn moe_decode_with_256_groups_of_0_to_5_rows_and_skewed_prefill_sizes() {
     assert_no_failures(failures);
 }
 
-#[test]
 fn one_group_and_the_dense_gemm_match_the_reference() {
     let Some(gpu) = grouped_gpu_or_skip("one_group_and_the_dense_gemm_match_the_reference") else {
         return;
@@ -510,7 +504,6 @@ fn one_group_and_the_dense_gemm_match_the_reference() {
     assert_no_failures(failures);
 }
 
-#[test]
 fn same_inputs_give_bitwise_identical_outputs() {
     let Some(gpu) = grouped_gpu_or_skip("same_inputs_give_bitwise_identical_outputs") else {
         return;
@@ -538,7 +531,6 @@ fn same_inputs_give_bitwise_identical_outputs() {
     );
 }
 
-#[test]
 fn a_cuda_graph_captured_once_replays_with_new_device_side_offsets() {
     let Some(mut gpu) =
         grouped_gpu_or_skip("a_cuda_graph_captured_once_replays_with_new_device_side_offsets")
@@ -615,7 +607,6 @@ fn a_cuda_graph_captured_once_replays_with_new_device_side_offsets() {
     assert_no_failures(failures);
 }
 
-#[test]
 fn invalid_device_offsets_write_nothing_and_report_the_rule() {
     let Some(gpu) = grouped_gpu_or_skip("invalid_device_offsets_write_nothing_and_report_the_rule") else {
         return;
@@ -650,7 +641,6 @@ fn invalid_device_offsets_write_nothing_and_report_the_rule() {
     }
 }
 
-#[test]
 fn launches_reject_inputs_that_do_not_match_the_plan() {
     let Some(gpu) = grouped_gpu_or_skip("launches_reject_inputs_that_do_not_match_the_plan") else {
         return;
@@ -711,3 +701,16 @@ fn launches_reject_inputs_that_do_not_match_the_plan() {
         );
     }
 }
+
+test_main!(
+    grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions,
+    separate_convention_takes_n_and_k_that_differ_between_groups,
+    grouped_dual_gemm_matches_the_reference_on_moe_layers_with_separate_and_concatenated_up_weights,
+    groups_without_rows_first_middle_and_last_and_odd_sizes,
+    moe_decode_with_256_groups_of_0_to_5_rows_and_skewed_prefill_sizes,
+    one_group_and_the_dense_gemm_match_the_reference,
+    same_inputs_give_bitwise_identical_outputs,
+    a_cuda_graph_captured_once_replays_with_new_device_side_offsets,
+    invalid_device_offsets_write_nothing_and_report_the_rule,
+    launches_reject_inputs_that_do_not_match_the_plan,
+);

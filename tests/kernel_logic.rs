@@ -70,7 +70,7 @@ fn pair_elements_are_a_permutation_of_the_block() {
 
 #[test]
 fn wgmma_descriptor_matches_the_documented_sw128_constant() {
-    // ptx-facts.md §3: sm90 SW128 K-major = 0x4000_0040_0001_0000 | (addr >> 4).
+    // docs/ptx-facts.md §3: sm90 SW128 K-major = 0x4000_0040_0001_0000 | (addr >> 4).
     for addr in [0u32, 1024, 0x1_2400, 0x3_FC00] {
         assert_eq!(
             wgmma_desc_sw128_k_major(addr),
@@ -742,7 +742,7 @@ fn group_schedules_round_rows_and_outputs_up_and_give_empty_groups_no_tiles() {
 #[test]
 fn umma_instruction_descriptors_match_the_documented_constants() {
     use nvfp4_kernel::desc::umma_idesc_mxf4nvf4;
-    // ptx-facts.md §2, checked there against CUTLASS, ThunderKittens, JAX and a raw-PTX kernel.
+    // docs/ptx-facts.md §2, checked there against CUTLASS, ThunderKittens, JAX and a raw-PTX kernel.
     assert_eq!(umma_idesc_mxf4nvf4(128, 128), 0x0820_0480);
     assert_eq!(umma_idesc_mxf4nvf4(128, 64), 0x0810_0480);
     assert_eq!(umma_idesc_mxf4nvf4(128, 256), 0x0840_0480);
@@ -753,7 +753,7 @@ fn umma_instruction_descriptors_match_the_documented_constants() {
 fn umma_shared_descriptors_match_the_documented_constants() {
     use nvfp4_kernel::desc::{umma_desc_scale_atom, umma_desc_sw128_k_major};
     for addr in [0u32, 1024, 0x1_2400, 0x3_FC00] {
-        // ptx-facts.md §3 and §5.
+        // docs/ptx-facts.md §3 and §5.
         assert_eq!(
             umma_desc_sw128_k_major(addr),
             0x4000_4040_0001_0000 | (addr as u64 >> 4),
@@ -904,13 +904,26 @@ fn sm100_partial_last_stage_copies_and_multiplies_only_its_existing_scale_atoms(
     use nvfp4_kernel::layout::ATOM_BYTES;
     use nvfp4_kernel::sm100::config::{MMAS_PER_STAGE, TILES, stage_mmas};
     // K = 2880 = 11 stages + 64: the last stage has one MMA; K = 320: 4 then 1; K = 7168: whole.
-    for (k, expected) in [(2880u32, vec![4; 11].into_iter().chain([1]).collect::<Vec<_>>()), (320, vec![4, 1]), (7168, vec![4; 28]), (64, vec![1])] {
+    for (k, expected) in [
+        (2880u32, vec![4; 11].into_iter().chain([1]).collect::<Vec<_>>()),
+        (320, vec![4, 1]),
+        (7168, vec![4; 28]),
+        (64, vec![1]),
+    ] {
         let mmas: Vec<u32> = (0..k.div_ceil(256)).map(|s| stage_mmas(k, s)).collect();
         assert_eq!(mmas, expected, "k = {k}");
-        assert_eq!(mmas.iter().sum::<u32>(), k / 64, "every 64-K block multiplied once");
+        assert_eq!(
+            mmas.iter().sum::<u32>(),
+            k / 64,
+            "every 64-K block multiplied once"
+        );
     }
     for tile in TILES {
-        assert_eq!(tile.stage_transfer_bytes(MMAS_PER_STAGE), tile.stage_bytes(), "a whole stage");
+        assert_eq!(
+            tile.stage_transfer_bytes(MMAS_PER_STAGE),
+            tile.stage_bytes(),
+            "a whole stage"
+        );
         assert_eq!(
             tile.stage_bytes() - tile.stage_transfer_bytes(1),
             3 * (MMAS_PER_STAGE - 1) * ATOM_BYTES as u32,

@@ -1,9 +1,9 @@
-//! The blocked scale layout against task.md's formula and the PyTorch permutation that defines it.
+//! The blocked scale layout against the formula of docs/format.md and the PyTorch permutation that defines it.
 
 use nvfp4::BlockedScales;
 use nvfp4_kernel::layout::{ATOM_BYTES, ATOM_K, ATOM_ROWS};
 
-/// task.md: off(i, j) = (i/128)·(rest_k·512) + (j/4)·512 + (i%32)·16 + ((i/32)%4)·4 + (j%4).
+/// docs/format.md: off(i, j) = (i/128)·(rest_k·512) + (j/4)·512 + (i%32)·16 + ((i/32)%4)·4 + (j%4).
 fn task_formula(i: usize, j: usize, rest_k: usize) -> usize {
     (i / 128) * (rest_k * 512) + (j / 4) * 512 + (i % 32) * 16 + ((i / 32) % 4) * 4 + (j % 4)
 }

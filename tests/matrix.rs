@@ -173,3 +173,40 @@ fn all_zero_input_quantizes_to_zero_with_unit_auto_scale() {
     assert_eq!(m.global_scale(), Some(1.0));
     assert!(m.dequantize_f32().iter().all(|&v| v == 0.0));
 }
+
+#[test]
+fn the_default_global_scale_keeps_every_block_representable_and_none_reports_what_it_lost() {
+    use nvfp4::QuantizationStats;
+    // Blocks of magnitude 1e-4 (below e4m3's reach without a global scale), 1, and 1e4 (above
+    // 6 · 448), and one all-zero block.
+    let k = 64;
+    let mut values = vec![0f32; k];
+    for (i, v) in values.iter_mut().enumerate() {
+        *v = match i / 16 {
+            0 => 1e-4 * (1 + i % 3) as f32,
+            1 => 1.0 + (i % 5) as f32,
+            2 => 1e4 * (1 + i % 2) as f32,
+            _ => 0.0,
+        };
+    }
+    assert_eq!(GlobalScale::default(), GlobalScale::Auto);
+    let (_, none) = NvFp4Matrix::quantize_with_stats(1, k, &values, GlobalScale::None).unwrap();
+    assert_eq!(
+        none,
+        QuantizationStats {
+            blocks: 4,
+            zero_blocks: 1,
+            underflowed_blocks: 1,
+            saturated_blocks: 1
+        }
+    );
+    let (m, auto) = NvFp4Matrix::quantize_with_stats(1, k, &values, GlobalScale::default()).unwrap();
+    assert_eq!(auto.saturated_blocks, 0, "Auto never saturates");
+
+    let decoded = m.dequantize_f32();
+    let largest = decoded[32..48].iter().fold(0f32, |a, v| a.max(v.abs()));
+    assert!(
+        (largest - 2e4).abs() / 2e4 < 0.07,
+        "the largest block survives: {largest}"
+    );
+}

@@ -17,7 +17,6 @@ const COMMITTED: [(&str, &str, &str); 2] = [
     ),
 ];
 
-#[test]
 fn committed_ptx_matches_a_fresh_build() {
     if PTX_ORIGIN == PtxOrigin::Committed {
         // build.rs fails instead when NVFP4_REQUIRE_TOOLS is set, so this is never a CI skip.
@@ -48,7 +47,6 @@ fn committed_ptx_matches_a_fresh_build() {
     }
 }
 
-#[test]
 fn every_entry_point_has_launch_bounds_in_both_modules() {
     for (arch, ptx, _) in COMMITTED {
         for entry in entry_points(arch) {
@@ -67,7 +65,6 @@ fn every_entry_point_has_launch_bounds_in_both_modules() {
     }
 }
 
-#[test]
 fn sm90_module_has_a_dual_gemm_entry_for_every_tile() {
     for tile in nvfp4_kernel::sm90::config::TILES {
         assert!(
@@ -124,7 +121,6 @@ fn function_sass<'a>(sass: &'a str, name: &str) -> &'a str {
     &body[..body[1..].find("Function : ").map_or(body.len(), |e| e + 1)]
 }
 
-#[test]
 fn sm90_dual_gemm_sass_uses_hgmma_for_every_tile() {
     let Some(sass) = sass_of(
         "sm_90a",
@@ -144,7 +140,6 @@ fn sm90_dual_gemm_sass_uses_hgmma_for_every_tile() {
     }
 }
 
-#[test]
 fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
     let test = "sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory";
     let Some(sass) = sass_of("sm_100f", PTX_SM100F, test) else {
@@ -162,7 +157,6 @@ fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
     }
 }
 
-#[test]
 fn modules_call_no_external_functions() {
     for (arch, ptx, _) in COMMITTED {
         assert!(
@@ -172,7 +166,6 @@ fn modules_call_no_external_functions() {
     }
 }
 
-#[test]
 fn ptxas_assembles_both_modules_without_local_memory() {
     let Some(ptxas) = common::cuda_tool_or_skip("ptxas", "ptxas_assembles_both_modules_without_local_memory")
     else {
@@ -221,3 +214,13 @@ fn ptxas_assembles_both_modules_without_local_memory() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+test_main!(
+    committed_ptx_matches_a_fresh_build,
+    every_entry_point_has_launch_bounds_in_both_modules,
+    sm90_module_has_a_dual_gemm_entry_for_every_tile,
+    sm90_dual_gemm_sass_uses_hgmma_for_every_tile,
+    sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory,
+    modules_call_no_external_functions,
+    ptxas_assembles_both_modules_without_local_memory,
+);

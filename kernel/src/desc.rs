@@ -49,7 +49,7 @@ pub const fn wgmma_desc_sw128_k_major(addr: u32) -> u64 {
 /// tcgen05 (sm_100) descriptor of a K-major SW128 tile at shared address `addr`: as
 /// [`wgmma_desc_sw128_k_major`] plus the descriptor version 1 in bits 46..48 (required on sm_100)
 /// and the 3-bit swizzle field of sm_100 in bits 61..63 (2 = 128-byte swizzle), the same bits as
-/// sm_90's 2-bit field at 62..63 (ptx-facts.md §3).
+/// sm_90's 2-bit field at 62..63 (docs/ptx-facts.md §3).
 #[inline(always)]
 pub const fn umma_desc_sw128_k_major(addr: u32) -> u64 {
     const VERSION: u64 = 1;

@@ -20,14 +20,14 @@ pub const ATOM_K: usize = ATOM_SCALE_COLS * SCALE_BLOCK_K;
 /// Bytes in one scale atom (one e4m3 byte per row and scale column).
 pub const ATOM_BYTES: usize = ATOM_ROWS * ATOM_SCALE_COLS;
 
-const _: () = assert!(ATOM_BYTES == 512, "a scale atom is 512 bytes (task.md)");
+const _: () = assert!(ATOM_BYTES == 512, "a scale atom is 512 bytes (docs/format.md)");
 
 /// Geometry of one matrix's blocked scale buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockedScales {
-    /// Number of 128-row blocks, `ceil(rows / 128)` (`rest_mn` in task.md).
+    /// Number of 128-row blocks, `ceil(rows / 128)` (`rest_mn` in docs/format.md).
     pub row_blocks: usize,
-    /// Number of 64-K blocks, `ceil(k / 64)` (`rest_k` in task.md).
+    /// Number of 64-K blocks, `ceil(k / 64)` (`rest_k` in docs/format.md).
     pub k_blocks: usize,
 }
 

@@ -47,6 +47,16 @@ pub mod epilogue;
 #[cfg(target_arch = "nvptx64")]
 pub mod testing;
 
+/// Design documents of the kernels, here because the kernel modules compile for the GPU only.
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod design {
+    #[doc = include_str!("../../docs/sm90-kernels.md")]
+    pub mod sm90 {}
+
+    #[doc = include_str!("../../docs/sm100-kernels.md")]
+    pub mod sm100 {}
+}
+
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -1,7 +1,7 @@
 //! Tensor-core generation 5 (sm_100f): tensor memory (TMEM) allocation, block-scaled MMA,
 //! shared → TMEM copies, completion tracking and TMEM loads. All `cta_group::1`.
 //!
-//! Contracts (PTX ISA §9.7.16, ptx-facts.md §1–5): `alloc`, `relinquish`, `dealloc`, `ld` and
+//! Contracts (PTX ISA §9.7.16, docs/ptx-facts.md §1–5): `alloc`, `relinquish`, `dealloc`, `ld` and
 //! `wait_ld` are `.sync.aligned` (a whole warp, warp-uniform); `mma`, `cp` and `commit` are issued
 //! by one thread. `commit` makes an mbarrier arrive once all of the issuing thread's earlier
 //! asynchronous tcgen05 operations have completed. `cp` → `mma` is ordered; `mma` → `cp` is not

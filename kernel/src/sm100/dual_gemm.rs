@@ -1,47 +1,4 @@
-//! Fused NVFP4 dual GEMM for Blackwell (sm_100f): `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)`, fp16 out, on
-//! the block-scaled fp4 tensor cores (`tcgen05.mma .kind::mxf4nvf4 .block16`). NOT RUN ON
-//! HARDWARE: no B200 was available; checked by ptxas/SASS and by host tests of [`config`] and the
-//! descriptor encoders only.
-//!
-//! # Design
-//! * Tile: 128 tokens (the MMA's M) × N outputs, N = 64 up to 256 tokens and 128 above (when N
-//!   allows), as the fastest public kernels choose ([`Tile::for_shape`]); per 256-K stage, one TMA
-//!   A tile (two 64-row boxes, 128-byte swizzle), one B1 and one B2 tile (N/64 boxes each), and
-//!   the scale atoms of all three by 1-D bulk copy; no repacking of the standard layouts.
-//! * Per K=64 step, two MMAs with the same A descriptor: gate (B1, SFB1) and up (B2, SFB2) into
-//!   two TMEM accumulators of the same 128 lanes, so the epilogue reads both for the same
-//!   (token, output) and gates without a second pass. A stays in the MMA collector between them
-//!   (`.collector::a::fill`, then `::lastuse`): read from shared memory once per K step.
-//! * Scale atoms go shared → TMEM with `tcgen05.cp .32x128b.warpx4` into per-stage columns
-//!   ([`config`]'s TMEM plan), reused only after the stage's commit has fired (cp → mma is
-//!   ordered, mma → cp is not). For N = 64 the B atom covers 128 rows; the MMA's SFB address is
-//!   offset by `(n0 % 128) / 32` columns.
-//! * Accumulators are double-buffered for N = 64 (2 × 128 columns: the epilogue of one tile
-//!   overlaps the mainloop of the next) and single for N = 128 (256 columns; the scale columns
-//!   take the rest). Persistent grid, static schedule (`TileGrid`, tiles `b, b + grid, …`).
-//!
-//! # Roles (192 threads, one CTA per SM: 152 or 216 KiB of shared memory, all 512 TMEM columns)
-//! 1. Warp 0, **TMA**: one lane waits `empty[s]`, expects the stage's bytes on `full[s]`, issues
-//!    the copies.
-//! 2. Warp 1, **MMA**: allocates and frees TMEM; per stage waits `full[s]`, one lane issues 12
-//!    `tcgen05.cp` and 8 MMAs, then `tcgen05.commit` to `empty[s]`; per tile, after waiting
-//!    `acc_empty[b]`, commits the last stage to `acc_full[b]`.
-//! 3. Warps 2–5, **epilogue**: wait `acc_full[b]`, `tcgen05.ld` 16 columns of gate and of up at a
-//!    time from their lane quadrant (`warp % 4`), SiLU·up in fp32, fp16 stores straight to C,
-//!    then `acc_empty[b]`.
-//!
-//! # Running it (on a B200; nothing here has run)
-//! ```text
-//! cargo test --release --test gpu_dual_gemm -- --nocapture   # correctness, all shapes and ranges
-//! cargo bench --bench dual_gemm                               # timings against the baselines
-//! ```
-//!
-//! # Contract (checked by the host plan)
-//! `m ≥ 1`; `n` a multiple of the tile's N; `k` a positive multiple of 64 (a partial last
-//! stage copies and multiplies only its existing scale atoms: [`stage_mmas`]; TMA fills the
-//! tiles past K with zeros); tensor maps as for the sm_90a kernel (UINT8, box {128, 64},
-//! 128-byte swizzle); scales in the blocked layout; [`THREADS`] threads; [`Tile::shared_bytes`]
-//! of dynamic shared memory.
+#![doc = include_str!("../../../docs/sm100-kernels.md")]
 
 use crate::desc::{umma_desc_scale_atom, umma_desc_sw128_k_major, umma_idesc_mxf4nvf4};
 use crate::epilogue::silu;

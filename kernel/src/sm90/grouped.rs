@@ -1,36 +1,7 @@
-//! Grouped NVFP4 GEMMs for Hopper (sm_90a): the plain grouped GEMM `C_g = α_g · A_g·B_gᵀ` and
-//! the grouped dual GEMM `C_g = silu(α1_g · A_g·B1_gᵀ) ⊙ (α3_g · A_g·B3_gᵀ)`, fp16 out, each
-//! one persistent launch over all groups' tiles (the formats are in [`crate::grouped`]).
-//!
-//! # Design
-//! * **Preparation pass** ([`nvfp4_grouped_prepare_sm90`], one launch before the GEMM, on the
-//!   GPU, for either convention): validates the device-side offsets, writes every group's
-//!   [`GroupDesc`], the [`GroupSchedule`] table (each group's tiles and stages and where its
-//!   iterations start) and the [`GroupedHeader`] (total iterations, how many CTAs take a share);
-//!   and decodes every group's tokens to fp16 into one buffer in the operand format of
-//!   [`crate::sm90::tokens`], one row per token, so that the GEMM loads any group's token tile
-//!   with one tensor map built once per plan (no tensor map is made per group, per launch or
-//!   per CTA). One warp of the first CTA writes the tables (a warp scan over the groups); all
-//!   threads decode tokens.
-//! * **Persistent GEMM** (`nvfp4_grouped_{dual_,}gemm_sm90_t{8,…,128}`): the dense kernel's
-//!   roles ([`crate::sm90::mainloop`]) over a [`GroupedTiles`] space: every CTA copies the
-//!   schedule table into shared memory, takes an equal stream-K share of all groups' iterations
-//!   (or whole tiles, when the tiles fill the waves: [`crate::schedule::working_ctas`]) and
-//!   finds each segment's group by a binary search of the table. Skewed group sizes therefore
-//!   cost no balance: every CTA gets the same number of K-stages. Groups without rows have no
-//!   tiles, so their weights are never read. Tokens are always pre-decoded (the decoder
-//!   warpgroups idle and give their registers to the consumers).
-//! * The token tile (8…128 tokens) is chosen per plan from the expected tokens per group; a
-//!   tile's extra columns hold the next group's tokens (or stale rows) and are never stored:
-//!   wgmma columns are independent, so they cannot disturb the tile's own outputs.
-//!
-//! # Contract (checked by the host plan before launch)
-//! Preparation: the fields of [`GroupedPrepareArgs`] (pointers valid for the sizes they
-//! describe, `groups` in 1..=[`MAX_GROUPS`], separate-convention groups valid, token buffer
-//! `token_rows × token_pitch` fp16) and `4·(groups + 1)` bytes of dynamic shared memory. GEMM:
-//! the fields of [`GroupedArgs`] (written by the preparation pass just before, in stream
-//! order), [`config::THREADS`] threads, [`config::SharedPlan::total`] of the tile's
-//! [`Tile::grouped_shared`] plan.
+//! Grouped NVFP4 GEMMs for Hopper (sm_90a): the plain grouped GEMM and the grouped dual GEMM
+//! (entry points, the problem they hand to the shared roles, and the preparation pass). The
+//! design is in `docs/sm90-kernels.md` (shown as `nvfp4_kernel::design::sm90` by `cargo doc`),
+//! section "Grouped GEMM and grouped dual GEMM".
 
 use crate::grouped::{
     GroupDesc, GroupedHeader, MAX_GROUPS, SCALE_ROW_ALIGNMENT, STATUS_OK, STATUS_ROWS_DECREASE,
