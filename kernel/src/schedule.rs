@@ -114,10 +114,7 @@ impl TileSpace for UniformTiles {
 
     #[inline(always)]
     fn locate(&self, i: u32) -> TileSpan {
-        let tile = match i.checked_div(self.stages) {
-            Some(t) => t,
-            None => 0,
-        };
+        let tile = i.checked_div(self.stages).unwrap_or_default();
         TileSpan {
             begin: tile * self.stages,
             stages: self.stages,
@@ -208,10 +205,9 @@ impl<T: GroupTable> TileSpace for GroupedTiles<T> {
     fn locate(&self, i: u32) -> TileSpan {
         let group = self.group_of(i);
         let schedule = self.table.group(group);
-        let local = match (i - schedule.iteration_begin).checked_div(schedule.stages) {
-            Some(t) => t,
-            None => 0,
-        };
+        let local = (i - schedule.iteration_begin)
+            .checked_div(schedule.stages)
+            .unwrap_or_default();
         TileSpan {
             begin: schedule.iteration_begin + local * schedule.stages,
             stages: schedule.stages,
