@@ -142,6 +142,10 @@ impl Sm100Geometry {
     }
 }
 
+/// Most multiprocessors a plan is made for (GPUs have at most a few hundred; the stream-K cost
+/// search is quadratic in this).
+pub const MAX_MULTIPROCESSORS: u32 = 1024;
+
 /// What a split segment costs its CTA on top of its own K-stages, in stages (see
 /// `stream_k_cost`).
 const SEGMENT_COST_STAGES: u32 = 1;
@@ -168,7 +172,8 @@ fn stream_k_cost(split: &StreamK<UniformTiles>) -> u32 {
 /// the number of CTAs, from 7/8 of the SMs to all of them, whose slowest CTA
 /// (`stream_k_cost`) is fastest (the most CTAs among equals). At M = 1, N = 4096, K = 7168 on
 /// 132 SMs that is 128 CTAs of one half-tile each instead of 132 CTAs whose shares straddle
-/// tiles. Zero tiles, stages or SMs, or more than 2^31 iterations, are errors.
+/// tiles. Zero tiles, stages or SMs, more than [`MAX_MULTIPROCESSORS`] SMs, or more than 2^31
+/// iterations, are errors.
 pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
     for (arg, value) in [
         ("tiles", tiles),
@@ -178,6 +183,13 @@ pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
         if value == 0 {
             return Err(Error::invalid(arg, "must be at least 1", value));
         }
+    }
+    if multiprocessors > MAX_MULTIPROCESSORS {
+        return Err(Error::invalid(
+            "multiprocessors",
+            format!("must be at most {MAX_MULTIPROCESSORS}"),
+            multiprocessors,
+        ));
     }
     let total = tiles as u64 * stages as u64;
     if total > KERNEL_INDEX_LIMIT {
