@@ -47,7 +47,7 @@ fn committed_ptx_matches_a_fresh_build() {
     }
 }
 
-fn every_entry_point_has_launch_bounds_in_both_modules() {
+fn every_entry_point_has_launch_bounds_and_one_parameter_of_its_arguments_size() {
     for (arch, ptx, _) in COMMITTED {
         for entry in entry_points(arch) {
             let start = ptx
@@ -60,6 +60,21 @@ fn every_entry_point_has_launch_bounds_in_both_modules() {
                 body[..brace].contains(&bounds),
                 "{arch}: {} lacks `{bounds}`",
                 entry.name
+            );
+            // The one parameter is the entry's arguments struct, as the host fills it.
+            let params = &body[..body.find(')').unwrap_or(brace)];
+            assert_eq!(
+                params.matches(".param").count(),
+                1,
+                "{arch}: {} must take exactly one parameter",
+                entry.name
+            );
+            let size = format!("_param_0[{}]", entry.param_bytes);
+            assert!(
+                params.contains(&size),
+                "{arch}: {}'s parameter is not {} bytes (its arguments struct): {params}",
+                entry.name,
+                entry.param_bytes
             );
         }
     }
@@ -217,7 +232,7 @@ fn ptxas_assembles_both_modules_without_local_memory() {
 
 test_main!(
     committed_ptx_matches_a_fresh_build,
-    every_entry_point_has_launch_bounds_in_both_modules,
+    every_entry_point_has_launch_bounds_and_one_parameter_of_its_arguments_size,
     sm90_module_has_a_dual_gemm_entry_for_every_tile,
     sm90_dual_gemm_sass_uses_hgmma_for_every_tile,
     sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory,
