@@ -28,17 +28,20 @@
 //! an SVG chart under `--results` (default `results/`). Without a supported GPU it prints why and
 //! exits successfully.
 
-use std::fmt::Write as _;
-use std::time::Instant;
+mod common;
 
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
+use std::fmt::Write as _;
+
+use common::{
+    BenchResult, Ceilings, Timing, driver_and_clocks, gemm_nt, geomean, measure_ceilings, ratio, revision,
+    show, time_calls,
+};
+use cudarc::cublas::{CudaBlas, Gemm};
 use cudarc::driver::{CudaSlice, DeviceRepr};
 use half::{bf16, f16};
 use nvfp4::gpu::{Arch, DeviceNvFp4Matrix, Gpu};
 use nvfp4::{Distribution, DualGemmShape, Problem};
 use rayon::prelude::*;
-
-type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 const BENCH_SHAPES: [(usize, usize, usize); 4] = [
     (256, 4096, 7168),
@@ -53,9 +56,6 @@ const DECODE_SHAPES: [(usize, usize, usize); 4] = [
     (128, 4096, 7168),
 ];
 const PREFILL_SHAPES: [(usize, usize, usize); 1] = [(4096, 4096, 7168)];
-const FLUSH_BYTES: usize = 256 << 20;
-const TARGET_RELATIVE_ERROR: f64 = 0.005;
-const MIN_BATCHES: usize = 5;
 
 struct Options {
     shapes: Vec<DualGemmShape>,
@@ -143,145 +143,6 @@ fn main() {
         eprintln!("dual_gemm bench failed: {e}");
         std::process::exit(1);
     }
-}
-
-/// Mean time per call and its relative standard error.
-#[derive(Clone, Copy, Debug)]
-struct Timing {
-    /// Mean µs per call over the batches (the harness's statistic).
-    us: f64,
-    /// Median µs per call over the batches.
-    median_us: f64,
-    relative_error: f64,
-    batches: usize,
-}
-
-/// Times `calls` back-to-back calls `call(0..calls)` per batch with the method of the module doc.
-fn time_calls(
-    gpu: &Gpu,
-    flush: &mut CudaSlice<u8>,
-    calls: usize,
-    max_seconds: f64,
-    mut call: impl FnMut(usize) -> BenchResult<()>,
-) -> BenchResult<Timing> {
-    let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-    for i in 0..calls {
-        call(i)?; // warm-up: module load, cuBLAS heuristics, first touch
-    }
-    let start_time = Instant::now();
-    let mut samples: Vec<f64> = Vec::new();
-    loop {
-        gpu.stream().memset_zeros(flush)?;
-        let start = gpu.stream().record_event(events)?;
-        for i in 0..calls {
-            call(i)?;
-        }
-        let end = gpu.stream().record_event(events)?;
-        end.synchronize()?;
-        samples.push(start.elapsed_ms(&end)? as f64 * 1e3 / calls as f64);
-        let n = samples.len() as f64;
-        let mean = samples.iter().sum::<f64>() / n;
-        let variance = samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-        let relative_error = (variance / n).sqrt() / mean;
-        let done = samples.len() >= MIN_BATCHES
-            && (relative_error < TARGET_RELATIVE_ERROR || start_time.elapsed().as_secs_f64() > max_seconds);
-        if done || samples.len() >= 1000 {
-            let mut sorted = samples.clone();
-            sorted.sort_by(f64::total_cmp);
-            return Ok(Timing {
-                us: mean,
-                median_us: sorted[sorted.len() / 2],
-                relative_error,
-                batches: samples.len(),
-            });
-        }
-    }
-}
-
-/// `C[M × N] = A[M × K] · B[N × K]ᵀ` with row-major buffers (column-major `Cᵀ = B · Aᵀ`).
-fn gemm_nt<T: DeviceRepr + Copy>(
-    blas: &CudaBlas,
-    shape: DualGemmShape,
-    a: &CudaSlice<T>,
-    b: &CudaSlice<T>,
-    c: &mut CudaSlice<T>,
-    one: T,
-    zero: T,
-) -> BenchResult<()>
-where
-    CudaBlas: Gemm<T>,
-{
-    let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
-    let config = GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_T,
-        transb: cublasOperation_t::CUBLAS_OP_N,
-        m: n,
-        n: m,
-        k,
-        alpha: one,
-        lda: k,
-        ldb: k,
-        beta: zero,
-        ldc: n,
-    };
-    // SAFETY: buffers hold N×K, M×K and M×N elements (allocated from the same shape).
-    unsafe { blas.gemm(config, b, a, c) }?;
-    Ok(())
-}
-
-/// The ceilings of the floor model, measured now.
-struct Ceilings {
-    copy_gbs: f64,
-    fp16_tflops: f64,
-    bf16_tflops: f64,
-}
-
-fn measure_ceilings(
-    gpu: &Gpu,
-    blas: &CudaBlas,
-    flush: &mut CudaSlice<u8>,
-    max_seconds: f64,
-) -> BenchResult<Ceilings> {
-    let bytes = 1usize << 30;
-    let source: CudaSlice<u8> = gpu.stream().alloc_zeros(bytes)?;
-    let mut target: CudaSlice<u8> = gpu.stream().alloc_zeros(bytes)?;
-    let copy = time_calls(gpu, flush, 3, max_seconds, |_| {
-        Ok(gpu.stream().memcpy_dtod(&source, &mut target)?)
-    })?;
-    drop((source, target));
-    let size = 8192;
-    let shape = DualGemmShape {
-        m: size,
-        n: size,
-        k: size,
-    };
-    let flops = 2.0 * (size as f64).powi(3);
-    let random_f16: Vec<f16> = (0..size * size)
-        .map(|i| f16::from_f32(((i * 7919 % 1000) as f32 - 500.0) / 500.0))
-        .collect();
-    let (a, b) = (
-        gpu.stream().clone_htod(&random_f16)?,
-        gpu.stream().clone_htod(&random_f16)?,
-    );
-    let mut c: CudaSlice<f16> = gpu.stream().alloc_zeros(size * size)?;
-    let fp16 = time_calls(gpu, flush, 3, max_seconds, |_| {
-        gemm_nt(blas, shape, &a, &b, &mut c, f16::ONE, f16::ZERO)
-    })?;
-    drop((a, b, c));
-    let random_bf16: Vec<bf16> = random_f16.iter().map(|v| bf16::from_f32(v.to_f32())).collect();
-    let (a, b) = (
-        gpu.stream().clone_htod(&random_bf16)?,
-        gpu.stream().clone_htod(&random_bf16)?,
-    );
-    let mut c: CudaSlice<bf16> = gpu.stream().alloc_zeros(size * size)?;
-    let bf16_timing = time_calls(gpu, flush, 3, max_seconds, |_| {
-        gemm_nt(blas, shape, &a, &b, &mut c, bf16::ONE, bf16::ZERO)
-    })?;
-    Ok(Ceilings {
-        copy_gbs: 2.0 * bytes as f64 / copy.us / 1e3,
-        fp16_tflops: flops / fp16.us / 1e6,
-        bf16_tflops: flops / bf16_timing.us / 1e6,
-    })
 }
 
 /// One shape's results.
@@ -375,8 +236,16 @@ where
     let (mut gate, mut up, mut out) = (outputs()?, outputs()?, outputs()?);
     time_calls(gpu, flush, inputs.len(), max_seconds, |i| {
         let [a, b1, b2] = &dense[i];
-        gemm_nt(blas, shape, a, b1, &mut gate, T::ONE, T::ZERO)?;
-        gemm_nt(blas, shape, a, b2, &mut up, T::ONE, T::ZERO)?;
+        gemm_nt(
+            blas,
+            (shape.m, shape.n, shape.k),
+            a,
+            b1,
+            &mut gate,
+            T::ONE,
+            T::ZERO,
+        )?;
+        gemm_nt(blas, (shape.m, shape.n, shape.k), a, b2, &mut up, T::ONE, T::ZERO)?;
         Ok(T::silu_mul(gpu, &gate, &up, &mut out)?)
     })
 }
@@ -501,7 +370,7 @@ fn torch_baseline(shapes: &[DualGemmShape], sets: usize) -> Result<Vec<[Option<f
 
 fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
     let blas = CudaBlas::new(gpu.stream().clone())?;
-    let mut flush: CudaSlice<u8> = gpu.stream().alloc_zeros(FLUSH_BYTES)?;
+    let mut flush: CudaSlice<u8> = gpu.stream().alloc_zeros(common::FLUSH_BYTES)?;
     println!(
         "device: {} ({} SMs); {} input sets per shape; method: see benches/dual_gemm.rs",
         gpu.name(),
@@ -531,24 +400,6 @@ fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
     println!("\n{torch_note}\n\n{table}");
     write_results(gpu, options, &ceilings, &rows, &table)?;
     Ok(())
-}
-
-fn geomean(values: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = values.fold((0.0, 0), |(s, n), v| (s + v.ln(), n + 1));
-    (sum / n.max(1) as f64).exp()
-}
-
-/// `{value:.1}` or an em dash.
-fn show(value: Option<f64>) -> String {
-    value.map_or("—".to_string(), |v| format!("{v:.1}"))
-}
-
-/// `{ratio:.2}×` or an em dash.
-fn ratio(numerator: Option<f64>, denominator: Option<f64>) -> String {
-    match (numerator, denominator) {
-        (Some(a), Some(b)) => format!("{:.2}×", a / b),
-        _ => "—".to_string(),
-    }
 }
 
 fn markdown_table(rows: &[Row]) -> String {
@@ -637,16 +488,6 @@ fn markdown_table(rows: &[Row]) -> String {
     t
 }
 
-fn command_output(program: &str, args: &[&str]) -> String {
-    std::process::Command::new(program)
-        .args(args)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
-}
-
 fn write_results(
     gpu: &Gpu,
     options: &Options,
@@ -658,21 +499,8 @@ fn write_results(
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs();
-    let revision = std::env::var("NVFP4_REVISION")
-        .ok()
-        .or_else(|| {
-            std::fs::read_to_string(".gpu-bundle/REVISION")
-                .ok()
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| command_output("git", &["rev-parse", "--short", "HEAD"]));
-    let smi = command_output(
-        "nvidia-smi",
-        &[
-            "--query-gpu=driver_version,clocks.sm,clocks.max.sm,clocks.mem",
-            "--format=csv,noheader",
-        ],
-    );
+    let revision = revision();
+    let smi = driver_and_clocks();
     let mut json = format!(
         "{{\n  \"device\": \"{}\",\n  \"nvidia_smi_driver_clocks\": \"{smi}\",\n  \"revision\": \"{revision}\",\n  \"unix_time\": {stamp},\n  \"sets\": {},\n  \"copy_gbs\": {:.1},\n  \"fp16_tflops\": {:.1},\n  \"bf16_tflops\": {:.1},\n  \"shapes\": [\n",
         gpu.name(),
@@ -716,63 +544,25 @@ fn write_results(
 
 /// Grouped horizontal bars per shape: floor, ours, cuBLAS fp16, PyTorch bf16 (µs, log scale).
 fn svg_chart(gpu: &Gpu, rows: &[Row]) -> String {
-    let (left, bar, gap, width) = (170.0, 11.0, 14.0, 560.0);
-    let series: [(&str, &str); 4] = [
-        ("floor", "#999999"),
-        ("ours", "#1f77b4"),
-        ("cuBLAS fp16", "#ff7f0e"),
-        ("PyTorch bf16", "#2ca02c"),
-    ];
-    let value = |r: &Row, i: usize| match i {
-        0 => Some(r.floor_us),
-        1 => r.ours.map(|o| o.us),
-        2 => Some(r.cublas_f16.us),
-        _ => r.torch_bf16,
-    };
-    let max = rows
+    let labels: Vec<String> = rows
         .iter()
-        .flat_map(|r| (0..4).filter_map(|i| value(r, i)))
-        .fold(1.0f64, f64::max);
-    let x = |us: f64| left + width * (us.max(1.0).log10() / max.log10().max(1.0));
-    let group = 4.0 * bar + gap;
-    let height = 60.0 + group * rows.len() as f64 + 30.0;
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"11\">\n<text x=\"10\" y=\"18\" font-size=\"13\">NVFP4 dual GEMM on {} — µs per call (log scale), floor from ceilings measured in the same run</text>\n",
-        left + width + 80.0,
-        gpu.name()
-    );
-    for (i, (name, color)) in series.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "<rect x=\"{}\" y=\"28\" width=\"10\" height=\"10\" fill=\"{color}\"/><text x=\"{}\" y=\"37\">{name}</text>",
-            10.0 + 110.0 * i as f64,
-            24.0 + 110.0 * i as f64
-        );
-    }
-    for (j, r) in rows.iter().enumerate() {
-        let y0 = 50.0 + group * j as f64;
-        let _ = writeln!(
-            s,
-            "<text x=\"10\" y=\"{}\">{}×{}×{}</text>",
-            y0 + 2.5 * bar,
-            r.shape.m,
-            r.shape.n,
-            r.shape.k
-        );
-        for (i, (_, color)) in series.iter().enumerate() {
-            if let Some(v) = value(r, i) {
-                let y = y0 + bar * i as f64;
-                let _ = writeln!(
-                    s,
-                    "<rect x=\"{left}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{}\">{v:.1}</text>",
-                    x(v) - left,
-                    bar - 1.0,
-                    x(v) + 3.0,
-                    y + bar - 2.0
-                );
+        .map(|r| format!("{}×{}×{}", r.shape.m, r.shape.n, r.shape.k))
+        .collect();
+    common::svg_bars(
+        &format!(
+            "NVFP4 dual GEMM on {} — µs per call (log scale), floor from ceilings measured in the same run",
+            gpu.name()
+        ),
+        &labels,
+        &["floor", "ours", "cuBLAS fp16", "PyTorch bf16"],
+        |j, i| {
+            let r = &rows[j];
+            match i {
+                0 => Some(r.floor_us),
+                1 => r.ours.map(|o| o.us),
+                2 => Some(r.cublas_f16.us),
+                _ => r.torch_bf16,
             }
-        }
-    }
-    s.push_str("</svg>\n");
-    s
+        },
+    )
 }

@@ -73,10 +73,7 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     if args.top_k == 0 || args.top_k > args.experts {
-        return Err(format!(
-            "--top-k must be in 1..={} (the experts)",
-            args.experts
-        ));
+        return Err(format!("--top-k must be in 1..={} (the experts)", args.experts));
     }
     if !["auto", "gpu", "cpu"].contains(&args.backend.as_str()) {
         return Err(format!("unknown backend {}", args.backend));
@@ -135,7 +132,10 @@ fn silu(x: f32) -> f32 {
 /// `rows × out` = `x (rows × k) · wᵀ (out × k)` in f32.
 fn matmul_t(x: &[f32], w: &[f32], k: usize) -> Vec<f32> {
     x.chunks(k)
-        .flat_map(|row| w.chunks(k).map(move |w_row| row.iter().zip(w_row).map(|(a, b)| a * b).sum::<f32>()))
+        .flat_map(|row| {
+            w.chunks(k)
+                .map(move |w_row| row.iter().zip(w_row).map(|(a, b)| a * b).sum::<f32>())
+        })
         .collect()
 }
 
@@ -237,7 +237,9 @@ fn run_gpu_stage(
     let refs: Vec<Option<&NvFp4Matrix>> = groups.iter().map(Option::as_ref).collect();
     let tokens = ContiguousTokens::new(&refs, k, capacity)?;
     let token_global = |e: usize| groups[e].as_ref().map_or(1.0, global);
-    let alpha_gate: Vec<f32> = (0..gate.len()).map(|e| token_global(e) * global(&gate[e])).collect();
+    let alpha_gate: Vec<f32> = (0..gate.len())
+        .map(|e| token_global(e) * global(&gate[e]))
+        .collect();
     let (op, weights, alpha_up) = match up {
         Some(up) => {
             // w13: gate rows, then up rows, per expert.
@@ -401,7 +403,10 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     };
     // The SwiGLU output, quantized per expert for the down projection.
     let hidden = quantize_groups(&routes, i, |e, r| {
-        gate_up[e][r * i..(r + 1) * i].iter().map(|v| v.to_f32()).collect()
+        gate_up[e][r * i..(r + 1) * i]
+            .iter()
+            .map(|v| v.to_f32())
+            .collect()
     })?;
     let down_reference = cpu_stage(&hidden, &q2, None)?;
     let down: Vec<Vec<f16>> = match &backend {
@@ -418,12 +423,10 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     let y = combine(
         args,
         routes.iter().zip(&down).flat_map(|(rows, out)| {
-            rows.iter()
-                .enumerate()
-                .map(move |(r, &(token, weight))| {
-                    let row = out[r * h..(r + 1) * h].iter().map(|v| v.to_f32()).collect();
-                    (token, weight, row)
-                })
+            rows.iter().enumerate().map(move |(r, &(token, weight))| {
+                let row = out[r * h..(r + 1) * h].iter().map(|v| v.to_f32()).collect();
+                (token, weight, row)
+            })
         }),
     );
     let exact = layer_f32(args, &x, &experts, &routes);
@@ -435,7 +438,11 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
         norm(&difference) / norm(&exact).max(f64::MIN_POSITIVE)
     );
     let round_trip = experts[0].q1.dequantize_f32();
-    let round_trip_error: Vec<f32> = round_trip.iter().zip(&experts[0].w1).map(|(a, b)| a - b).collect();
+    let round_trip_error: Vec<f32> = round_trip
+        .iter()
+        .zip(&experts[0].w1)
+        .map(|(a, b)| a - b)
+        .collect();
     println!(
         "  (for scale: one weight matrix quantized and dequantized has relative error {:.3})",
         norm(&round_trip_error) / norm(&experts[0].w1)

@@ -1,0 +1,275 @@
+//! The measuring method shared by the benches (the reference harness's, docs/format.md): timed
+//! batches of back-to-back calls after an L2 flush, until the mean is known to 0.5 %; the
+//! ceilings of the floor model measured in the same run; table helpers and the run's metadata.
+
+#![allow(dead_code)] // each bench uses a subset
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr};
+use half::{bf16, f16};
+use nvfp4::gpu::Gpu;
+
+/// Errors of a bench run.
+pub type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Bytes zeroed before each timed batch: more than any L2.
+pub const FLUSH_BYTES: usize = 256 << 20;
+/// Batches stop once the mean's relative standard error is below this.
+pub const TARGET_RELATIVE_ERROR: f64 = 0.005;
+/// Batches at least.
+pub const MIN_BATCHES: usize = 5;
+
+/// Mean time per call and its relative standard error.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// Mean µs per call over the batches (the harness's statistic).
+    pub us: f64,
+    /// Median µs per call over the batches.
+    pub median_us: f64,
+    /// Relative standard error of the mean.
+    pub relative_error: f64,
+    /// Batches timed.
+    pub batches: usize,
+}
+
+/// Times `calls` back-to-back calls `call(0..calls)` per batch with the method of the module doc.
+pub fn time_calls(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u8>,
+    calls: usize,
+    max_seconds: f64,
+    mut call: impl FnMut(usize) -> BenchResult<()>,
+) -> BenchResult<Timing> {
+    let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    for i in 0..calls {
+        call(i)?; // warm-up: module load, cuBLAS heuristics, first touch
+    }
+    let start_time = Instant::now();
+    let mut samples: Vec<f64> = Vec::new();
+    loop {
+        gpu.stream().memset_zeros(flush)?;
+        let start = gpu.stream().record_event(events)?;
+        for i in 0..calls {
+            call(i)?;
+        }
+        let end = gpu.stream().record_event(events)?;
+        end.synchronize()?;
+        samples.push(start.elapsed_ms(&end)? as f64 * 1e3 / calls as f64);
+        let n = samples.len() as f64;
+        let mean = samples.iter().sum::<f64>() / n;
+        let variance = samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+        let relative_error = (variance / n).sqrt() / mean;
+        let done = samples.len() >= MIN_BATCHES
+            && (relative_error < TARGET_RELATIVE_ERROR || start_time.elapsed().as_secs_f64() > max_seconds);
+        if done || samples.len() >= 1000 {
+            let mut sorted = samples.clone();
+            sorted.sort_by(f64::total_cmp);
+            return Ok(Timing {
+                us: mean,
+                median_us: sorted[sorted.len() / 2],
+                relative_error,
+                batches: samples.len(),
+            });
+        }
+    }
+}
+
+/// `C[M × N] = A[M × K] · B[N × K]ᵀ` with row-major buffers (column-major `Cᵀ = B · Aᵀ`).
+/// The buffers (slices or views) must hold at least M×K, N×K and M×N elements.
+pub fn gemm_nt<T: DeviceRepr + Copy>(
+    blas: &CudaBlas,
+    (m, n, k): (usize, usize, usize),
+    a: &impl DevicePtr<T>,
+    b: &impl DevicePtr<T>,
+    c: &mut impl DevicePtrMut<T>,
+    one: T,
+    zero: T,
+) -> BenchResult<()>
+where
+    CudaBlas: Gemm<T>,
+{
+    if a.len() < m * k || b.len() < n * k || c.len() < m * n {
+        return Err(format!("gemm_nt: buffers too small for {m}×{n}×{k}").into());
+    }
+    let (m, n, k) = (m as i32, n as i32, k as i32);
+    let config = GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_T,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: n,
+        n: m,
+        k,
+        alpha: one,
+        lda: k,
+        ldb: k,
+        beta: zero,
+        ldc: n,
+    };
+    // SAFETY: the buffers hold N×K, M×K and M×N elements (checked above).
+    unsafe { blas.gemm(config, b, a, c) }?;
+    Ok(())
+}
+
+/// The ceilings of the floor model, measured now.
+pub struct Ceilings {
+    /// Device-to-device copy, read + write, GB/s.
+    pub copy_gbs: f64,
+    /// cuBLAS fp16 8192³ TFLOP/s.
+    pub fp16_tflops: f64,
+    /// cuBLAS bf16 8192³ TFLOP/s.
+    pub bf16_tflops: f64,
+}
+
+pub fn measure_ceilings(
+    gpu: &Gpu,
+    blas: &CudaBlas,
+    flush: &mut CudaSlice<u8>,
+    max_seconds: f64,
+) -> BenchResult<Ceilings> {
+    let bytes = 1usize << 30;
+    let source: CudaSlice<u8> = gpu.stream().alloc_zeros(bytes)?;
+    let mut target: CudaSlice<u8> = gpu.stream().alloc_zeros(bytes)?;
+    let copy = time_calls(gpu, flush, 3, max_seconds, |_| {
+        Ok(gpu.stream().memcpy_dtod(&source, &mut target)?)
+    })?;
+    drop((source, target));
+    let size = 8192;
+    let shape = (size, size, size);
+    let flops = 2.0 * (size as f64).powi(3);
+    let random_f16: Vec<f16> = (0..size * size)
+        .map(|i| f16::from_f32(((i * 7919 % 1000) as f32 - 500.0) / 500.0))
+        .collect();
+    let (a, b) = (
+        gpu.stream().clone_htod(&random_f16)?,
+        gpu.stream().clone_htod(&random_f16)?,
+    );
+    let mut c: CudaSlice<f16> = gpu.stream().alloc_zeros(size * size)?;
+    let fp16 = time_calls(gpu, flush, 3, max_seconds, |_| {
+        gemm_nt(blas, shape, &a, &b, &mut c, f16::ONE, f16::ZERO)
+    })?;
+    drop((a, b, c));
+    let random_bf16: Vec<bf16> = random_f16.iter().map(|v| bf16::from_f32(v.to_f32())).collect();
+    let (a, b) = (
+        gpu.stream().clone_htod(&random_bf16)?,
+        gpu.stream().clone_htod(&random_bf16)?,
+    );
+    let mut c: CudaSlice<bf16> = gpu.stream().alloc_zeros(size * size)?;
+    let bf16_timing = time_calls(gpu, flush, 3, max_seconds, |_| {
+        gemm_nt(blas, shape, &a, &b, &mut c, bf16::ONE, bf16::ZERO)
+    })?;
+    Ok(Ceilings {
+        copy_gbs: 2.0 * bytes as f64 / copy.us / 1e3,
+        fp16_tflops: flops / fp16.us / 1e6,
+        bf16_tflops: flops / bf16_timing.us / 1e6,
+    })
+}
+
+pub fn geomean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = values.fold((0.0, 0), |(s, n), v| (s + v.ln(), n + 1));
+    (sum / n.max(1) as f64).exp()
+}
+
+/// `{value:.1}` or an em dash.
+pub fn show(value: Option<f64>) -> String {
+    value.map_or("—".to_string(), |v| format!("{v:.1}"))
+}
+
+/// `{ratio:.2}×` or an em dash.
+pub fn ratio(numerator: Option<f64>, denominator: Option<f64>) -> String {
+    match (numerator, denominator) {
+        (Some(a), Some(b)) => format!("{:.2}×", a / b),
+        _ => "—".to_string(),
+    }
+}
+
+pub fn command_output(program: &str, args: &[&str]) -> String {
+    std::process::Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The revision of the bench binary: `NVFP4_REVISION`, else the bundle's `REVISION` file
+/// (scripts/gpu-bundle.sh), else the working directory's git HEAD.
+pub fn revision() -> String {
+    std::env::var("NVFP4_REVISION")
+        .ok()
+        .or_else(|| {
+            std::fs::read_to_string(".gpu-bundle/REVISION")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| command_output("git", &["rev-parse", "--short", "HEAD"]))
+}
+
+/// The driver version and clocks as nvidia-smi reports them.
+pub fn driver_and_clocks() -> String {
+    command_output(
+        "nvidia-smi",
+        &[
+            "--query-gpu=driver_version,clocks.sm,clocks.max.sm,clocks.mem",
+            "--format=csv,noheader",
+        ],
+    )
+}
+
+/// Horizontal bars, one group per label and one bar per series (µs, log scale), as SVG;
+/// `value(label, series)` gives each bar (`None`: no bar).
+pub fn svg_bars(
+    title: &str,
+    labels: &[String],
+    series: &[&str],
+    value: impl Fn(usize, usize) -> Option<f64>,
+) -> String {
+    const COLORS: [&str; 5] = ["#999999", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"];
+    let (left, bar, gap, width) = (190.0, 11.0, 14.0, 560.0);
+    let max = (0..labels.len())
+        .flat_map(|j| (0..series.len()).map(move |i| (j, i)))
+        .filter_map(|(j, i)| value(j, i))
+        .fold(1.0f64, f64::max);
+    let x = |us: f64| left + width * (us.max(1.0).log10() / max.log10().max(1.0));
+    let group = series.len() as f64 * bar + gap;
+    let height = 60.0 + group * labels.len() as f64 + 30.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"11\">\n<text x=\"10\" y=\"18\" font-size=\"13\">{title}</text>\n",
+        left + width + 80.0
+    );
+    for (i, name) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let _ = writeln!(
+            s,
+            "<rect x=\"{}\" y=\"28\" width=\"10\" height=\"10\" fill=\"{color}\"/><text x=\"{}\" y=\"37\">{name}</text>",
+            10.0 + 140.0 * i as f64,
+            24.0 + 140.0 * i as f64
+        );
+    }
+    for (j, label) in labels.iter().enumerate() {
+        let y0 = 50.0 + group * j as f64;
+        let _ = writeln!(
+            s,
+            "<text x=\"10\" y=\"{}\">{label}</text>",
+            y0 + series.len() as f64 * bar / 2.0
+        );
+        for i in 0..series.len() {
+            if let Some(v) = value(j, i) {
+                let y = y0 + bar * i as f64;
+                let _ = writeln!(
+                    s,
+                    "<rect x=\"{left}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{}\">{v:.1}</text>",
+                    x(v) - left,
+                    bar - 1.0,
+                    COLORS[i % COLORS.len()],
+                    x(v) + 3.0,
+                    y + bar - 2.0
+                );
+            }
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}

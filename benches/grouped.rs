@@ -1,0 +1,829 @@
+//! Benchmark of the grouped NVFP4 GEMM and grouped dual GEMM (MoE experts) against the
+//! alternatives a user has and the hardware floor, all measured side by side in one run.
+//!
+//! ```text
+//! cargo bench --bench grouped -- [--cases LIST] [--sets 20] [--max-seconds 2] [--results DIR]
+//!   LIST: comma-separated groups or case names: gpumode (the four cases of the public grouped
+//!   benchmark problem), decode, prefill (MoE gate/up layers at 64 and 4096 tokens), all (default)
+//! ```
+//!
+//! Cases: the public problem's four (`C_g = A_g·B_gᵀ`, per-group allocations and sizes: the
+//! *separate* convention, fixed group sizes), and the gate/up projections (grouped dual GEMM,
+//! *contiguous* convention, w1 and w3 concatenated) of DeepSeek-V3 (256 experts, top-8, K = 7168,
+//! I = 2048), Qwen3-30B-A3B (128, top-8, 2048, 768) and gpt-oss-120b (128, top-4, K = I = 2880)
+//! at 64 tokens (decode) and 4096 tokens (prefill). Each token picks top-k distinct experts
+//! uniformly at random, a new routing for every input set: every call reads its own offsets
+//! from device memory (nothing about the routing is cached on the host or in the plan).
+//!
+//! Method (`benches/common`, the reference harness's): per case `--sets` input sets (weights
+//! repeat only when `sets` copies would not fit 2 GiB, and then each copy is far larger than
+//! the L2); the L2 flushed before each timed batch of back-to-back calls, one per set, launch
+//! cost included; batches until the mean is known to 0.5 % or `--max-seconds` pass.
+//!
+//! Peers, same cases and method: a per-group loop of cuBLAS fp16 GEMMs on weights and tokens
+//! dequantized beforehand (for gate/up: two GEMMs per group, then one SiLU·mul over all rows),
+//! and, through `benches/torch_grouped_baseline.py` when `python3` can import torch, one
+//! `torch._grouped_mm` bf16 call (gate/up: over the concatenated w13, then SiLU·mul).
+//!
+//! Floor per case: max(bytes / copy bandwidth, FLOPs / fp16 tensor rate), both ceilings measured
+//! in this run; bytes are the NVFP4 tokens, the weights of groups with tokens (a group without
+//! rows needs none), and the fp16 output, averaged over the sets' routings. Output: a markdown
+//! table on stdout, JSON, markdown and an SVG chart under `--results` (default `results/`).
+//! Without a Hopper GPU it prints why and exits successfully.
+
+mod common;
+
+use std::fmt::Write as _;
+
+use common::{
+    BenchResult, Ceilings, Timing, driver_and_clocks, gemm_nt, geomean, measure_ceilings, ratio, show,
+};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::CudaSlice;
+use half::f16;
+use nvfp4::gpu::{Arch, DeviceNvFp4Matrix, Gpu};
+use nvfp4::grouped::{
+    ContiguousInputs, ContiguousTokens, GroupedLayout, GroupedOp, GroupedPlan, GroupedWeights, SeparateGroup,
+    UpWeights,
+};
+use nvfp4::problem::{Rng, random_matrix};
+use nvfp4::{BlockedScales, Distribution, NvFp4Matrix};
+use rayon::prelude::*;
+
+/// How a case's tokens are grouped.
+#[derive(Clone, Copy, Debug)]
+enum Routing {
+    /// Fixed group sizes, per-group allocations (the separate convention).
+    Fixed(&'static [usize]),
+    /// `tokens` each routed to `top_k` of the groups, one contiguous buffer.
+    TopK { tokens: usize, top_k: usize },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    name: &'static str,
+    /// Which list of `--cases` it belongs to.
+    family: &'static str,
+    op: GroupedOp,
+    groups: usize,
+    routing: Routing,
+    /// Outputs per group (of each product for gate/up).
+    n: usize,
+    k: usize,
+}
+
+const fn gpumode(name: &'static str, sizes: &'static [usize], n: usize, k: usize) -> Case {
+    Case {
+        name,
+        family: "gpumode",
+        op: GroupedOp::Gemm,
+        groups: sizes.len(),
+        routing: Routing::Fixed(sizes),
+        n,
+        k,
+    }
+}
+
+const fn moe(
+    name: &'static str,
+    family: &'static str,
+    experts: usize,
+    tokens: usize,
+    top_k: usize,
+    i: usize,
+    k: usize,
+) -> Case {
+    Case {
+        name,
+        family,
+        op: GroupedOp::DualGemm,
+        groups: experts,
+        routing: Routing::TopK { tokens, top_k },
+        n: i,
+        k,
+    }
+}
+
+const CASES: [Case; 10] = [
+    gpumode("gpumode-1", &[80, 176, 128, 72, 64, 248, 96, 160], 4096, 7168),
+    gpumode("gpumode-2", &[40, 76, 168, 72, 164, 148, 196, 160], 7168, 2048),
+    gpumode("gpumode-3", &[192, 320], 3072, 4096),
+    gpumode("gpumode-4", &[128, 384], 4096, 1536),
+    moe("deepseek-v3-decode", "decode", 256, 64, 8, 2048, 7168),
+    moe("qwen3-30b-decode", "decode", 128, 64, 8, 768, 2048),
+    moe("gpt-oss-120b-decode", "decode", 128, 64, 4, 2880, 2880),
+    moe("deepseek-v3-prefill", "prefill", 256, 4096, 8, 2048, 7168),
+    moe("qwen3-30b-prefill", "prefill", 128, 4096, 8, 768, 2048),
+    moe("gpt-oss-120b-prefill", "prefill", 128, 4096, 4, 2880, 2880),
+];
+
+/// Device memory that per-set copies of a case's weights (or tokens) may take.
+const COPY_BUDGET_BYTES: usize = 2 << 30;
+
+struct Options {
+    cases: Vec<Case>,
+    sets: usize,
+    max_seconds: f64,
+    results: String,
+}
+
+fn parse_options() -> Result<Options, String> {
+    let mut options = Options {
+        cases: Vec::new(),
+        sets: 20,
+        max_seconds: 2.0,
+        results: "results".into(),
+    };
+    let mut list = "all".to_string();
+    let mut it = std::env::args().skip(1).filter(|a| a != "--bench");
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--cases" => list = value,
+            "--sets" => options.sets = value.parse().map_err(|e| format!("--sets: {e}"))?,
+            "--max-seconds" => {
+                options.max_seconds = value.parse().map_err(|e| format!("--max-seconds: {e}"))?
+            }
+            "--results" => options.results = value,
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    for item in list.split(',') {
+        let matching: Vec<Case> = CASES
+            .iter()
+            .filter(|c| item == "all" || c.family == item || c.name == item)
+            .copied()
+            .collect();
+        if matching.is_empty() {
+            let names: Vec<&str> = CASES.iter().map(|c| c.name).collect();
+            return Err(format!(
+                "unknown case {item} (gpumode, decode, prefill, all, or one of {names:?})"
+            ));
+        }
+        options.cases.extend(matching);
+    }
+    options.sets = options.sets.max(1);
+    Ok(options)
+}
+
+fn main() {
+    let options = match parse_options() {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let gpu = match Gpu::open(0) {
+        Ok(gpu) if gpu.arch() == Arch::Sm90a => gpu,
+        Ok(gpu) => {
+            println!(
+                "grouped bench skipped: no grouped kernel for {} yet",
+                gpu.arch().name()
+            );
+            return;
+        }
+        Err(e) => {
+            println!("grouped bench skipped: {e}");
+            return;
+        }
+    };
+    if let Err(e) = run(&gpu, &options) {
+        eprintln!("grouped bench failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Group sizes of each input set.
+fn routings(case: &Case, sets: usize) -> Vec<Vec<usize>> {
+    (0..sets)
+        .map(|set| match case.routing {
+            Routing::Fixed(sizes) => sizes.to_vec(),
+            Routing::TopK { tokens, top_k } => {
+                let mut rng = Rng::new(7000 + set as u64);
+                let mut sizes = vec![0; case.groups];
+                for _ in 0..tokens {
+                    let mut chosen: Vec<usize> = Vec::with_capacity(top_k);
+                    while chosen.len() < top_k {
+                        let g = (rng.next_u64() % case.groups as u64) as usize;
+                        if !chosen.contains(&g) {
+                            chosen.push(g);
+                        }
+                    }
+                    chosen.into_iter().for_each(|g| sizes[g] += 1);
+                }
+                sizes
+            }
+        })
+        .collect()
+}
+
+/// Weight rows per group (gate and up together for the dual GEMM).
+fn weight_rows(case: &Case) -> usize {
+    match case.op {
+        GroupedOp::DualGemm => 2 * case.n,
+        GroupedOp::Gemm => case.n,
+    }
+}
+
+/// NVFP4 bytes of `rows × k` (packed data and one scale byte per 16).
+fn nvfp4_bytes(rows: usize, k: usize) -> f64 {
+    (rows * k / 2 + rows * k / 16) as f64
+}
+
+/// Bytes and FLOPs of one call with these group sizes.
+fn traffic(case: &Case, sizes: &[usize]) -> (f64, f64) {
+    let tokens: usize = sizes.iter().sum();
+    let busy = sizes.iter().filter(|&&m| m > 0).count();
+    let bytes = nvfp4_bytes(tokens, case.k)
+        + busy as f64 * nvfp4_bytes(weight_rows(case), case.k)
+        + (tokens * case.n * 2) as f64;
+    (bytes, 2.0 * (tokens * weight_rows(case) * case.k) as f64)
+}
+
+/// A random stack of `groups` weight matrices of `rows × k` (Task distribution).
+fn random_weights(groups: usize, rows: usize, k: usize, seed: u64) -> Vec<NvFp4Matrix> {
+    (0..groups)
+        .into_par_iter()
+        .map(|g| {
+            random_matrix(
+                rows,
+                k,
+                Distribution::Task,
+                &mut Rng::new(seed * 100_003 + g as u64),
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+/// One case's results.
+struct Row {
+    case: Case,
+    sizes: String,
+    ours: Timing,
+    ours_plain: Timing,
+    cublas_loop: Timing,
+    torch_grouped_mm: Option<f64>,
+    floor_us: f64,
+    floor_bound: &'static str,
+    tile: u32,
+}
+
+/// Times the per-group cuBLAS fp16 loop: group g multiplies its rows of `a` (dequantized
+/// tokens, `rows × k`) by its dequantized weights into `gate` (and `up`), then SiLU·mul.
+#[allow(clippy::too_many_arguments)]
+fn time_cublas_loop(
+    gpu: &Gpu,
+    blas: &CudaBlas,
+    flush: &mut CudaSlice<u8>,
+    case: &Case,
+    sizes: &[Vec<usize>],
+    tokens: &[CudaSlice<f16>],
+    weights: &[Vec<CudaSlice<f16>>],
+    max_seconds: f64,
+) -> BenchResult<Timing> {
+    let rows = tokens[0].len() / case.k;
+    let outputs = || gpu.stream().alloc_zeros::<f16>(rows * case.n);
+    let (mut gate, mut up, mut out) = (outputs()?, outputs()?, outputs()?);
+    common::time_calls(gpu, flush, sizes.len(), max_seconds, |set| {
+        let a = &tokens[set % tokens.len()];
+        let w = &weights[set % weights.len()];
+        let mut row = 0;
+        for (g, &m) in sizes[set].iter().enumerate() {
+            if m == 0 {
+                continue;
+            }
+            let a_g = a.slice(row * case.k..(row + m) * case.k);
+            let shape = (m, case.n, case.k);
+            let mut gate_g = gate.slice_mut(row * case.n..(row + m) * case.n);
+            match case.op {
+                GroupedOp::Gemm => gemm_nt(blas, shape, &a_g, &w[g], &mut gate_g, f16::ONE, f16::ZERO)?,
+                GroupedOp::DualGemm => {
+                    let half = case.n * case.k;
+                    gemm_nt(
+                        blas,
+                        shape,
+                        &a_g,
+                        &w[g].slice(..half),
+                        &mut gate_g,
+                        f16::ONE,
+                        f16::ZERO,
+                    )?;
+                    let mut up_g = up.slice_mut(row * case.n..(row + m) * case.n);
+                    gemm_nt(
+                        blas,
+                        shape,
+                        &a_g,
+                        &w[g].slice(half..),
+                        &mut up_g,
+                        f16::ONE,
+                        f16::ZERO,
+                    )?;
+                }
+            }
+            row += m;
+        }
+        if case.op == GroupedOp::DualGemm {
+            gpu.silu_mul_f16(&gate, &up, &mut out)?;
+        }
+        Ok(())
+    })
+}
+
+/// Contiguous-convention inputs of one set on the device.
+struct ContiguousSet {
+    a: CudaSlice<u8>,
+    a_scales: CudaSlice<u8>,
+    row_offsets: CudaSlice<u32>,
+    scale_offsets: CudaSlice<u32>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench_contiguous(
+    gpu: &Gpu,
+    blas: &CudaBlas,
+    flush: &mut CudaSlice<u8>,
+    case: &Case,
+    sizes: &[Vec<usize>],
+    rows: usize,
+    options: &Options,
+) -> BenchResult<(Timing, Timing, Timing, u32)> {
+    let (k, n) = (case.k, case.n);
+    let scale_rows = ContiguousTokens::scale_rows_for(rows, case.groups);
+    let token_copies = (COPY_BUDGET_BYTES / nvfp4_bytes(rows, k) as usize).clamp(1, sizes.len());
+    let stream = gpu.stream();
+    let sets: Vec<ContiguousSet> = sizes
+        .iter()
+        .enumerate()
+        .map(|(set, sizes)| {
+            let mut rng = Rng::new(500 + (set % token_copies) as u64);
+            let mut a = vec![0u8; rows * k / 2];
+            rng.fill(&mut a);
+            a.iter_mut().for_each(|b| *b &= 0b1011_1011);
+            // e4m3 codes 1.0 and 2.0, the public problem's scales.
+            let scales: Vec<u8> = (0..BlockedScales::new(scale_rows, k).len())
+                .map(|_| if rng.next_u64() & 1 == 0 { 0x38 } else { 0x40 })
+                .collect();
+            let (mut row_offsets, mut scale_offsets) = (vec![0u32], vec![0u32]);
+            for &m in sizes {
+                row_offsets.push(row_offsets.last().unwrap() + m as u32);
+                scale_offsets.push(scale_offsets.last().unwrap() + m.next_multiple_of(128) as u32);
+            }
+            Ok(ContiguousSet {
+                a: stream.clone_htod(&a)?,
+                a_scales: stream.clone_htod(&scales)?,
+                row_offsets: stream.clone_htod(&row_offsets)?,
+                scale_offsets: stream.clone_htod(&scale_offsets)?,
+            })
+        })
+        .collect::<BenchResult<_>>()?;
+    let weights = random_weights(case.groups, weight_rows(case), k, 1);
+    let stacked: GroupedWeights = gpu.upload_grouped_weights(&weights)?;
+    let alphas = stream.clone_htod(&vec![1.0f32; case.groups])?;
+    let layout = GroupedLayout::Contiguous {
+        groups: case.groups,
+        rows,
+        scale_rows,
+        n,
+        k,
+        up: match case.op {
+            GroupedOp::DualGemm => UpWeights::Concatenated,
+            GroupedOp::Gemm => UpWeights::Separate,
+        },
+    };
+    let mut plan: GroupedPlan = gpu.plan_grouped(case.op, layout, None)?;
+    let tile = plan.tile_and_grid().0;
+    let mut c: CudaSlice<f16> = stream.alloc_zeros(rows * n)?;
+    let mut time = |plan: &GroupedPlan| {
+        common::time_calls(gpu, flush, sizes.len(), options.max_seconds, |set| {
+            let s = &sets[set];
+            let inputs = ContiguousInputs {
+                a: &s.a,
+                a_scales: &s.a_scales,
+                row_offsets: &s.row_offsets,
+                scale_offsets: &s.scale_offsets,
+                gate: stacked.view(),
+                up: None,
+                alpha_gate: Some(&alphas),
+                alpha_up: (case.op == GroupedOp::DualGemm).then_some(&alphas),
+                scale: 1.0,
+            };
+            Ok(plan.launch(gpu, &inputs, &mut c)?)
+        })
+    };
+    let ours = time(&plan)?;
+    plan.set_programmatic_launch(false);
+    let ours_plain = time(&plan)?;
+    plan.device_status(gpu)?;
+    drop((sets, stacked, c, plan));
+
+    // The cuBLAS loop on dequantized operands (its own random tokens, same routings).
+    let dense_tokens: Vec<CudaSlice<f16>> = (0..token_copies)
+        .map(|copy| {
+            let a = random_matrix(rows, k, Distribution::Task, &mut Rng::new(900 + copy as u64))?;
+            Ok(gpu.dequantize_f16(&gpu.upload(&a)?)?)
+        })
+        .collect::<BenchResult<_>>()?;
+    let dense_weights = vec![dequantize_all(gpu, &weights)?];
+    drop(weights);
+    let cublas_loop = time_cublas_loop(
+        gpu,
+        blas,
+        flush,
+        case,
+        sizes,
+        &dense_tokens,
+        &dense_weights,
+        options.max_seconds,
+    )?;
+    Ok((ours, ours_plain, cublas_loop, tile))
+}
+
+fn dequantize_all(gpu: &Gpu, matrices: &[NvFp4Matrix]) -> BenchResult<Vec<CudaSlice<f16>>> {
+    matrices
+        .iter()
+        .map(|m| Ok(gpu.dequantize_f16(&gpu.upload(m)?)?))
+        .collect()
+}
+
+fn bench_separate(
+    gpu: &Gpu,
+    blas: &CudaBlas,
+    flush: &mut CudaSlice<u8>,
+    case: &Case,
+    sizes: &[Vec<usize>],
+    options: &Options,
+) -> BenchResult<(Timing, Timing, Timing, u32)> {
+    let (k, n) = (case.k, case.n);
+    let group_bytes = case.groups as f64 * nvfp4_bytes(weight_rows(case), k);
+    let copies = (COPY_BUDGET_BYTES / group_bytes as usize).clamp(1, sizes.len());
+    // Per copy: every group's tokens and weights (as the public problem hands them over).
+    let host: Vec<Vec<(NvFp4Matrix, NvFp4Matrix)>> = (0..copies)
+        .into_par_iter()
+        .map(|copy| {
+            let mut rng = Rng::new(300 + copy as u64);
+            sizes[copy]
+                .iter()
+                .map(|&m| {
+                    (
+                        random_matrix(m.max(1), k, Distribution::Task, &mut rng).unwrap(),
+                        random_matrix(n, k, Distribution::Task, &mut rng).unwrap(),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let device: Vec<Vec<(DeviceNvFp4Matrix, DeviceNvFp4Matrix)>> = host
+        .iter()
+        .map(|groups| {
+            groups
+                .iter()
+                .map(|(a, b)| Ok((gpu.upload(a)?, gpu.upload(b)?)))
+                .collect::<BenchResult<_>>()
+        })
+        .collect::<BenchResult<_>>()?;
+    let tokens: usize = sizes[0].iter().sum();
+    let layout = GroupedLayout::Separate {
+        groups: case.groups,
+        rows: tokens,
+        max_k: k,
+    };
+    let mut plan = gpu.plan_grouped(case.op, layout, None)?;
+    let tile = plan.tile_and_grid().0;
+    let mut outputs: Vec<CudaSlice<f16>> = sizes[0]
+        .iter()
+        .map(|&m| gpu.stream().alloc_zeros(m * n))
+        .collect::<Result<_, _>>()?;
+    let mut ours = Vec::new();
+    for programmatic in [true, false] {
+        plan.set_programmatic_launch(programmatic);
+        ours.push(common::time_calls(
+            gpu,
+            flush,
+            sizes.len(),
+            options.max_seconds,
+            |set| {
+                let copy = &device[set % copies];
+                let mut groups: Vec<SeparateGroup> = copy
+                    .iter()
+                    .zip(outputs.iter_mut())
+                    .map(|((a, b), c)| SeparateGroup {
+                        a: Some(a),
+                        gate: b,
+                        up: None,
+                        c: Some(c),
+                    })
+                    .collect();
+                Ok(plan.launch_separate(gpu, &mut groups)?)
+            },
+        )?);
+    }
+    plan.device_status(gpu)?;
+    drop((device, outputs, plan));
+
+    // The cuBLAS loop: each copy's tokens stacked in one buffer, its weights dequantized.
+    let dense_tokens: Vec<CudaSlice<f16>> = host
+        .iter()
+        .map(|groups| {
+            let mut stacked: CudaSlice<f16> = gpu.stream().alloc_zeros(tokens * k)?;
+            let mut row = 0;
+            for ((a, _), &m) in groups.iter().zip(&sizes[0]) {
+                let dense = gpu.dequantize_f16(&gpu.upload(a)?)?;
+                gpu.stream().memcpy_dtod(
+                    &dense.slice(..m * k),
+                    &mut stacked.slice_mut(row * k..(row + m) * k),
+                )?;
+                row += m;
+            }
+            Ok(stacked)
+        })
+        .collect::<BenchResult<_>>()?;
+    let dense_weights: Vec<Vec<CudaSlice<f16>>> = host
+        .iter()
+        .map(|groups| {
+            let b: Vec<NvFp4Matrix> = groups.iter().map(|(_, b)| b.clone()).collect();
+            dequantize_all(gpu, &b)
+        })
+        .collect::<BenchResult<_>>()?;
+    let cublas_loop = time_cublas_loop(
+        gpu,
+        blas,
+        flush,
+        case,
+        sizes,
+        &dense_tokens,
+        &dense_weights,
+        options.max_seconds,
+    )?;
+    Ok((ours.remove(0), ours.remove(0), cublas_loop, tile))
+}
+
+fn bench_case(
+    gpu: &Gpu,
+    blas: &CudaBlas,
+    flush: &mut CudaSlice<u8>,
+    case: &Case,
+    options: &Options,
+    ceilings: &Ceilings,
+) -> BenchResult<Row> {
+    let sizes = routings(case, options.sets);
+    let (ours, ours_plain, cublas_loop, tile) = match case.routing {
+        Routing::Fixed(_) => bench_separate(gpu, blas, flush, case, &sizes, options)?,
+        Routing::TopK { tokens, top_k } => {
+            bench_contiguous(gpu, blas, flush, case, &sizes, tokens * top_k, options)?
+        }
+    };
+    let (mut memory_us, mut compute_us) = (0.0, 0.0);
+    for set in &sizes {
+        let (bytes, flops) = traffic(case, set);
+        memory_us += bytes / ceilings.copy_gbs / 1e3 / sizes.len() as f64;
+        compute_us += flops / ceilings.fp16_tflops / 1e6 / sizes.len() as f64;
+    }
+    let (floor_us, floor_bound) = if memory_us > compute_us {
+        (memory_us, "memory")
+    } else {
+        (compute_us, "fp16 tensor")
+    };
+    let busy: Vec<usize> = sizes
+        .iter()
+        .map(|s| s.iter().filter(|&&m| m > 0).count())
+        .collect();
+    let described = match case.routing {
+        Routing::Fixed(sizes) => format!("{sizes:?}"),
+        Routing::TopK { tokens, top_k } => format!(
+            "{tokens} tokens × top-{top_k}; {:.0} of {} groups with rows",
+            busy.iter().sum::<usize>() as f64 / busy.len() as f64,
+            case.groups
+        ),
+    };
+    Ok(Row {
+        case: *case,
+        sizes: described,
+        ours,
+        ours_plain,
+        cublas_loop,
+        torch_grouped_mm: None,
+        floor_us,
+        floor_bound,
+        tile,
+    })
+}
+
+/// Runs `benches/torch_grouped_baseline.py` on the cases (their group sizes per set written
+/// to a JSON file): µs of `torch._grouped_mm` bf16 per case, or why it could not run.
+fn torch_baseline(cases: &[Case], sets: usize, results: &str) -> Result<Vec<Option<f64>>, String> {
+    let script = std::env::var("NVFP4_TORCH_GROUPED_BASELINE")
+        .unwrap_or_else(|_| "benches/torch_grouped_baseline.py".into());
+    if !std::path::Path::new(&script).is_file() {
+        return Err(format!(
+            "{script} not found (run from the repository root or set NVFP4_TORCH_GROUPED_BASELINE)"
+        ));
+    }
+    let mut json = String::from("[\n");
+    for (i, case) in cases.iter().enumerate() {
+        let sizes: Vec<String> = routings(case, sets).iter().map(|s| format!("{s:?}")).collect();
+        let _ = writeln!(
+            json,
+            "  {{\"name\": \"{}\", \"dual\": {}, \"n\": {}, \"k\": {}, \"sizes\": [{}]}}{}",
+            case.name,
+            case.op == GroupedOp::DualGemm,
+            case.n,
+            case.k,
+            sizes.join(", "),
+            if i + 1 < cases.len() { "," } else { "" }
+        );
+    }
+    json.push_str("]\n");
+    std::fs::create_dir_all(results).map_err(|e| e.to_string())?;
+    let path = format!("{results}/grouped-cases.json");
+    std::fs::write(&path, json).map_err(|e| e.to_string())?;
+    let output = std::process::Command::new("python3")
+        .args([script.as_str(), &path])
+        .output()
+        .map_err(|e| format!("cannot run python3: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!(
+            "torch baseline failed: {}",
+            stderr.lines().last().unwrap_or("")
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    Ok(cases
+        .iter()
+        .map(|case| {
+            stdout
+                .lines()
+                .find_map(|line| line.strip_prefix(&format!("{} ", case.name)))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .collect())
+}
+
+fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
+    let blas = CudaBlas::new(gpu.stream().clone())?;
+    let mut flush: CudaSlice<u8> = gpu.stream().alloc_zeros(common::FLUSH_BYTES)?;
+    println!(
+        "device: {} ({} SMs); {} input sets per case; method: see benches/grouped.rs",
+        gpu.name(),
+        gpu.multiprocessors(),
+        options.sets
+    );
+    let ceilings = measure_ceilings(gpu, &blas, &mut flush, options.max_seconds)?;
+    println!(
+        "ceilings measured now: copy {:.0} GB/s (read + write), cuBLAS 8192³ fp16 {:.0} TFLOP/s",
+        ceilings.copy_gbs, ceilings.fp16_tflops
+    );
+    let mut rows = Vec::new();
+    for case in &options.cases {
+        eprintln!("  {} …", case.name);
+        rows.push(bench_case(gpu, &blas, &mut flush, case, options, &ceilings)?);
+    }
+    drop(flush);
+    let torch_note = match torch_baseline(&options.cases, options.sets, &options.results) {
+        Ok(times) => {
+            for (row, t) in rows.iter_mut().zip(times) {
+                row.torch_grouped_mm = t;
+            }
+            "torch._grouped_mm bf16: benches/torch_grouped_baseline.py".to_string()
+        }
+        Err(why) => format!("PyTorch baseline skipped: {why}"),
+    };
+    let table = markdown_table(&rows);
+    println!("\n{torch_note}\n\n{table}");
+    write_results(gpu, options, &ceilings, &rows, &table)
+}
+
+fn markdown_table(rows: &[Row]) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "| case | op | G | rows per group | N | K | tile | ours µs | ± | ours, plain launch µs | cuBLAS fp16 loop µs | torch._grouped_mm bf16 µs | floor µs (bound) | ours / floor | vs cuBLAS loop | vs grouped_mm |"
+    );
+    let _ = writeln!(t, "|{}", " --- |".repeat(16));
+    for r in rows {
+        let c = &r.case;
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} % | {:.1} | {:.1} | {} | {:.1} ({}) | {:.2}× | {} | {} |",
+            c.name,
+            match c.op {
+                GroupedOp::Gemm => "GEMM",
+                GroupedOp::DualGemm => "gate/up",
+            },
+            c.groups,
+            r.sizes,
+            c.n,
+            c.k,
+            r.tile,
+            r.ours.us,
+            100.0 * r.ours.relative_error,
+            r.ours_plain.us,
+            r.cublas_loop.us,
+            show(r.torch_grouped_mm),
+            r.floor_us,
+            r.floor_bound,
+            r.ours.us / r.floor_us,
+            ratio(Some(r.cublas_loop.us), Some(r.ours.us)),
+            ratio(r.torch_grouped_mm, Some(r.ours.us)),
+        );
+    }
+    let gpumode: Vec<&Row> = rows.iter().filter(|r| r.case.family == "gpumode").collect();
+    if gpumode.len() == 4 {
+        let g = |f: &dyn Fn(&Row) -> f64| geomean(gpumode.iter().map(|r| f(r)));
+        let _ = writeln!(
+            t,
+            "| geomean (4 gpumode cases) | | | | | | | {:.1} | | {:.1} | {:.1} | {} | {:.1} | {:.2}× | {} | {} |",
+            g(&|r| r.ours.us),
+            g(&|r| r.ours_plain.us),
+            g(&|r| r.cublas_loop.us),
+            show(
+                gpumode
+                    .iter()
+                    .all(|r| r.torch_grouped_mm.is_some())
+                    .then(|| g(&|r| r.torch_grouped_mm.unwrap_or(1.0)))
+            ),
+            g(&|r| r.floor_us),
+            g(&|r| r.ours.us / r.floor_us),
+            ratio(Some(g(&|r| r.cublas_loop.us)), Some(g(&|r| r.ours.us))),
+            ratio(
+                gpumode
+                    .iter()
+                    .all(|r| r.torch_grouped_mm.is_some())
+                    .then(|| g(&|r| r.torch_grouped_mm.unwrap_or(1.0))),
+                Some(g(&|r| r.ours.us))
+            ),
+        );
+    }
+    t
+}
+
+fn write_results(
+    gpu: &Gpu,
+    options: &Options,
+    ceilings: &Ceilings,
+    rows: &[Row],
+    table: &str,
+) -> BenchResult<()> {
+    std::fs::create_dir_all(&options.results)?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    let mut json = format!(
+        "{{\n  \"device\": \"{}\",\n  \"nvidia_smi_driver_clocks\": \"{}\",\n  \"revision\": \"{}\",\n  \"unix_time\": {stamp},\n  \"sets\": {},\n  \"copy_gbs\": {:.1},\n  \"fp16_tflops\": {:.1},\n  \"cases\": [\n",
+        gpu.name(),
+        driver_and_clocks(),
+        common::revision(),
+        options.sets,
+        ceilings.copy_gbs,
+        ceilings.fp16_tflops,
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let _ = writeln!(
+            json,
+            "    {{\"case\": \"{}\", \"groups\": {}, \"rows\": \"{}\", \"n\": {}, \"k\": {}, \"tile\": {}, \"ours_us\": {:.3}, \"ours_median_us\": {:.3}, \"ours_relative_error\": {:.5}, \"ours_plain_launch_us\": {:.3}, \"cublas_fp16_loop_us\": {:.3}, \"torch_grouped_mm_bf16_us\": {}, \"floor_us\": {:.3}, \"floor_bound\": \"{}\"}}{}",
+            r.case.name,
+            r.case.groups,
+            r.sizes,
+            r.case.n,
+            r.case.k,
+            r.tile,
+            r.ours.us,
+            r.ours.median_us,
+            r.ours.relative_error,
+            r.ours_plain.us,
+            r.cublas_loop.us,
+            r.torch_grouped_mm
+                .map_or("null".to_string(), |t| format!("{t:.3}")),
+            r.floor_us,
+            r.floor_bound,
+            if i + 1 < rows.len() { "," } else { "" }
+        );
+    }
+    json.push_str("  ]\n}\n");
+    let base = format!("{}/grouped-{stamp}", options.results);
+    std::fs::write(format!("{base}.json"), json)?;
+    std::fs::write(format!("{base}.md"), table)?;
+    let labels: Vec<String> = rows.iter().map(|r| r.case.name.to_string()).collect();
+    let svg = common::svg_bars(
+        &format!(
+            "Grouped NVFP4 GEMMs on {} — µs per call (log scale), floor from ceilings measured in the same run",
+            gpu.name()
+        ),
+        &labels,
+        &["floor", "ours", "cuBLAS fp16 loop", "torch._grouped_mm bf16"],
+        |j, i| {
+            let r = &rows[j];
+            match i {
+                0 => Some(r.floor_us),
+                1 => Some(r.ours.us),
+                2 => Some(r.cublas_loop.us),
+                _ => r.torch_grouped_mm,
+            }
+        },
+    );
+    std::fs::write(format!("{base}.svg"), svg)?;
+    println!("wrote {base}.json, {base}.md, {base}.svg");
+    Ok(())
+}
