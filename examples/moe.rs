@@ -193,18 +193,14 @@ fn global(m: &NvFp4Matrix) -> f32 {
     m.global_scale().unwrap_or(1.0)
 }
 
-/// Where the NVFP4 path runs.
-enum Backend {
-    Gpu(Gpu),
-    Cpu,
-}
-
-fn select_backend(backend: &str) -> Result<Backend, String> {
+/// The GPU the NVFP4 path runs on, `None` for the CPU reference (printing why when the GPU
+/// was not refused by `--backend cpu`).
+fn select_gpu(backend: &str) -> Result<Option<Gpu>, String> {
     if backend == "cpu" {
-        return Ok(Backend::Cpu);
+        return Ok(None);
     }
     let reason = match Gpu::open(0) {
-        Ok(gpu) if gpu.arch() == Arch::Sm90a => return Ok(Backend::Gpu(gpu)),
+        Ok(gpu) if gpu.arch() == Arch::Sm90a => return Ok(Some(gpu)),
         Ok(gpu) => format!("no grouped kernel for {} yet", gpu.arch().name()),
         Err(e) if backend == "gpu" => return Err(e.to_string()),
         Err(e) => e.to_string(),
@@ -213,7 +209,7 @@ fn select_backend(backend: &str) -> Result<Backend, String> {
         return Err(format!("--backend gpu needs a Hopper GPU: {reason}"));
     }
     println!("backend: cpu ({reason})");
-    Ok(Backend::Cpu)
+    Ok(None)
 }
 
 /// The grouped launches' outputs, in the contiguous buffers' row order.
@@ -388,10 +384,10 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
         x[token * h..(token + 1) * h].to_vec()
     })?;
 
-    let backend = select_backend(&args.backend)?;
+    let gpu = select_gpu(&args.backend)?;
     let gate_up_reference = cpu_stage(&activations, &q1, Some(&q3))?;
-    let (gate_up, mut passed): (Vec<Vec<f16>>, bool) = match &backend {
-        Backend::Gpu(gpu) => {
+    let (gate_up, mut passed): (Vec<Vec<f16>>, bool) = match &gpu {
+        Some(gpu) => {
             let stage = run_gpu_stage(gpu, &activations, &q1, Some(&q3), capacity)?;
             let passed = check_stage("gate/up (grouped dual GEMM)", &stage, &gate_up_reference, i)?;
             let per_expert = (0..args.experts)
@@ -399,7 +395,7 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
                 .collect();
             (per_expert, passed)
         }
-        Backend::Cpu => (gate_up_reference, true),
+        None => (gate_up_reference, true),
     };
     // The SwiGLU output, quantized per expert for the down projection.
     let hidden = quantize_groups(&routes, i, |e, r| {
@@ -409,15 +405,15 @@ fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
             .collect()
     })?;
     let down_reference = cpu_stage(&hidden, &q2, None)?;
-    let down: Vec<Vec<f16>> = match &backend {
-        Backend::Gpu(gpu) => {
+    let down: Vec<Vec<f16>> = match &gpu {
+        Some(gpu) => {
             let stage = run_gpu_stage(gpu, &hidden, &q2, None, capacity)?;
             passed &= check_stage("down (grouped GEMM)", &stage, &down_reference, h)?;
             (0..args.experts)
                 .map(|e| stage.out[stage.offsets[e] as usize * h..stage.offsets[e + 1] as usize * h].to_vec())
                 .collect()
         }
-        Backend::Cpu => down_reference,
+        None => down_reference,
     };
 
     let y = combine(
