@@ -93,7 +93,7 @@ impl Sm90Geometry {
             tile,
             tiles,
             grid,
-            split: StreamK { space, ctas: grid },
+            split: StreamK::new(space, grid, 0),
             shared_bytes: tile.shared().total,
         })
     }
@@ -204,12 +204,7 @@ pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
     }
     let most = (total as u32).min(multiprocessors);
     let fewest = (most - most / 8).max(1);
-    let cost = |ctas: u32| {
-        stream_k_cost(&StreamK {
-            space: UniformTiles { tiles, stages },
-            ctas,
-        })
-    };
+    let cost = |ctas: u32| stream_k_cost(&StreamK::new(UniformTiles { tiles, stages }, ctas, 0));
     Ok((fewest..=most)
         .rev()
         .min_by_key(|&ctas| cost(ctas))

@@ -32,7 +32,7 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::f16;
-use nvfp4_kernel::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, SCALE_ROW_ALIGNMENT};
+use nvfp4_kernel::grouped::{GroupDesc, GroupedHeader, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT};
 use nvfp4_kernel::layout::BlockedScales;
 use nvfp4_kernel::sm90::config::{
     self as sm90, K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, padded_k, partial_slot_bytes, tile_n,
@@ -394,7 +394,7 @@ impl Gpu {
             tokens,
             token_map,
             descs: stream.alloc_zeros::<u8>(groups * std::mem::size_of::<GroupDesc>())?,
-            schedule: stream.alloc_zeros::<u32>(4 * (groups + 1))?,
+            schedule: stream.alloc_zeros::<u32>(4 * (groups + HEADER_RECORDS as usize))?,
             separate_table: match layout {
                 GroupedLayout::Separate { .. } => Some(stream.alloc_zeros::<u8>(
                     groups * std::mem::size_of::<nvfp4_kernel::grouped::SeparateGroup>(),
@@ -812,12 +812,14 @@ impl GroupedPlan {
     /// What the last launch's preparation pass found (synchronizes the stream): `Ok` when every
     /// group was computed, or the rule the device-side offsets broke (nothing was written).
     pub fn device_status(&self, gpu: &Gpu) -> Result<()> {
-        let words = gpu.stream().clone_dtoh(&self.schedule.slice(0..4))?;
+        let words = gpu.stream().clone_dtoh(&self.schedule.slice(0..8))?;
         let header = GroupedHeader {
             total_iterations: words[0],
             working_ctas: words[1],
             status: words[2],
             status_group: words[3],
+            tile_stages: words[4],
+            reserved: [words[5], words[6], words[7]],
         };
         match header.status {
             nvfp4_kernel::grouped::STATUS_OK => Ok(()),

@@ -434,13 +434,12 @@ fn split_cases() -> Vec<SplitCase> {
         (1, 28),
         (7, 3),
         (1024, 2),
+        (2048, 28),
+        (400, 5),
     ] {
         for ctas in [1u32, 2, 7, 131, 132] {
             if ctas <= tiles * stages {
-                let sk = StreamK {
-                    space: UniformTiles { tiles, stages },
-                    ctas,
-                };
+                let sk = StreamK::new(UniformTiles { tiles, stages }, ctas, stages);
                 cases.push(split_case(
                     format!("{tiles} tiles × {stages} stages / {ctas}"),
                     &sk,
@@ -474,10 +473,16 @@ fn split_cases() -> Vec<SplitCase> {
         }
         for grid in [1u32, 3, 16, 132] {
             let ctas = working_ctas(0, 0, begin, grid);
-            let sk = StreamK {
-                space: GroupedTiles { table: &table[..] },
-                ctas,
+            // Every tile has the same stages in some groupings: waves then.
+            let uniform = table
+                .iter()
+                .filter(|g| g.m_tiles * g.n_tiles > 0)
+                .map(|g| g.stages);
+            let stages = match (uniform.clone().min(), uniform.max()) {
+                (Some(low), Some(high)) if low == high => high,
+                _ => 0,
             };
+            let sk = StreamK::new(GroupedTiles { table: &table[..] }, ctas, stages);
             cases.push(split_case(format!("grouping {n} / {ctas} of {grid}"), &sk));
         }
     }
@@ -489,10 +494,7 @@ fn ctas_without_a_share_get_no_segments() {
     // A grouped launch gives shares to fewer CTAs than it has; the others must see an empty
     // range (`begin(ctas + 1)` lies past the last iteration: a phantom tile there once hung).
     for (tiles, stages, ctas) in [(9, 3, 27), (4, 1, 4), (1, 28, 7)] {
-        let sk = StreamK {
-            space: UniformTiles { tiles, stages },
-            ctas,
-        };
+        let sk = StreamK::new(UniformTiles { tiles, stages }, ctas, stages);
         for cta in [ctas, ctas + 1, 131, u32::MAX - 1] {
             assert_eq!(
                 sk.segments(cta).count(),
@@ -531,6 +533,41 @@ fn stream_k_gives_every_stage_of_every_tile_to_exactly_one_cta_with_balanced_sha
             case.name
         );
     }
+}
+
+#[test]
+fn waves_deal_whole_tiles_round_robin_before_the_stream_k_part() {
+    // 2048 tiles on 132 CTAs: 15 full waves and 68 tiles over; 14 waves are dealt round-robin,
+    // and the stream-K part balances the last 200 tiles.
+    assert_eq!(StreamK::waves_for(2048, 132), 14);
+    assert_eq!(StreamK::waves_for(264, 132), 2);
+    assert_eq!(StreamK::waves_for(200, 132), 0);
+    assert_eq!(StreamK::waves_for(5, 0), 0);
+    let sk = StreamK::new(
+        UniformTiles {
+            tiles: 2048,
+            stages: 28,
+        },
+        132,
+        28,
+    );
+    assert_eq!(sk.stream_k_begin(), 14 * 132 * 28);
+    for cta in [0, 1, 77, 131] {
+        let tiles: Vec<u32> = sk.segments(cta).take(14).map(|s| s.tile.local).collect();
+        let expected: Vec<u32> = (0..14).map(|w| w * 132 + cta).collect();
+        assert_eq!(tiles, expected, "CTA {cta}");
+        assert!(sk.segments(cta).take(14).all(|s| s.count == 1 && s.stages == 28));
+    }
+    // Tiles of different stage counts: no waves.
+    let sk = StreamK::new(
+        UniformTiles {
+            tiles: 2048,
+            stages: 28,
+        },
+        132,
+        0,
+    );
+    assert_eq!((sk.waves(), sk.stream_k_begin()), (0, 0));
 }
 
 #[test]
@@ -583,7 +620,12 @@ fn stream_k_reducers_wait_only_after_their_last_segment_on_segments_that_never_w
                         case.name
                     );
                 } else {
-                    assert_eq!(n, 0, "{} CTA {cta}: a waited-for segment is not first", case.name);
+                    // Only whole tiles (the waves, which never wait) may come before it.
+                    assert!(
+                        segs[..n].iter().all(|(s, _)| s.count == 1),
+                        "{} CTA {cta}: a waited-for segment is not its CTA's first split one",
+                        case.name
+                    );
                 }
             }
         }

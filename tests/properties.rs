@@ -65,7 +65,7 @@ proptest! {
         if let Some(grid) = TileGrid::new(m, n, tile_m, tile_n) {
             prop_assert_eq!(grid.len() as u64, grid.m_tiles as u64 * grid.n_tiles as u64);
             if let Some(space) = UniformTiles::new(grid.len(), stages).filter(|s| s.tiles * s.stages < 1 << 16) {
-                let split = StreamK { space, ctas: ctas.min((space.tiles * space.stages).max(1)) };
+                let split = StreamK::new(space, ctas.min((space.tiles * space.stages).max(1)), space.stages);
                 let stages_seen: u32 = (0..split.ctas).flat_map(|c| split.segments(c)).map(|s| s.stages).sum();
                 prop_assert_eq!(stages_seen, space.tiles * space.stages);
             }

@@ -112,7 +112,16 @@ pub struct GroupedHeader {
     pub status: u32,
     /// The group at which `status` was found.
     pub status_group: u32,
+    /// K-stages of every tile when all tiles have the same count, else 0 (the stream-K split's
+    /// whole-tile waves need it: [`crate::schedule::StreamK`]).
+    pub tile_stages: u32,
+    /// Unused: the header fills whole 16-byte records.
+    pub reserved: [u32; 3],
 }
+
+/// 16-byte records that the [`GroupedHeader`] takes at the start of the schedule table; group
+/// `g`'s [`GroupSchedule`](crate::schedule::GroupSchedule) is record `HEADER_RECORDS + g`.
+pub const HEADER_RECORDS: u32 = (core::mem::size_of::<GroupedHeader>() / 16) as u32;
 
 /// The device-side offsets were valid; the launch computed every group.
 pub const STATUS_OK: u32 = 0;

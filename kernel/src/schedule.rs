@@ -217,20 +217,32 @@ impl<T: GroupTable> TileSpace for GroupedTiles<T> {
     }
 }
 
-/// Stream-K split of a launch's iterations over `ctas` persistent CTAs (in *virtual* CTA order,
-/// see [`virtual_cta`]): CTA `c` takes the iterations `[begin(c), begin(c + 1))`, so every CTA
-/// gets the same work (±1 stage) whatever the tile count. A tile whose stages span several CTAs
-/// is a sequence of *segments*, one per CTA, numbered along K. Segment 0 is the tile's
-/// *reducer*: its CTA's range ends inside the tile, so that CTA computes it last. Every other
-/// segment is the *first* segment of its CTA: it stores its partial sums, publishes them and
-/// goes on without waiting; the reducer waits for them, adds them to its own in segment order
-/// (a fixed order: results do not depend on timing) and runs the epilogue.
+/// Split of a launch's iterations over `ctas` persistent CTAs (in *virtual* CTA order, see
+/// [`virtual_cta`]), in two parts.
+///
+/// **Waves** (data-parallel): when every tile has the same number of stages, the first
+/// `waves · ctas` tiles are dealt out round-robin, whole: in wave `w` virtual CTA `c` computes
+/// tile `w · ctas + c` alone. CTAs running at the same time then work on neighbouring tiles
+/// (the same tokens, the same group's weights), which L2 serves; contiguous ranges of many
+/// tiles per CTA would put every CTA on different data at once (measured on an H100: a 4096-token
+/// MoE prefill read each token tile from DRAM once per output tile). [`StreamK::waves_for`]
+/// leaves between one and two waves' worth of tiles to the second part.
+///
+/// **Stream-K** over the remaining iterations: CTA `c` takes the iterations
+/// `[begin(c), begin(c + 1))`, so every CTA gets the same work (±1 stage) whatever the tile
+/// count. A tile whose stages span several CTAs is a sequence of *segments*, one per CTA,
+/// numbered along K. Segment 0 is the tile's *reducer*: its CTA's range ends inside the tile,
+/// so that CTA computes it last. Every other segment is the *first* segment of its CTA's range:
+/// it stores its partial sums, publishes them and goes on without waiting; the reducer waits for
+/// them, adds them to its own in segment order (a fixed order: results do not depend on timing)
+/// and runs the epilogue.
 ///
 /// **No deadlock.** A reducer in virtual CTA `c` waits only for CTAs `c + 1, c + 2, …`, and the
 /// kernels give virtual CTA `ctas − 1 − t` to the CTA that started `t`-th ([`virtual_cta`]), so a
 /// reducer only ever waits for CTAs that started before it, which are running (or done), which
-/// compute the awaited segment first and never wait before publishing it. By induction on the
-/// start order every CTA finishes, however few SMs the launch gets at a time.
+/// compute their waves' tiles and then the awaited segment first, and never wait before
+/// publishing it. By induction on the start order every CTA finishes, however few SMs the
+/// launch gets at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamK<S> {
     /// The iterations and their tiles.
@@ -238,6 +250,9 @@ pub struct StreamK<S> {
     /// CTAs that take a share: at least 1 and at most the iterations, so that every share has
     /// at least one stage (see [`working_ctas`]).
     pub ctas: u32,
+    /// Stages of every tile, or 0 for no waves (the tiles' stage counts differ, or the kernel
+    /// has no registers to spare for them).
+    pub tile_stages: u32,
 }
 
 /// One CTA's share of one tile.
@@ -258,28 +273,68 @@ pub struct Segment {
 /// The segment of a split tile that adds the others' partial sums (see [`StreamK`]).
 pub const REDUCER_SEGMENT: u32 = 0;
 
+impl StreamK<()> {
+    /// Whole-tile waves for `tiles` tiles of equal stage counts on `ctas` CTAs: all of them when
+    /// the CTAs divide the tiles, else one less than the full waves (none below two), so that
+    /// the stream-K part balances between one and two waves of tiles.
+    pub const fn waves_for(tiles: u32, ctas: u32) -> u32 {
+        match (tiles.checked_div(ctas), tiles.checked_rem(ctas)) {
+            (Some(waves), Some(0)) => waves,
+            (Some(waves), Some(_)) => waves.saturating_sub(1),
+            _ => 0,
+        }
+    }
+}
+
 impl<S: TileSpace> StreamK<S> {
+    /// The split of `space` over `ctas` CTAs, with waves when every tile has `tile_stages`
+    /// stages (0: they differ).
+    #[inline(always)]
+    pub fn new(space: S, ctas: u32, tile_stages: u32) -> Self {
+        Self {
+            space,
+            ctas,
+            tile_stages,
+        }
+    }
+
+    /// Whole-tile waves before the stream-K part ([`StreamK::waves_for`]; computed where needed
+    /// rather than kept: the kernels' roles keep the split in registers).
+    #[inline(always)]
+    pub fn waves(&self) -> u32 {
+        let tiles = self.total().checked_div(self.tile_stages).unwrap_or(0);
+        StreamK::waves_for(tiles, self.ctas)
+    }
+
+    /// First iteration of the stream-K part (after the waves' tiles).
+    #[inline(always)]
+    pub fn stream_k_begin(&self) -> u32 {
+        self.waves() * self.ctas * self.tile_stages
+    }
+
     /// Total iterations.
     #[inline(always)]
     pub fn total(&self) -> u32 {
         self.space.total()
     }
 
-    /// First iteration of virtual CTA `cta` (`begin(ctas) = total`).
+    /// First iteration of virtual CTA `cta`'s stream-K range (`begin(ctas) = total`).
     #[inline(always)]
     pub fn begin(&self, cta: u32) -> u32 {
-        match (cta as u64 * self.total() as u64).checked_div(self.ctas as u64) {
-            Some(b) => b as u32,
-            None => 0,
+        let first = self.stream_k_begin();
+        match (cta as u64 * (self.total() - first) as u64).checked_div(self.ctas as u64) {
+            Some(b) => first + b as u32,
+            None => first,
         }
     }
 
-    /// The virtual CTA whose range holds iteration `i`: the largest `c` with `begin(c) ≤ i`,
-    /// that is `ceil((i + 1) · ctas / total) − 1`.
+    /// The virtual CTA whose stream-K range holds iteration `i`: the largest `c` with
+    /// `begin(c) ≤ i`, that is `ceil((i − first + 1) · ctas / (total − first)) − 1`.
     #[inline(always)]
     pub fn cta_of(&self, i: u32) -> u32 {
-        let total = self.total() as u64;
-        match ((i as u64 + 1) * self.ctas as u64 + total - 1).checked_div(total) {
+        let first = self.stream_k_begin();
+        let total = (self.total() - first) as u64;
+        match (((i - first) as u64 + 1) * self.ctas as u64 + total - 1).checked_div(total) {
             Some(c) => c as u32 - 1,
             None => 0,
         }
@@ -301,13 +356,13 @@ impl<S: TileSpace> StreamK<S> {
         }
     }
 
-    /// The segments of virtual CTA `cta`'s range, in order (none for `cta ≥ ctas`: a CTA
-    /// without a share).
+    /// The segments of virtual CTA `cta`: its waves' whole tiles, then its stream-K range, in
+    /// order (none for `cta ≥ ctas`: a CTA without a share).
     pub fn segments(&self, cta: u32) -> Segments<'_, S> {
-        let (next, end) = if cta < self.ctas {
-            (self.begin(cta), self.begin(cta + 1))
-        } else {
-            (self.total(), self.total())
+        let (next, end) = match (cta < self.ctas, self.stream_k_begin() > 0) {
+            (true, true) => (cta * self.tile_stages, self.begin(cta + 1)),
+            (true, false) => (self.begin(cta), self.begin(cta + 1)),
+            (false, _) => (self.total(), self.total()),
         };
         Segments {
             split: self,
@@ -331,7 +386,11 @@ impl<S: TileSpace> StreamK<S> {
 #[derive(Clone, Copy, Debug)]
 pub struct Segments<'a, S> {
     split: &'a StreamK<S>,
+    /// The next segment's first iteration: a wave's tile while below
+    /// [`StreamK::stream_k_begin`], then inside the CTA's stream-K range (two words of state:
+    /// the consumers keep several copies of this iterator in registers).
     next: u32,
+    /// The end of the CTA's stream-K range.
     end: u32,
 }
 
@@ -340,6 +399,25 @@ impl<S: TileSpace> Iterator for Segments<'_, S> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Segment> {
+        let split = self.split;
+        let waves_end = split.stream_k_begin();
+        if self.next < waves_end {
+            let stages = split.tile_stages;
+            let tile = split.space.locate(self.next);
+            self.next += split.ctas * stages;
+            if self.next >= waves_end {
+                // Past the last wave: the tile after it would be `waves_end + cta · stages`.
+                let cta = (self.next - waves_end).checked_div(stages).unwrap_or(0);
+                self.next = split.begin(cta);
+            }
+            return Some(Segment {
+                tile,
+                first_stage: 0,
+                stages,
+                index: REDUCER_SEGMENT,
+                count: 1,
+            });
+        }
         if self.next >= self.end {
             return None;
         }

@@ -2,7 +2,7 @@
 //! `sm90::dual_gemm` for the design). Pure: the host uses it to pick a tile, size shared memory
 //! and count tiles; the kernel uses it for every offset.
 
-use crate::grouped::MAX_GROUPS;
+use crate::grouped::{HEADER_RECORDS, MAX_GROUPS};
 use crate::layout::{ATOM_BYTES, SCALE_BLOCK_K};
 
 /// Threads in a warpgroup.
@@ -152,7 +152,7 @@ pub struct SharedPlan {
     pub barriers: u32,
     /// The launch's ticket: its CTA's start position and epoch (`schedule::Ticket`), 8 bytes.
     pub ticket: u32,
-    /// Grouped kernels: the `GroupedHeader` (16 bytes) and then one `GroupSchedule` (16 bytes)
+    /// Grouped kernels: the `GroupedHeader` (32 bytes) and then one `GroupSchedule` (16 bytes)
     /// per group, copied from global memory at the start (empty for the dense kernel).
     pub groups: u32,
     /// Total bytes.
@@ -160,7 +160,7 @@ pub struct SharedPlan {
 }
 
 /// Bytes of a grouped kernel's shared schedule table: the header and [`MAX_GROUPS`] groups.
-pub const GROUP_TABLE_BYTES: u32 = 16 * (1 + MAX_GROUPS);
+pub const GROUP_TABLE_BYTES: u32 = 16 * (HEADER_RECORDS + MAX_GROUPS);
 
 impl Tile {
     /// The smallest tile that covers `m` tokens in one tile, else the largest.

@@ -121,10 +121,10 @@ unsafe fn dual_gemm<
     // the consumers after prefetching their first weights into L2 (`WARM_UP`); the decoders
     // read shared memory only.
     fence::launch_dependents();
-    let split = StreamK {
-        space,
-        ctas: sreg::grid_dim_x(),
-    };
+    // No whole-tile waves (`StreamK::tile_stages` 0): the small tiles' producers and
+    // consumers have no registers to spare for their bookkeeping (ptxas spills), and no task
+    // shape has the two waves of tiles they need.
+    let split = StreamK::new(space, sreg::grid_dim_x(), 0);
     let work = Work::new(split, &shared, args.workspace, args.flags);
     let problem = DenseProblem { args, grid };
     // SAFETY: the module contract.

@@ -4,7 +4,7 @@
 //! section "Grouped GEMM and grouped dual GEMM".
 
 use crate::grouped::{
-    GroupDesc, GroupedHeader, MAX_GROUPS, SCALE_ROW_ALIGNMENT, STATUS_OK, STATUS_ROWS_DECREASE,
+    GroupDesc, GroupedHeader, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT, STATUS_OK, STATUS_ROWS_DECREASE,
     STATUS_ROWS_EXCEED_CAPACITY, STATUS_SCALES_MISALIGNED, STATUS_SCALES_OUT_OF_RANGE, SeparateGroup,
     group_schedule,
 };
@@ -20,7 +20,8 @@ use crate::sm90::mainloop::{
 };
 use crate::sm90::tokens::decode_slice;
 
-/// The schedule table in shared memory: the header at `base`, record `g` at `base + 16·(g + 1)`.
+/// The schedule table in shared memory: the header at `base`, group `g`'s record at
+/// `base + 16·(HEADER_RECORDS + g)`.
 /// Every read goes to shared memory (nothing of it stays live in registers across the roles'
 /// `setmaxnreg`).
 #[derive(Clone, Copy)]
@@ -38,7 +39,7 @@ impl GroupTable for SharedGroups {
     #[inline(always)]
     fn group(&self, g: u32) -> GroupSchedule {
         // SAFETY: g < groups: inside the table the CTA copied at its start.
-        let [iteration_begin, m_tiles, n_tiles, stages] = unsafe { smem::ld_v4(self.base + 16 * (g + 1)) };
+        let [iteration_begin, m_tiles, n_tiles, stages] = unsafe { smem::ld_v4(self.base + 16 * (HEADER_RECORDS + g)) };
         GroupSchedule {
             iteration_begin,
             m_tiles,
@@ -160,7 +161,7 @@ unsafe fn grouped<
     // The preparation pass wrote the table: wait for it, then copy header and groups.
     fence::grid_dependency_wait();
     let mut record = thread;
-    while record <= groups {
+    while record < HEADER_RECORDS + groups {
         // SAFETY: the header and `groups` records (16 bytes each) are inside `schedule`, and
         // inside the shared table.
         unsafe {
@@ -175,14 +176,13 @@ unsafe fn grouped<
     if total == 0 || ctas == 0 {
         return; // nothing to compute (or invalid device-side offsets: nothing is written)
     }
+    // SAFETY: the header's second record, copied above.
+    let [tile_stages, ..] = unsafe { smem::ld_v4(shared.groups() + 16) };
     let table = SharedGroups {
         base: shared.groups(),
         groups,
     };
-    let split = StreamK {
-        space: GroupedTiles { table },
-        ctas,
-    };
+    let split = StreamK::new(GroupedTiles { table }, ctas, tile_stages);
     let work = Work::new(split, &shared, args.workspace, args.flags);
     let problem = GroupedProblem::<GATED> { args, table };
     // SAFETY: the module contract.
@@ -404,7 +404,7 @@ unsafe fn write_tables(args: &GroupedPrepareArgs, groups: u32) {
         // aligned.
         unsafe {
             mem::st_global_v4_b32(
-                args.schedule.add(4 * (1 + g as usize)),
+                args.schedule.add(4 * (HEADER_RECORDS + g) as usize),
                 [
                     schedule.iteration_begin,
                     schedule.m_tiles,
@@ -421,18 +421,14 @@ unsafe fn write_tables(args: &GroupedPrepareArgs, groups: u32) {
             working_ctas: working_ctas(all_tiles, uniform_stages, total, args.grid),
             status,
             status_group: first_bad,
+            tile_stages: uniform_stages,
+            reserved: [0; 3],
         };
-        // SAFETY: the header's 16 bytes at the start of the table.
+        // SAFETY: the header's 32 bytes at the start of the table, as two 16-byte records.
         unsafe {
-            mem::st_global_v4_b32(
-                args.schedule,
-                [
-                    header.total_iterations,
-                    header.working_ctas,
-                    header.status,
-                    header.status_group,
-                ],
-            )
+            let [first, second] = core::mem::transmute::<GroupedHeader, [[u32; 4]; 2]>(header);
+            mem::st_global_v4_b32(args.schedule, first);
+            mem::st_global_v4_b32(args.schedule.add(4), second);
         };
     }
 }

@@ -115,7 +115,9 @@ pub(crate) trait Problem {
 pub(crate) struct Work<S> {
     pub split: StreamK<S>,
     pub cta: Option<u32>,
-    pub ticket: u32,
+    /// Offset of the ticket in dynamic shared memory (a constant of the tile: the address is
+    /// rebuilt from the base when needed rather than kept live in a register).
+    pub ticket_offset: u32,
     pub workspace: *mut u32,
     pub flags: *mut u32,
 }
@@ -126,7 +128,7 @@ impl<S: TileSpace + Copy> Work<S> {
         Self {
             split,
             cta: virtual_cta(read_ticket(shared).started, split.ctas),
-            ticket: shared.ticket(),
+            ticket_offset: shared.plan.ticket,
             workspace,
             flags,
         }
@@ -141,7 +143,7 @@ impl<S: TileSpace + Copy> Work<S> {
     #[inline(always)]
     fn epoch(&self) -> u32 {
         // SAFETY: written by `setup` before the CTA barrier.
-        unsafe { smem::ld_b32(self.ticket + 4) }
+        unsafe { smem::ld_b32(smem::base() + self.ticket_offset + 4) }
     }
 }
 
