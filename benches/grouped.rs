@@ -3,8 +3,10 @@
 //!
 //! ```text
 //! cargo bench --bench grouped -- [--cases LIST] [--sets 20] [--max-seconds 2] [--results DIR]
+//!     [--tokens-per-group T]
 //!   LIST: comma-separated groups or case names: gpumode (the four cases of the public grouped
 //!   benchmark problem), decode, prefill (MoE gate/up layers at 64 and 4096 tokens), all (default)
+//!   T: the plans' `tokens_per_group` (picks the token tile; default: tokens / groups)
 //! ```
 //!
 //! Cases: the public problem's four (`C_g = A_g·B_gᵀ`, per-group allocations and sizes: the
@@ -125,6 +127,7 @@ struct Options {
     sets: usize,
     max_seconds: f64,
     results: String,
+    tokens_per_group: Option<usize>,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -133,6 +136,7 @@ fn parse_options() -> Result<Options, String> {
         sets: 20,
         max_seconds: 2.0,
         results: "results".into(),
+        tokens_per_group: None,
     };
     let mut list = "all".to_string();
     let mut it = std::env::args().skip(1).filter(|a| a != "--bench");
@@ -145,6 +149,10 @@ fn parse_options() -> Result<Options, String> {
                 options.max_seconds = value.parse().map_err(|e| format!("--max-seconds: {e}"))?
             }
             "--results" => options.results = value,
+            "--tokens-per-group" => {
+                options.tokens_per_group =
+                    Some(value.parse().map_err(|e| format!("--tokens-per-group: {e}"))?)
+            }
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -392,7 +400,7 @@ fn bench_contiguous(
             GroupedOp::Gemm => UpWeights::Separate,
         },
     };
-    let mut plan: GroupedPlan = gpu.plan_grouped(case.op, layout, None)?;
+    let mut plan: GroupedPlan = gpu.plan_grouped(case.op, layout, options.tokens_per_group)?;
     let tile = plan.tile_and_grid().0;
     let mut c: CudaSlice<f16> = stream.alloc_zeros(rows * n)?;
     let mut time = |plan: &GroupedPlan| {
@@ -489,7 +497,7 @@ fn bench_separate(
         rows: tokens,
         max_k: k,
     };
-    let mut plan = gpu.plan_grouped(case.op, layout, None)?;
+    let mut plan = gpu.plan_grouped(case.op, layout, options.tokens_per_group)?;
     let tile = plan.tile_and_grid().0;
     let mut outputs: Vec<CudaSlice<f16>> = sizes[0]
         .iter()
