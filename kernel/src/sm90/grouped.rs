@@ -4,9 +4,9 @@
 //! section "Grouped GEMM and grouped dual GEMM".
 
 use crate::grouped::{
-    GroupDesc, GroupedHeader, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT, STATUS_OK, STATUS_ROWS_DECREASE,
-    STATUS_ROWS_EXCEED_CAPACITY, STATUS_SCALES_MISALIGNED, STATUS_SCALES_OUT_OF_RANGE, SeparateGroup,
-    group_schedule,
+    GroupDesc, GroupedHeader, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT, STATUS_OK,
+    STATUS_ROWS_DECREASE, STATUS_ROWS_EXCEED_CAPACITY, STATUS_SCALES_MISALIGNED, STATUS_SCALES_OUT_OF_RANGE,
+    SeparateGroup, group_schedule,
 };
 use crate::layout::BlockedScales;
 use crate::ptx::{fence, mem, smem, sreg, warp, wgmma};
@@ -39,7 +39,8 @@ impl GroupTable for SharedGroups {
     #[inline(always)]
     fn group(&self, g: u32) -> GroupSchedule {
         // SAFETY: g < groups: inside the table the CTA copied at its start.
-        let [iteration_begin, m_tiles, n_tiles, stages] = unsafe { smem::ld_v4(self.base + 16 * (HEADER_RECORDS + g)) };
+        let [iteration_begin, m_tiles, n_tiles, stages] =
+            unsafe { smem::ld_v4(self.base + 16 * (HEADER_RECORDS + g)) };
         GroupSchedule {
             iteration_begin,
             m_tiles,
