@@ -210,3 +210,46 @@ fn the_default_global_scale_keeps_every_block_representable_and_none_reports_wha
         "the largest block survives: {largest}"
     );
 }
+
+/// The hostile inputs found on revision 9b6c49e, each now a typed error or a documented panic.
+#[test]
+fn reported_reproducers_give_typed_errors_or_documented_panics() {
+    use nvfp4::dual_gemm::{Sm90Geometry, grid_size};
+    // A plan whose tile count wrapped to 0 in u32 (then a division by it), or to a wrong plan.
+    for n in [1 << 22, (1 << 22) + 64] {
+        let shape = nvfp4::DualGemmShape {
+            m: 1 << 23,
+            n,
+            k: 256,
+        };
+        assert!(
+            matches!(Sm90Geometry::new(shape, 132), Err(Error::InvalidArgument { .. })),
+            "{shape:?}"
+        );
+    }
+    // `grid_size` with no tiles or no SMs.
+    assert!(matches!(grid_size(0, 1, 132), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(grid_size(4, 1, 0), Err(Error::InvalidArgument { .. })));
+    // A scale layout whose size overflows: `checked_len` says so, `len` panics (documented).
+    let huge = BlockedScales::new(1, 1 << 62);
+    assert_eq!(huge.checked_len(), None);
+    assert!(std::panic::catch_unwind(|| huge.len()).is_err());
+    // Out-of-range element, scale and row accessors on a 2 × 32 matrix.
+    let m = NvFp4Matrix::from_parts(
+        2,
+        32,
+        vec![0; 32],
+        vec![0x38; BlockedScales::new(2, 32).len()],
+        None,
+    )
+    .unwrap();
+    let mut row = vec![0f32; 32];
+    assert!(matches!(m.code(5, 0), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(m.scale_code(0, 7), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        m.decode_row_unscaled(3, &mut row),
+        Err(Error::InvalidArgument { .. })
+    ));
+    // Column 40 of a 32-wide row is an error, not an element of the next row.
+    assert!(matches!(m.code(0, 40), Err(Error::InvalidArgument { .. })));
+}
