@@ -318,14 +318,25 @@ impl<S: TileSpace> StreamK<S> {
         self.space.total()
     }
 
-    /// First iteration of virtual CTA `cta`'s stream-K range (`begin(ctas) = total`).
+    /// First iteration of virtual CTA `cta`'s stream-K range (`begin(ctas) = total`):
+    /// `first + ⌊cta · (total − first) / ctas⌋`, computed in 32 bits as
+    /// `cta · q + ⌊cta · r / ctas⌋` with `q, r` the quotient and remainder of the stream-K
+    /// iterations by the CTAs (a 64-bit division is a slow subroutine call on the GPU).
     #[inline(always)]
     pub fn begin(&self, cta: u32) -> u32 {
         let first = self.stream_k_begin();
-        match (cta as u64 * (self.total() - first) as u64).checked_div(self.ctas as u64) {
-            Some(b) => first + b as u32,
-            None => first,
-        }
+        let iterations = self.total() - first;
+        let (Some(q), Some(r)) = (
+            iterations.checked_div(self.ctas),
+            iterations.checked_rem(self.ctas),
+        ) else {
+            return first;
+        };
+        let share = match cta.checked_mul(r) {
+            Some(cr) => cr / self.ctas,
+            None => (cta as u64 * r as u64 / self.ctas as u64) as u32,
+        };
+        first + cta * q + share
     }
 
     /// The virtual CTA whose stream-K range holds iteration `i`: the largest `c` with
@@ -340,19 +351,31 @@ impl<S: TileSpace> StreamK<S> {
         }
     }
 
-    /// The segment that starts at iteration `i` of a CTA whose range ends at `end`.
+    /// The segment that starts at iteration `i` of virtual CTA `cta`'s stream-K range, which
+    /// ends at `end`. Only a segment that straddles the range's start or end needs
+    /// [`Self::cta_of`] (a division): a CTA's other segments are whole tiles of its own.
     #[inline(always)]
-    pub fn segment(&self, i: u32, end: u32) -> Segment {
+    pub fn segment(&self, cta: u32, i: u32, end: u32) -> Segment {
         let tile = self.space.locate(i);
         let tile_end = tile.begin + tile.stages;
         let stop = if end < tile_end { end } else { tile_end };
-        let first_cta = self.cta_of(tile.begin);
+        // A segment that starts at its tile's start lies in this CTA's range from there.
+        let first_cta = if i == tile.begin {
+            cta
+        } else {
+            self.cta_of(tile.begin)
+        };
+        let last_cta = if tile_end <= end {
+            cta
+        } else {
+            self.cta_of(tile_end - 1)
+        };
         Segment {
             tile,
             first_stage: i - tile.begin,
             stages: stop - i,
-            index: self.cta_of(i) - first_cta,
-            count: self.cta_of(tile_end - 1) - first_cta + 1,
+            index: cta - first_cta,
+            count: last_cta - first_cta + 1,
         }
     }
 
@@ -366,6 +389,7 @@ impl<S: TileSpace> StreamK<S> {
         };
         Segments {
             split: self,
+            cta,
             next,
             end,
         }
@@ -386,9 +410,10 @@ impl<S: TileSpace> StreamK<S> {
 #[derive(Clone, Copy, Debug)]
 pub struct Segments<'a, S> {
     split: &'a StreamK<S>,
+    /// The virtual CTA.
+    cta: u32,
     /// The next segment's first iteration: a wave's tile while below
-    /// [`StreamK::stream_k_begin`], then inside the CTA's stream-K range (two words of state:
-    /// the consumers keep several copies of this iterator in registers).
+    /// [`StreamK::stream_k_begin`], then inside the CTA's stream-K range.
     next: u32,
     /// The end of the CTA's stream-K range.
     end: u32,
@@ -406,9 +431,7 @@ impl<S: TileSpace> Iterator for Segments<'_, S> {
             let tile = split.space.locate(self.next);
             self.next += split.ctas * stages;
             if self.next >= waves_end {
-                // Past the last wave: the tile after it would be `waves_end + cta · stages`.
-                let cta = (self.next - waves_end).checked_div(stages).unwrap_or(0);
-                self.next = split.begin(cta);
+                self.next = split.begin(self.cta);
             }
             return Some(Segment {
                 tile,
@@ -421,7 +444,7 @@ impl<S: TileSpace> Iterator for Segments<'_, S> {
         if self.next >= self.end {
             return None;
         }
-        let segment = self.split.segment(self.next, self.end);
+        let segment = self.split.segment(self.cta, self.next, self.end);
         self.next += if segment.stages > 0 { segment.stages } else { 1 };
         Some(segment)
     }
