@@ -844,13 +844,16 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
     while let Some(segment) = segments.next() {
         let job = problem.job(&segment.tile, tile);
         let rows = problem.weight_rows(&job, lane);
-        let (first, last) = (segment.first_stage, segment.first_stage + segment.stages - 1);
+        // Warp-uniform stage bounds (a shuffle from lane 0 tells ptxas so): the stage loop's
+        // control then stays in uniform registers, with no warp resynchronization per stage.
+        let first = warp::shuffle_index(segment.first_stage, 0);
+        let last = warp::shuffle_index(segment.first_stage + segment.stages - 1, 0);
         // What the last stage loads: the next segment's first stage (else its own stage again,
         // unused), chosen here so that the loop body has one unconditional load.
         let (tail_rows, tail_stage) = match segments.clone().next() {
             Some(following) => (
                 problem.weight_rows(&problem.job(&following.tile, tile), lane),
-                following.first_stage,
+                warp::shuffle_index(following.first_stage, 0),
             ),
             None => (rows, last),
         };
