@@ -1,4 +1,5 @@
-//! Scalar codecs of NVFP4: e2m1 (the fp4 data) and e4m3fn (the block scales).
+//! Scalar codecs of NVFP4: e2m1 (the fp4 data) and e4m3fn (the block scales); defined in
+//! `nvfp4_kernel::codec`, which the GPU quantizer shares.
 //!
 //! * e2m1: `s e1 e0 m`, exponent bias 1, no infinities or NaN; magnitudes 0, 0.5, 1, 1.5, 2, 3,
 //!   4, 6 for codes 0..7, bit 3 is the sign (code 8 is −0).
@@ -8,79 +9,6 @@
 //! Encoders round to nearest with ties to even and saturate to the largest finite magnitude, as
 //! NVFP4 quantizers do (the e4m3 encoder is PyTorch's `float8_e4m3fn` cast with saturation).
 
-/// Largest finite e2m1 magnitude.
-pub const E2M1_MAX: f32 = 6.0;
-/// Largest finite e4m3fn magnitude.
-pub const E4M3_MAX: f32 = 448.0;
-/// The canonical e4m3fn NaN code.
-pub const E4M3_NAN: u8 = 0x7F;
-
-/// Magnitudes of e2m1 codes 0..7.
-const E2M1_MAGNITUDES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
-
-/// Decodes the e2m1 code in the low nibble of `code`.
-pub fn e2m1_to_f32(code: u8) -> f32 {
-    let magnitude = E2M1_MAGNITUDES[(code & 0x7) as usize];
-    if code & 0x8 != 0 { -magnitude } else { magnitude }
-}
-
-/// Encodes `x` as the nearest e2m1 code (ties to even, saturating at ±6). NaN encodes as +0:
-/// callers that can see NaN must reject it first (the quantizer does).
-pub fn f32_to_e2m1(x: f32) -> u8 {
-    if x.is_nan() {
-        return 0;
-    }
-    let sign = if x.is_sign_negative() { 0x8 } else { 0 };
-    let a = x.abs();
-    // Code c is chosen when `a` lies between the midpoints around it; at a midpoint the even
-    // code (mantissa bit 0) wins, so even codes own both of their boundaries.
-    const MIDPOINTS: [f32; 7] = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0];
-    let mut code = 7;
-    for (c, &mid) in MIDPOINTS.iter().enumerate() {
-        let below = if c % 2 == 0 { a <= mid } else { a < mid };
-        if below {
-            code = c as u8;
-            break;
-        }
-    }
-    sign | code
-}
-
-/// Decodes an e4m3fn byte exactly (NaN for 0x7F and 0xFF).
-pub fn e4m3_to_f32(code: u8) -> f32 {
-    let exponent = ((code >> 3) & 0xF) as i32;
-    let mantissa = (code & 0x7) as f32;
-    let magnitude = if code & 0x7F == 0x7F {
-        f32::NAN
-    } else if exponent == 0 {
-        mantissa * (-9f32).exp2()
-    } else {
-        (1.0 + mantissa / 8.0) * ((exponent - 7) as f32).exp2()
-    };
-    if code & 0x80 != 0 { -magnitude } else { magnitude }
-}
-
-/// Encodes `x` as the nearest e4m3fn code (ties to even, saturating at ±448; NaN → 0x7F).
-pub fn f32_to_e4m3(x: f32) -> u8 {
-    if x.is_nan() {
-        return E4M3_NAN;
-    }
-    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
-    let a = x.abs();
-    const MIN_NORMAL: f32 = 1.0 / 64.0; // 2⁻⁶
-    let magnitude = if a >= E4M3_MAX {
-        0x7E
-    } else if a < MIN_NORMAL {
-        // Subnormal steps of 2⁻⁹ (exact in f32); rounding up to 8 steps gives 0x08, the
-        // smallest normal.
-        (a * 512.0).round_ties_even() as u8
-    } else {
-        // `a` is a normal f32: read its exponent and its 23 mantissa bits exactly.
-        let bits = a.to_bits();
-        let exponent = (bits >> 23) as i32 - 127;
-        let mantissa = ((bits & 0x7F_FFFF) as f32 / (1 << 20) as f32).round_ties_even() as i32;
-        // A mantissa that rounds up to 8 carries into the exponent: ((e + 7) << 3) + 8 does that.
-        (((exponent + 7) << 3) + mantissa).min(0x7E) as u8
-    };
-    sign | magnitude
-}
+pub use nvfp4_kernel::codec::{
+    E2M1_MAX, E4M3_MAX, E4M3_NAN, e2m1_to_f32, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3,
+};

@@ -1,14 +1,16 @@
-//! The GPU runtime: architecture selection, typed errors without a driver, and the NVFP4 →
-//! fp16/bf16 dequantization kernel against the CPU decoder, bit for bit. GPU tests are skipped
+//! The GPU runtime: architecture selection, typed errors without a driver, the NVFP4 →
+//! fp16/bf16 dequantization kernel against the CPU decoder and the GPU quantizer against the CPU
+//! quantizer, bit for bit. GPU tests are skipped
 //! with a printed reason when no supported GPU is present (`NVFP4_REQUIRE_GPU=1` makes that fail).
 
 mod common;
 
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
+use nvfp4::gpu::DeviceQuantizeInput;
 use nvfp4::gpu::{Arch, Gpu, driver_available};
 use nvfp4::problem::{Rng, random_matrix};
-use nvfp4::{BlockedScales, Distribution, Error, NvFp4Matrix};
+use nvfp4::{BlockedScales, Distribution, Error, GlobalScale, NvFp4Matrix};
 
 fn compute_capability_selects_the_kernel_architecture() {
     assert_eq!(Arch::from_compute_capability("H100", 9, 0).unwrap(), Arch::Sm90a);
@@ -176,10 +178,143 @@ fn dequantization_rejects_an_output_of_the_wrong_length() {
     ));
 }
 
+/// Values over the whole f32 range, block by block: zero blocks, blocks far below and far above
+/// what e4m3 scales cover without a global scale (they underflow or saturate with `None`),
+/// blocks of mixed magnitudes (random exponents from 2^-e to 2^e, e = `max_exponent`: f16
+/// needs 15 to stay finite), values on e2m1 midpoints, and signed zeros.
+fn full_range_values(len: usize, max_exponent: f32, rng: &mut Rng) -> Vec<f32> {
+    let mut values = Vec::with_capacity(len);
+    while values.len() < len {
+        let kind = rng.next_u64() % 6;
+        for i in 0..16 {
+            let sign = if rng.next_u64() & 1 == 0 { 1.0 } else { -1.0 };
+            let magnitude = match kind {
+                0 => 0.0,
+                1 => 1e-6 * (1.0 + rng.next_f32()),
+                2 => 3e3 * (1.0 + rng.next_f32()),
+                3 => (rng.next_f32() * 2.0 * max_exponent - max_exponent).exp2(),
+                // e2m1 midpoints times a power of two: ties for the encoder.
+                4 => {
+                    [0.25f32, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0][i % 8]
+                        * 2f32.powi((rng.next_u64() % 9) as i32 - 4)
+                }
+                _ => rng.next_f32() * 4.0,
+            };
+            values.push(if i % 7 == 3 && kind == 0 {
+                -0.0
+            } else {
+                sign * magnitude
+            });
+        }
+    }
+    values.truncate(len);
+    values
+}
+
+/// The GPU quantizer of `values` (as `T`) against the host quantizer, bit for bit; true when
+/// both gave a matrix (false: both gave the same error).
+fn check_quantizer<T: DeviceQuantizeInput + std::fmt::Debug>(
+    gpu: &Gpu,
+    what: &str,
+    rows: usize,
+    k: usize,
+    values: &[T],
+    global: GlobalScale,
+) -> bool {
+    let device_values = gpu.stream().clone_htod(values).unwrap();
+    let cpu = NvFp4Matrix::quantize(rows, k, values, global);
+    let got = gpu.quantize(rows, k, &device_values, global);
+    match (cpu, got) {
+        (Ok(cpu), Ok(got)) => {
+            let got = gpu.download(&got).unwrap();
+            assert_eq!(
+                got.global_scale().map(f32::to_bits),
+                cpu.global_scale().map(f32::to_bits),
+                "{what}: global scale"
+            );
+            assert!(got.scales() == cpu.scales(), "{what}: scales differ");
+            if let Some(i) = (0..cpu.data().len()).find(|&i| got.data()[i] != cpu.data()[i]) {
+                panic!(
+                    "{what}: data byte {i} (row {}, column {}): GPU {:#04x}, CPU {:#04x}",
+                    i / (k / 2),
+                    2 * (i % (k / 2)),
+                    got.data()[i],
+                    cpu.data()[i]
+                );
+            }
+            true
+        }
+        (Err(cpu), Err(got)) => {
+            assert_eq!(format!("{got:?}"), format!("{cpu:?}"), "{what}: errors");
+            false
+        }
+        (cpu, got) => panic!("{what}: CPU {cpu:?}, GPU {:?}", got.map(|_| "a matrix")),
+    }
+}
+
+fn gpu_quantizer_is_bit_identical_to_the_cpu_quantizer() {
+    let Some(gpu) = common::gpu_or_skip("gpu_quantizer_is_bit_identical_to_the_cpu_quantizer") else {
+        return;
+    };
+    let mut rng = Rng::new(77);
+    let shapes = [(1, 16), (7, 48), (129, 64), (300, 2880), (64, 7168)];
+    let globals = [GlobalScale::None, GlobalScale::Auto, GlobalScale::Fixed(0.37)];
+    for (rows, k) in shapes {
+        let values = full_range_values(rows * k, 30.0, &mut rng);
+        let halves: Vec<f16> = full_range_values(rows * k, 15.0, &mut rng)
+            .iter()
+            .map(|&v| f16::from_f32(v))
+            .collect();
+        let brains: Vec<bf16> = values.iter().map(|&v| bf16::from_f32(v)).collect();
+        for global in globals {
+            let what = |t: &str| format!("{rows}×{k} {t} {global:?}");
+            assert!(check_quantizer(&gpu, &what("f32"), rows, k, &values, global));
+            assert!(check_quantizer(&gpu, &what("f16"), rows, k, &halves, global));
+            assert!(check_quantizer(&gpu, &what("bf16"), rows, k, &brains, global));
+        }
+    }
+    // Non-finite inputs: the same error, naming the first such element.
+    let (rows, k) = (9, 64);
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let mut values = full_range_values(rows * k, 30.0, &mut rng);
+        values[300] = bad;
+        values[451] = f32::NAN;
+        for global in globals {
+            check_quantizer(
+                &gpu,
+                &format!("{bad} at 300, {global:?}"),
+                rows,
+                k,
+                &values,
+                global,
+            );
+        }
+    }
+    // Shapes and lengths are refused before launch.
+    let values = gpu.stream().clone_htod(&[0f32; 64]).unwrap();
+    assert!(matches!(
+        gpu.quantize(2, 16, &values, GlobalScale::Auto),
+        Err(Error::BufferLength { arg: "values", .. })
+    ));
+    assert!(matches!(
+        gpu.quantize(1, 64, &values, GlobalScale::Fixed(-1.0)),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        gpu.quantize(4, 15, &values, GlobalScale::None),
+        Err(Error::InvalidArgument { .. })
+    ));
+    println!(
+        "quantizer: bit-identical to the CPU on {} shapes × 3 types × 3 global scales",
+        shapes.len()
+    );
+}
+
 test_main!(
     compute_capability_selects_the_kernel_architecture,
     opening_a_gpu_without_a_driver_is_a_typed_error,
     matrices_round_trip_through_device_memory,
     dequantization_matches_the_cpu_decoder_bit_for_bit,
     dequantization_rejects_an_output_of_the_wrong_length,
+    gpu_quantizer_is_bit_identical_to_the_cpu_quantizer,
 );

@@ -54,22 +54,31 @@ impl Gpu {
     /// Copies `m` to the device (stream-ordered).
     pub fn upload(&self, m: &NvFp4Matrix) -> Result<DeviceNvFp4Matrix> {
         let data = self.stream().clone_htod(m.data())?;
-        let packed_rows_map = if m.k().is_multiple_of(32) {
-            Some(tensor_map::packed_rows_map(
-                self.stream(),
-                &data,
-                m.rows(),
-                m.k(),
-            )?)
+        let scales = self.stream().clone_htod(m.scales())?;
+        self.device_matrix(m.rows(), m.k(), data, scales, m.global_scale())
+    }
+
+    /// A device matrix over `data` and `scales` (sized for `rows × k` by the caller), with its
+    /// tensor map when K is a multiple of 32.
+    pub(crate) fn device_matrix(
+        &self,
+        rows: usize,
+        k: usize,
+        data: CudaSlice<u8>,
+        scales: CudaSlice<u8>,
+        global_scale: Option<f32>,
+    ) -> Result<DeviceNvFp4Matrix> {
+        let packed_rows_map = if k.is_multiple_of(32) {
+            Some(tensor_map::packed_rows_map(self.stream(), &data, rows, k)?)
         } else {
             None
         };
         Ok(DeviceNvFp4Matrix {
-            rows: m.rows(),
-            k: m.k(),
+            rows,
+            k,
             data,
-            scales: self.stream().clone_htod(m.scales())?,
-            global_scale: m.global_scale(),
+            scales,
+            global_scale,
             packed_rows_map,
         })
     }

@@ -6,9 +6,11 @@
 //! typed errors.
 
 mod matrix;
+mod quantize;
 pub(crate) mod tensor_map;
 
 pub use matrix::DeviceNvFp4Matrix;
+pub use quantize::DeviceQuantizeInput;
 
 use std::sync::Arc;
 
@@ -18,7 +20,7 @@ use cudarc::driver::sys::CUdevice_attribute::{
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
-use nvfp4_kernel::launch::{self, DequantizeArgs, Kernel, OccupyArgs, SiluMulArgs};
+use nvfp4_kernel::launch::{self, AmaxArgs, DequantizeArgs, Kernel, OccupyArgs, QuantizeArgs, SiluMulArgs};
 use nvfp4_kernel::layout::SCALE_BLOCK_K;
 use nvfp4_kernel::sm90::config::{self as sm90, Tile};
 use nvfp4_kernel::sm100::config as sm100;
@@ -173,6 +175,9 @@ pub(crate) struct Kernels {
     pub dequantize_bf16: LoadedKernel<DequantizeArgs>,
     pub silu_mul_f16: LoadedKernel<SiluMulArgs>,
     pub silu_mul_bf16: LoadedKernel<SiluMulArgs>,
+    /// Quantization and amax kernels for f32, f16 and bf16 input (in that order).
+    pub quantize: [LoadedKernel<QuantizeArgs>; 3],
+    pub amax: [LoadedKernel<AmaxArgs>; 3],
     pub occupy: LoadedKernel<OccupyArgs>,
     pub sm90: Option<Sm90Kernels>,
     pub sm100: Option<Sm100Kernels>,
@@ -264,6 +269,16 @@ impl Gpu {
             dequantize_bf16: LoadedKernel::load(&module, launch::DEQUANTIZE_BF16)?,
             silu_mul_f16: LoadedKernel::load(&module, launch::SILU_MUL_F16)?,
             silu_mul_bf16: LoadedKernel::load(&module, launch::SILU_MUL_BF16)?,
+            quantize: [
+                LoadedKernel::load(&module, launch::QUANTIZE_F32)?,
+                LoadedKernel::load(&module, launch::QUANTIZE_F16)?,
+                LoadedKernel::load(&module, launch::QUANTIZE_BF16)?,
+            ],
+            amax: [
+                LoadedKernel::load(&module, launch::AMAX_F32)?,
+                LoadedKernel::load(&module, launch::AMAX_F16)?,
+                LoadedKernel::load(&module, launch::AMAX_BF16)?,
+            ],
             occupy: LoadedKernel::load(&module, launch::OCCUPY)?,
             sm90: match arch {
                 Arch::Sm90a => Some(Sm90Kernels::load(&module)?),

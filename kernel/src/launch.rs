@@ -88,6 +88,43 @@ pub struct SiluMulArgs {
     pub len: u32,
 }
 
+/// Arguments of the quantization kernels (`crate::quantize`): row-major f32 / f16 / bf16
+/// values to an NVFP4 matrix.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct QuantizeArgs {
+    /// `rows × k` input elements, 16-byte aligned.
+    pub values: *const u8,
+    /// Packed e2m1 output, `rows × k / 2` bytes, 8-byte aligned.
+    pub data: *mut u8,
+    /// Blocked e4m3 scales (padding left as the caller filled it: zeros, like the host's).
+    pub scales: *mut u8,
+    /// The tensor's largest magnitude as f32 bits (the amax kernel's result), from which the
+    /// kernel derives the global scale as the host's `GlobalScale::Auto` does; null: use
+    /// `global_scale`.
+    pub amax: *const u32,
+    /// Smallest index of a non-finite input element (the caller sets `u64::MAX` first).
+    pub status: *mut u64,
+    /// Rows.
+    pub rows: u32,
+    /// K (a multiple of 16; `rows · k / 16 < 2^31`).
+    pub k: u32,
+    /// The global scale when `amax` is null (1 for none).
+    pub global_scale: f32,
+}
+
+/// Arguments of the amax kernels: the largest magnitude of `blocks · 16` elements.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AmaxArgs {
+    /// The elements, 16-byte aligned.
+    pub values: *const u8,
+    /// Running maximum of the magnitudes' f32 bits (the caller zeroes it first).
+    pub amax: *mut u32,
+    /// 16-element blocks (below 2^31).
+    pub blocks: u32,
+}
+
 /// Arguments of the test-support kernel that occupies multiprocessors ([`OCCUPY`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -109,6 +146,24 @@ pub const SILU_MUL_F16: Kernel<SiluMulArgs> = Kernel::new("nvfp4_silu_mul_f16", 
 
 /// bf16 `silu(gate) · up`.
 pub const SILU_MUL_BF16: Kernel<SiluMulArgs> = Kernel::new("nvfp4_silu_mul_bf16", 256, None);
+
+/// f32 → NVFP4 quantization.
+pub const QUANTIZE_F32: Kernel<QuantizeArgs> = Kernel::new("nvfp4_quantize_f32", 256, None);
+
+/// f16 → NVFP4 quantization.
+pub const QUANTIZE_F16: Kernel<QuantizeArgs> = Kernel::new("nvfp4_quantize_f16", 256, None);
+
+/// bf16 → NVFP4 quantization.
+pub const QUANTIZE_BF16: Kernel<QuantizeArgs> = Kernel::new("nvfp4_quantize_bf16", 256, None);
+
+/// Largest magnitude of f32 values.
+pub const AMAX_F32: Kernel<AmaxArgs> = Kernel::new("nvfp4_amax_f32", 256, None);
+
+/// Largest magnitude of f16 values.
+pub const AMAX_F16: Kernel<AmaxArgs> = Kernel::new("nvfp4_amax_f16", 256, None);
+
+/// Largest magnitude of bf16 values.
+pub const AMAX_BF16: Kernel<AmaxArgs> = Kernel::new("nvfp4_amax_bf16", 256, None);
 
 /// Test support: one block per multiprocessor it is given spins until released (see
 /// `crate::testing`), to make SMs unavailable to other kernels.
@@ -141,6 +196,12 @@ pub const COMMON_ENTRY_POINTS: &[EntryPoint] = &[
     DEQUANTIZE_BF16.entry,
     SILU_MUL_F16.entry,
     SILU_MUL_BF16.entry,
+    QUANTIZE_F32.entry,
+    QUANTIZE_F16.entry,
+    QUANTIZE_BF16.entry,
+    AMAX_F32.entry,
+    AMAX_F16.entry,
+    AMAX_BF16.entry,
     OCCUPY.entry,
 ];
 

@@ -22,6 +22,7 @@
     feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)
 )]
 
+pub mod codec;
 pub mod desc;
 pub mod fp4;
 pub mod grouped;
@@ -43,6 +44,9 @@ pub mod elementwise;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod epilogue;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod quantize;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod testing;

@@ -245,3 +245,64 @@ pub unsafe fn ld_global_b32(ptr: *const u32) -> u32 {
     unsafe { asm!("ld.global.b32 {v}, [{p}];", p = in(reg64) ptr, v = out(reg32) v) };
     v
 }
+
+/// `st.global.v2.b32`: store 8 bytes.
+///
+/// # Safety
+/// `ptr` must be a valid, 8-byte aligned global address for an 8-byte write.
+#[inline(always)]
+pub unsafe fn st_global_v2_b32(ptr: *mut u32, v: [u32; 2]) {
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!(
+            "st.global.v2.b32 [{p}], {{{a}, {b}}};",
+            p = in(reg64) ptr,
+            a = in(reg32) v[0],
+            b = in(reg32) v[1],
+        )
+    };
+}
+
+/// `st.global.b8`: store 1 byte.
+///
+/// # Safety
+/// `ptr` must be a valid global address for a 1-byte write.
+#[inline(always)]
+pub unsafe fn st_global_b8(ptr: *mut u8, v: u8) {
+    // SAFETY: the caller guarantees the address.
+    unsafe { asm!("st.global.b8 [{p}], {v};", p = in(reg64) ptr, v = in(reg16) v as u16) };
+}
+
+/// `atom.relaxed.gpu.global.min.u64`: stores `min(*ptr, v)` at `ptr`.
+///
+/// # Safety
+/// `ptr` must be a valid, 8-byte aligned global address.
+#[inline(always)]
+pub unsafe fn atom_min_relaxed_gpu_u64(ptr: *mut u64, v: u64) {
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!(
+            "atom.relaxed.gpu.global.min.u64 {old}, [{p}], {v};",
+            p = in(reg64) ptr,
+            v = in(reg64) v,
+            old = out(reg64) _,
+        )
+    };
+}
+
+/// `atom.relaxed.gpu.global.max.u32`: stores `max(*ptr, v)` at `ptr`.
+///
+/// # Safety
+/// `ptr` must be a valid, 4-byte aligned global address.
+#[inline(always)]
+pub unsafe fn atom_max_relaxed_gpu_u32(ptr: *mut u32, v: u32) {
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!(
+            "atom.relaxed.gpu.global.max.u32 {old}, [{p}], {v};",
+            p = in(reg64) ptr,
+            v = in(reg32) v,
+            old = out(reg32) _,
+        )
+    };
+}

@@ -1,0 +1,205 @@
+//! NVFP4 quantization kernels: row-major f32 / f16 / bf16 values → packed e2m1 + blocked e4m3
+//! scales, bit-identical to the host quantizer (`NvFp4Matrix::quantize`): the same codec
+//! functions ([`crate::codec`]) on the same f32 values in the same order, per 16-element block
+//! `scale = e4m3(amax / 6 / global)`, then each value `e2m1(x / (scale · global))`.
+//!
+//! One thread per block (64 or 32 input bytes, 8 data bytes, 1 scale byte) in a grid-stride
+//! loop: memory-bound. A non-finite input is not quantized meaningfully: the kernel records the
+//! smallest such element index in `status` (the host turns it into the host quantizer's error).
+//! For `GlobalScale::Auto` an amax kernel runs first, and the quantization kernel derives the
+//! global scale from its result on the GPU (`amax / (6 · 448)`, or 1 for an all-zero tensor).
+//!
+//! Kernel parameters: [`QuantizeArgs`], [`AmaxArgs`].
+
+use crate::codec::{E2M1_MAX, E4M3_MAX, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3};
+use crate::launch::{AmaxArgs, QuantizeArgs};
+use crate::layout::{BlockedScales, SCALE_BLOCK_K};
+use crate::ptx::{cvt, mem, sreg, warp};
+
+/// An input element type: how a 16-element block is read.
+trait InputElement {
+    /// Bytes per element.
+    const BYTES: usize;
+    /// The 16 values at `ptr` (16-byte aligned), exactly as f32.
+    unsafe fn load_block(ptr: *const u8) -> [f32; 16];
+}
+
+struct F32;
+impl InputElement for F32 {
+    const BYTES: usize = 4;
+    #[inline(always)]
+    unsafe fn load_block(ptr: *const u8) -> [f32; 16] {
+        let mut out = [0f32; 16];
+        for q in 0..4 {
+            // SAFETY: inside the block (caller).
+            let words = unsafe { mem::ld_global_nc_v4_b32((ptr as *const u32).add(4 * q)) };
+            for i in 0..4 {
+                out[4 * q + i] = f32::from_bits(words[i]);
+            }
+        }
+        out
+    }
+}
+
+/// Two 16-bit elements per word, the first in the low half.
+#[inline(always)]
+unsafe fn load_halves(ptr: *const u8, widen: impl Fn(u16) -> f32) -> [f32; 16] {
+    let mut out = [0f32; 16];
+    for q in 0..2 {
+        // SAFETY: inside the block (caller).
+        let words = unsafe { mem::ld_global_nc_v4_b32((ptr as *const u32).add(4 * q)) };
+        for i in 0..4 {
+            out[8 * q + 2 * i] = widen(words[i] as u16);
+            out[8 * q + 2 * i + 1] = widen((words[i] >> 16) as u16);
+        }
+    }
+    out
+}
+
+struct F16;
+impl InputElement for F16 {
+    const BYTES: usize = 2;
+    #[inline(always)]
+    unsafe fn load_block(ptr: *const u8) -> [f32; 16] {
+        // SAFETY: forwarded.
+        unsafe { load_halves(ptr, cvt::f16_to_f32) }
+    }
+}
+
+struct Bf16;
+impl InputElement for Bf16 {
+    const BYTES: usize = 2;
+    #[inline(always)]
+    unsafe fn load_block(ptr: *const u8) -> [f32; 16] {
+        // SAFETY: forwarded.
+        unsafe { load_halves(ptr, |h| f32::from_bits((h as u32) << 16)) }
+    }
+}
+
+/// The blocks of a grid-stride loop: this thread's first and the stride.
+#[inline(always)]
+fn grid_stride() -> (u32, u32) {
+    (
+        sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x(),
+        sreg::grid_dim_x() * sreg::block_dim_x(),
+    )
+}
+
+/// The host's `GlobalScale::Auto` from the tensor's amax.
+#[inline(always)]
+fn auto_global_scale(amax: f32) -> f32 {
+    if amax > 0.0 {
+        amax / (E2M1_MAX * E4M3_MAX)
+    } else {
+        1.0
+    }
+}
+
+#[inline(always)]
+unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
+    let blocks_per_row = args.k / SCALE_BLOCK_K as u32;
+    if blocks_per_row == 0 {
+        return; // also proves the divisions below cannot panic
+    }
+    let total_blocks = args.rows * blocks_per_row;
+    let layout = BlockedScales::new(args.rows as usize, args.k as usize);
+    let g = if args.amax.is_null() {
+        args.global_scale
+    } else {
+        // SAFETY: the amax kernel's result (host contract), written before this kernel.
+        auto_global_scale(f32::from_bits(unsafe { mem::ld_global_b32(args.amax) }))
+    };
+    let (mut block, stride) = grid_stride();
+    while block < total_blocks {
+        // SAFETY: the host validated the buffers: `block` indexes 16 input elements, 8 data
+        // bytes and one scale byte inside them.
+        let values = unsafe { E::load_block(args.values.add(block as usize * SCALE_BLOCK_K * E::BYTES)) };
+        let mut first_bad = SCALE_BLOCK_K;
+        for i in (0..SCALE_BLOCK_K).rev() {
+            if !values[i].is_finite() {
+                first_bad = i;
+            }
+        }
+        if first_bad < SCALE_BLOCK_K {
+            let index = block as u64 * SCALE_BLOCK_K as u64 + first_bad as u64;
+            // SAFETY: the status word (host contract).
+            unsafe { mem::atom_min_relaxed_gpu_u64(args.status, index) };
+        }
+        let amax = values.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let scale_code = f32_to_e4m3(amax / E2M1_MAX / g);
+        let denominator = e4m3_to_f32(scale_code) * g;
+        let encode = |x: f32| {
+            if denominator > 0.0 {
+                f32_to_e2m1(x / denominator) as u32
+            } else {
+                0
+            }
+        };
+        let mut words = [0u32; 2];
+        for p in 0..SCALE_BLOCK_K / 2 {
+            let byte = encode(values[2 * p]) | (encode(values[2 * p + 1]) << 4);
+            words[p / 4] |= byte << (8 * (p % 4));
+        }
+        let (row, col) = (block / blocks_per_row, block % blocks_per_row);
+        // SAFETY: as above.
+        unsafe {
+            mem::st_global_v2_b32(
+                args.data.add(block as usize * SCALE_BLOCK_K / 2) as *mut u32,
+                words,
+            );
+            mem::st_global_b8(
+                args.scales.add(layout.offset(row as usize, col as usize)),
+                scale_code,
+            );
+        }
+        block += stride;
+    }
+}
+
+#[inline(always)]
+unsafe fn amax<E: InputElement>(args: &AmaxArgs) {
+    let (mut block, stride) = grid_stride();
+    // Magnitudes compare as their f32 bits (non-negative floats order like unsigned integers).
+    let mut largest = 0u32;
+    while block < args.blocks {
+        // SAFETY: `block` indexes 16 elements inside `values` (host contract).
+        let values = unsafe { E::load_block(args.values.add(block as usize * SCALE_BLOCK_K * E::BYTES)) };
+        for v in values {
+            largest = largest.max(v.abs().to_bits());
+        }
+        block += stride;
+    }
+    let largest = warp::max_u32(largest);
+    if sreg::lane_id() == 0 {
+        // SAFETY: the amax word (host contract).
+        unsafe { mem::atom_max_relaxed_gpu_u32(args.amax, largest) };
+    }
+}
+
+macro_rules! entry_points {
+    ($quantize:ident, $amax:ident, $element:ty) => {
+        /// Quantizes row-major values to NVFP4 (see the module doc).
+        ///
+        /// # Safety
+        /// Arguments must satisfy [`QuantizeArgs`]' contract.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $quantize(args: QuantizeArgs) {
+            // SAFETY: forwarded contract.
+            unsafe { quantize::<$element>(&args) }
+        }
+
+        /// The largest magnitude of the values (see the module doc).
+        ///
+        /// # Safety
+        /// Arguments must satisfy [`AmaxArgs`]' contract.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $amax(args: AmaxArgs) {
+            // SAFETY: forwarded contract.
+            unsafe { amax::<$element>(&args) }
+        }
+    };
+}
+
+entry_points!(nvfp4_quantize_f32, nvfp4_amax_f32, F32);
+entry_points!(nvfp4_quantize_f16, nvfp4_amax_f16, F16);
+entry_points!(nvfp4_quantize_bf16, nvfp4_amax_bf16, Bf16);
