@@ -3,10 +3,11 @@
 //!
 //! ```text
 //! cargo bench --bench grouped -- [--cases LIST] [--sets 20] [--max-seconds 2] [--results DIR]
-//!     [--tokens-per-group T]
+//!     [--tokens-per-group T] [--fixed-sizes-contiguous]
 //!   LIST: comma-separated groups or case names: gpumode (the four cases of the public grouped
 //!   benchmark problem), decode, prefill (MoE gate/up layers at 64 and 4096 tokens), all (default)
 //!   T: the plans' `tokens_per_group` (picks the token tile; default: tokens / groups)
+//!   --fixed-sizes-contiguous: run the GPU MODE cases in the contiguous convention instead
 //! ```
 //!
 //! Cases: the public problem's four (`C_g = A_g·B_gᵀ`, per-group allocations and sizes: the
@@ -128,6 +129,7 @@ struct Options {
     max_seconds: f64,
     results: String,
     tokens_per_group: Option<usize>,
+    fixed_sizes_contiguous: bool,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -137,10 +139,15 @@ fn parse_options() -> Result<Options, String> {
         max_seconds: 2.0,
         results: "results".into(),
         tokens_per_group: None,
+        fixed_sizes_contiguous: false,
     };
     let mut list = "all".to_string();
     let mut it = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(flag) = it.next() {
+        if flag == "--fixed-sizes-contiguous" {
+            options.fixed_sizes_contiguous = true;
+            continue;
+        }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--cases" => list = value,
@@ -577,6 +584,10 @@ fn bench_case(
 ) -> BenchResult<Row> {
     let sizes = routings(case, options.sets);
     let (ours, ours_plain, cublas_loop, tile) = match case.routing {
+        Routing::Fixed(fixed) if options.fixed_sizes_contiguous => {
+            let rows = fixed.iter().sum();
+            bench_contiguous(gpu, blas, flush, case, &sizes, rows, options)?
+        }
         Routing::Fixed(_) => bench_separate(gpu, blas, flush, case, &sizes, options)?,
         Routing::TopK { tokens, top_k } => {
             bench_contiguous(gpu, blas, flush, case, &sizes, tokens * top_k, options)?
