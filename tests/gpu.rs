@@ -223,6 +223,34 @@ fn check_quantizer<T: DeviceQuantizeInput + std::fmt::Debug>(
 ) -> bool {
     let device_values = gpu.stream().clone_htod(values).unwrap();
     let cpu = NvFp4Matrix::quantize(rows, k, values, global);
+    // The enqueue-only form into a reused matrix (not for `Auto`), then the waiting one.
+    let mut checks = gpu.quantize_checks().unwrap();
+    let mut out = gpu.alloc_nvfp4(rows, k).unwrap();
+    let enqueued = gpu.quantize_into(&device_values, &mut out, global, &mut checks);
+    if global == GlobalScale::Auto {
+        assert!(
+            matches!(enqueued, Err(Error::InvalidArgument { arg: "global", .. })),
+            "{what}"
+        );
+    } else {
+        enqueued.unwrap();
+        match (&cpu, checks.result(gpu, &device_values)) {
+            (Ok(cpu), Ok(())) => {
+                let got = gpu.download(&out).unwrap();
+                assert!(
+                    got.data() == cpu.data() && got.scales() == cpu.scales(),
+                    "{what}: quantize_into differs"
+                );
+                assert_eq!(
+                    got.global_scale(),
+                    cpu.global_scale(),
+                    "{what}: quantize_into scale"
+                );
+            }
+            (Err(cpu), Err(got)) => assert_eq!(format!("{got:?}"), format!("{cpu:?}"), "{what}"),
+            (cpu, got) => panic!("{what}: CPU {cpu:?}, quantize_into {got:?}"),
+        }
+    }
     let got = gpu.quantize(rows, k, &device_values, global);
     match (cpu, got) {
         (Ok(cpu), Ok(got)) => {

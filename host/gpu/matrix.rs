@@ -11,9 +11,9 @@ use crate::matrix::NvFp4Matrix;
 pub struct DeviceNvFp4Matrix {
     rows: usize,
     k: usize,
-    data: CudaSlice<u8>,
-    scales: CudaSlice<u8>,
-    global_scale: Option<f32>,
+    pub(super) data: CudaSlice<u8>,
+    pub(super) scales: CudaSlice<u8>,
+    pub(super) global_scale: Option<f32>,
     packed_rows_map: Option<CudaSlice<u8>>,
 }
 

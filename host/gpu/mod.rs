@@ -10,7 +10,7 @@ mod quantize;
 pub(crate) mod tensor_map;
 
 pub use matrix::DeviceNvFp4Matrix;
-pub use quantize::DeviceQuantizeInput;
+pub use quantize::{DeviceQuantizeInput, QuantizeChecks};
 
 use std::sync::Arc;
 

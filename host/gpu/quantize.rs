@@ -36,14 +36,60 @@ impl DeviceQuantizeInput for f32 {}
 impl DeviceQuantizeInput for f16 {}
 impl DeviceQuantizeInput for bf16 {}
 
+/// The device words of a GPU quantization's checks: the first non-finite input index and,
+/// for `GlobalScale::Auto`, the tensor's largest magnitude. Reusable across calls on one stream.
+pub struct QuantizeChecks {
+    status: CudaSlice<u64>,
+    amax: CudaSlice<u32>,
+}
+
+impl QuantizeChecks {
+    /// Waits for the stream and returns the outcome of the last quantization enqueued with these
+    /// checks: `Error::NonFinite` (with the first such index and its value, as the CPU
+    /// quantizer reports it) or `Ok`.
+    pub fn result<T: DeviceQuantizeInput>(&self, gpu: &Gpu, values: &CudaSlice<T>) -> Result<()> {
+        let stream = gpu.stream();
+        let status = stream.clone_dtoh(&self.status)?[0];
+        if status == 0 {
+            return Ok(());
+        }
+        let index = (u64::MAX - status) as usize;
+        let value = stream.clone_dtoh(&values.slice(index..index + 1))?[0];
+        Err(Error::NonFinite {
+            arg: "values",
+            index,
+            value: value.to_f32(),
+        })
+    }
+}
+
 impl Gpu {
-    /// Quantizes the row-major `rows × k` matrix `values` on the GPU, with the same result, bit
+    /// An uninitialized-contents NVFP4 matrix of `rows × k` in device memory (scale padding
+    /// zeroed), for [`Self::quantize_into`].
+    pub fn alloc_nvfp4(&self, rows: usize, k: usize) -> Result<DeviceNvFp4Matrix> {
+        validate_shape(rows, k)?;
+        let stream = self.stream();
+        let data = stream.alloc_zeros::<u8>(rows * k / 2)?;
+        let scales = stream.alloc_zeros::<u8>(BlockedScales::new(rows, k).len())?;
+        self.device_matrix(rows, k, data, scales, None)
+    }
+
+    /// Device words for [`Self::quantize_into`]'s checks.
+    pub fn quantize_checks(&self) -> Result<QuantizeChecks> {
+        Ok(QuantizeChecks {
+            status: self.stream().alloc_zeros::<u64>(1)?,
+            amax: self.stream().alloc_zeros::<u32>(1)?,
+        })
+    }
+
+    /// Quantizes the row-major `values` (`out.rows() × out.k()`) on the GPU, with the same result, bit
     /// for bit, as [`NvFp4Matrix::quantize`](crate::NvFp4Matrix::quantize) on the same values
     /// and global scale (`Auto` included), and the same errors: shapes and lengths before
     /// launch; a NaN or infinite value gives `Error::NonFinite` with the first such index.
     ///
     /// Waits for the stream once at the end (to read the non-finite check and, for `Auto`, the
-    /// global scale the GPU chose). Memory-bound: one read of the values (two for `Auto`).
+    /// global scale the GPU chose); [`Self::quantize_into`] does not wait. Memory-bound: one
+    /// read of the values (two for `Auto`).
     pub fn quantize<T: DeviceQuantizeInput>(
         &self,
         rows: usize,
@@ -51,6 +97,63 @@ impl Gpu {
         values: &CudaSlice<T>,
         global: GlobalScale,
     ) -> Result<DeviceNvFp4Matrix> {
+        let mut out = self.alloc_nvfp4(rows, k)?;
+        let mut checks = self.quantize_checks()?;
+        self.enqueue_quantize(values, &mut out, global, &mut checks)?;
+        checks.result(self, values)?;
+        out.global_scale = match global {
+            GlobalScale::Auto => {
+                let amax = f32::from_bits(self.stream().clone_dtoh(&checks.amax)?[0]);
+                // As the kernel (and the host quantizer) compute it.
+                Some(if amax > 0.0 {
+                    amax / (E2M1_MAX * E4M3_MAX)
+                } else {
+                    1.0
+                })
+            }
+            GlobalScale::Fixed(g) => Some(g),
+            GlobalScale::None => None,
+        };
+        Ok(out)
+    }
+
+    /// Enqueues the quantization of `values` into `out` without waiting (stream-ordered; no
+    /// allocation and no host-device copy: only kernels and a memset of the check words, so a
+    /// CUDA graph can capture it), bit-identical to
+    /// [`Self::quantize`]. `global` is `None` or `Fixed`: `Auto` needs the tensor's amax on
+    /// the host for `out`'s global scale, so only [`Self::quantize`] takes it. Non-finite
+    /// input is reported by `checks.result` (until then `out` must not be trusted).
+    pub fn quantize_into<T: DeviceQuantizeInput>(
+        &self,
+        values: &CudaSlice<T>,
+        out: &mut DeviceNvFp4Matrix,
+        global: GlobalScale,
+        checks: &mut QuantizeChecks,
+    ) -> Result<()> {
+        if global == GlobalScale::Auto {
+            return Err(Error::invalid(
+                "global",
+                "must be None or Fixed here (Auto: use `quantize`, which reads the scale back)",
+                "Auto",
+            ));
+        }
+        self.enqueue_quantize(values, out, global, checks)?;
+        out.global_scale = match global {
+            GlobalScale::Fixed(g) => Some(g),
+            _ => None,
+        };
+        Ok(())
+    }
+
+    /// Validates, resets the checks and enqueues the amax (for `Auto`) and quantization kernels.
+    fn enqueue_quantize<T: DeviceQuantizeInput>(
+        &self,
+        values: &CudaSlice<T>,
+        out: &mut DeviceNvFp4Matrix,
+        global: GlobalScale,
+        checks: &mut QuantizeChecks,
+    ) -> Result<()> {
+        let (rows, k) = (out.rows(), out.k());
         validate_shape(rows, k)?;
         if values.len() != rows * k {
             return Err(Error::BufferLength {
@@ -68,23 +171,19 @@ impl Gpu {
             ));
         }
         let fixed = match global {
-            GlobalScale::None => None,
             GlobalScale::Fixed(g) => {
                 validate_global_scale(Some(g))?;
                 Some(g)
             }
-            GlobalScale::Auto => None,
+            GlobalScale::None | GlobalScale::Auto => None,
         };
         let stream = self.stream();
-        let layout = BlockedScales::new(rows, k);
-        let mut data = stream.alloc_zeros::<u8>(rows * k / 2)?;
-        let mut scales = stream.alloc_zeros::<u8>(layout.len())?;
-        let mut status = stream.clone_htod(&[u64::MAX])?;
-        let mut amax = stream.alloc_zeros::<u32>(1)?;
+        stream.memset_zeros(&mut checks.status)?;
         let (values_ptr, _values) = values.device_ptr(stream);
         let auto = global == GlobalScale::Auto;
         if auto {
-            let (amax_ptr, _amax) = amax.device_ptr_mut(stream);
+            stream.memset_zeros(&mut checks.amax)?;
+            let (amax_ptr, _amax) = checks.amax.device_ptr_mut(stream);
             let kernel = &self.kernels.amax[T::KERNEL];
             let args = AmaxArgs {
                 values: values_ptr as *const u8,
@@ -103,59 +202,35 @@ impl Gpu {
                 )?
             };
         }
-        {
-            let (data_ptr, _data) = data.device_ptr_mut(stream);
-            let (scales_ptr, _scales) = scales.device_ptr_mut(stream);
-            let (status_ptr, _status) = status.device_ptr_mut(stream);
-            let (amax_ptr, _amax) = amax.device_ptr(stream);
-            let kernel = &self.kernels.quantize[T::KERNEL];
-            let args = QuantizeArgs {
-                values: values_ptr as *const u8,
-                data: data_ptr as *mut u8,
-                scales: scales_ptr as *mut u8,
-                amax: if auto {
-                    amax_ptr as *const u32
-                } else {
-                    std::ptr::null()
-                },
-                status: status_ptr as *mut u64,
-                rows: rows as u32,
-                k: k as u32,
-                global_scale: fixed.unwrap_or(1.0),
-            };
-            // SAFETY: every buffer is sized for `rows × k` (allocated above or checked), in
-            // 256-aligned allocations; the amax kernel ran first on the same stream.
-            unsafe {
-                kernel.launch(
-                    stream,
-                    self.grid_stride_blocks(&kernel.kernel, blocks as u32),
-                    0,
-                    &args,
-                    false,
-                )?
-            };
-        }
-        let first_bad = stream.clone_dtoh(&status)?[0];
-        if first_bad != u64::MAX {
-            let index = first_bad as usize;
-            let value = stream.clone_dtoh(&values.slice(index..index + 1))?[0];
-            return Err(Error::NonFinite {
-                arg: "values",
-                index,
-                value: value.to_f32(),
-            });
-        }
-        let global_scale = if auto {
-            let amax = f32::from_bits(stream.clone_dtoh(&amax)?[0]);
-            // As the kernel (and the host quantizer) compute it.
-            Some(if amax > 0.0 {
-                amax / (E2M1_MAX * E4M3_MAX)
+        let (data_ptr, _data) = out.data.device_ptr_mut(stream);
+        let (scales_ptr, _scales) = out.scales.device_ptr_mut(stream);
+        let (status_ptr, _status) = checks.status.device_ptr_mut(stream);
+        let (amax_ptr, _amax) = checks.amax.device_ptr(stream);
+        let kernel = &self.kernels.quantize[T::KERNEL];
+        let args = QuantizeArgs {
+            values: values_ptr as *const u8,
+            data: data_ptr as *mut u8,
+            scales: scales_ptr as *mut u8,
+            amax: if auto {
+                amax_ptr as *const u32
             } else {
-                1.0
-            })
-        } else {
-            fixed
+                std::ptr::null()
+            },
+            status: status_ptr as *mut u64,
+            rows: rows as u32,
+            k: k as u32,
+            global_scale: fixed.unwrap_or(1.0),
         };
-        self.device_matrix(rows, k, data, scales, global_scale)
+        // SAFETY: `out`'s buffers are sized for `rows × k` (its constructors) and `values` was
+        // checked, all in 256-aligned allocations; the amax kernel ran first on the same stream.
+        unsafe {
+            kernel.launch(
+                stream,
+                self.grid_stride_blocks(&kernel.kernel, blocks as u32),
+                0,
+                &args,
+                false,
+            )
+        }
     }
 }

@@ -103,7 +103,8 @@ pub struct QuantizeArgs {
     /// kernel derives the global scale as the host's `GlobalScale::Auto` does; null: use
     /// `global_scale`.
     pub amax: *const u32,
-    /// Smallest index of a non-finite input element (the caller sets `u64::MAX` first).
+    /// `u64::MAX − i` for the smallest index `i` of a non-finite input element; 0 when there is
+    /// none (the caller zeroes it first).
     pub status: *mut u64,
     /// Rows.
     pub rows: u32,

@@ -5,7 +5,8 @@
 //!
 //! One thread per block (64 or 32 input bytes, 8 data bytes, 1 scale byte) in a grid-stride
 //! loop: memory-bound. A non-finite input is not quantized meaningfully: the kernel records the
-//! smallest such element index in `status` (the host turns it into the host quantizer's error).
+//! smallest such element index `i` in `status`, as `u64::MAX − i` (0: none, so a zero fill
+//! resets it), and the host turns it into the host quantizer's error.
 //! For `GlobalScale::Auto` an amax kernel runs first, and the quantization kernel derives the
 //! global scale from its result on the GPU (`amax / (6 · 448)`, or 1 for an all-zero tensor).
 //!
@@ -123,7 +124,7 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
         if first_bad < SCALE_BLOCK_K {
             let index = block as u64 * SCALE_BLOCK_K as u64 + first_bad as u64;
             // SAFETY: the status word (host contract).
-            unsafe { mem::atom_min_relaxed_gpu_u64(args.status, index) };
+            unsafe { mem::atom_max_relaxed_gpu_u64(args.status, u64::MAX - index) };
         }
         let amax = values.iter().fold(0f32, |m, v| m.max(v.abs()));
         let scale_code = f32_to_e4m3(amax / E2M1_MAX / g);

@@ -273,16 +273,16 @@ pub unsafe fn st_global_b8(ptr: *mut u8, v: u8) {
     unsafe { asm!("st.global.b8 [{p}], {v};", p = in(reg64) ptr, v = in(reg16) v as u16) };
 }
 
-/// `atom.relaxed.gpu.global.min.u64`: stores `min(*ptr, v)` at `ptr`.
+/// `atom.relaxed.gpu.global.max.u64`: stores `max(*ptr, v)` at `ptr`.
 ///
 /// # Safety
 /// `ptr` must be a valid, 8-byte aligned global address.
 #[inline(always)]
-pub unsafe fn atom_min_relaxed_gpu_u64(ptr: *mut u64, v: u64) {
+pub unsafe fn atom_max_relaxed_gpu_u64(ptr: *mut u64, v: u64) {
     // SAFETY: the caller guarantees the address.
     unsafe {
         asm!(
-            "atom.relaxed.gpu.global.min.u64 {old}, [{p}], {v};",
+            "atom.relaxed.gpu.global.max.u64 {old}, [{p}], {v};",
             p = in(reg64) ptr,
             v = in(reg64) v,
             old = out(reg64) _,
