@@ -23,7 +23,7 @@ const E2M1_MAGNITUDES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
 /// Rounds `v` (`0 ≤ v < 2^23`) to the nearest integer, ties to even: adding 2^23 leaves no
 /// fraction bits, so the f32 addition rounds (to nearest even) exactly there.
 #[inline(always)]
-pub fn round_ties_even_small(v: f32) -> f32 {
+fn round_ties_even_small(v: f32) -> f32 {
     const TWO_23: f32 = 8_388_608.0;
     (v + TWO_23) - TWO_23
 }

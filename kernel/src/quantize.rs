@@ -12,7 +12,7 @@
 //!
 //! Kernel parameters: [`QuantizeArgs`], [`AmaxArgs`].
 
-use crate::codec::{E2M1_MAX, E4M3_MAX, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3, round_ties_even_small};
+use crate::codec::{E2M1_MAX, E4M3_MAX, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3};
 use crate::launch::{AmaxArgs, QuantizeArgs};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, mem, sreg, warp};
@@ -129,28 +129,12 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
         let amax = values.iter().fold(0f32, |m, v| m.max(v.abs()));
         let scale_code = f32_to_e4m3(amax / E2M1_MAX / g);
         let denominator = e4m3_to_f32(scale_code) * g;
-        // One correctly rounded division per block; each value then takes a multiplication,
-        // whose result can differ from the host's `x / denominator` only by a few ulp (two
-        // roundings: 2^-23 relative). The e2m1 code depends only on where the quotient lies
-        // relative to the midpoints, all multiples of 1/4, so a value whose product lies within
-        // 2^-18 (relative) of a multiple of 1/4 below 8 takes the exact division instead: the
-        // codes are then the host's, bit for bit.
-        let reciprocal = 1.0 / denominator;
-        let fast = denominator > 0.0 && reciprocal.is_finite();
         let encode = |x: f32| {
-            if !(denominator > 0.0) {
-                return 0;
+            if denominator > 0.0 {
+                f32_to_e2m1(x / denominator) as u32
+            } else {
+                0
             }
-            if fast {
-                let q = x * reciprocal;
-                let quarters = q.abs() * 4.0;
-                let nearest = round_ties_even_small(quarters.min(32.0));
-                // `>=`: a zero product takes this path too (its sign is exact either way).
-                if quarters >= 32.0 || (quarters - nearest).abs() >= quarters * (1.0 / 262_144.0) {
-                    return f32_to_e2m1(q) as u32;
-                }
-            }
-            f32_to_e2m1(x / denominator) as u32
         };
         let mut words = [0u32; 2];
         for p in 0..SCALE_BLOCK_K / 2 {
