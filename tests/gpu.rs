@@ -181,11 +181,12 @@ fn dequantization_rejects_an_output_of_the_wrong_length() {
 /// Values over the whole f32 range, block by block: zero blocks, blocks far below and far above
 /// what e4m3 scales cover without a global scale (they underflow or saturate with `None`),
 /// blocks of mixed magnitudes (random exponents from 2^-e to 2^e, e = `max_exponent`: f16
-/// needs 15 to stay finite), values on e2m1 midpoints, and signed zeros.
+/// needs 15 to stay finite), values on e2m1 midpoints and a few ulp around them, and signed
+/// zeros.
 fn full_range_values(len: usize, max_exponent: f32, rng: &mut Rng) -> Vec<f32> {
     let mut values = Vec::with_capacity(len);
     while values.len() < len {
-        let kind = rng.next_u64() % 6;
+        let kind = rng.next_u64() % 7;
         for i in 0..16 {
             let sign = if rng.next_u64() & 1 == 0 { 1.0 } else { -1.0 };
             let magnitude = match kind {
@@ -197,6 +198,14 @@ fn full_range_values(len: usize, max_exponent: f32, rng: &mut Rng) -> Vec<f32> {
                 4 => {
                     [0.25f32, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0][i % 8]
                         * 2f32.powi((rng.next_u64() % 9) as i32 - 4)
+                }
+                // A few ulp around midpoints: where a quotient computed another way could
+                // round to the other side.
+                5 => {
+                    let m = [0.25f32, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0][i % 8];
+                    let ulps = (rng.next_u64() % 7) as i32 - 3;
+                    f32::from_bits((m.to_bits() as i32 + ulps) as u32)
+                        * 2f32.powi((rng.next_u64() % 5) as i32 - 2)
                 }
                 _ => rng.next_f32() * 4.0,
             };
