@@ -44,20 +44,26 @@ pub fn f32_to_e2m1(x: f32) -> u8 {
     }
     let sign = if x.is_sign_negative() { 0x8 } else { 0 };
     let a = x.abs();
-    // The code is the number of midpoints `a` lies above; at a midpoint the even code (mantissa
-    // bit 0) wins, so even codes own both of their boundaries.
-    const MIDPOINTS: [f32; 7] = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0];
-    let mut code = 0;
-    let mut c = 0;
-    while c < MIDPOINTS.len() {
-        let above = if c % 2 == 0 {
-            a > MIDPOINTS[c]
+    // Code c + 1 starts above midpoint c; at a midpoint the even code (mantissa bit 0) wins,
+    // so even codes own both of their boundaries: the midpoints after even codes (0.25, 2.5,
+    // 5.0) are exclusive, those after odd codes (0.75, 1.75, 3.5) inclusive. A binary search:
+    // three comparisons, which select branch-free on the GPU.
+    let high = a >= 1.75; // code ≥ 4
+    let code = if high {
+        if a >= 3.5 {
+            if a > 5.0 { 7 } else { 6 }
+        } else if a > 2.5 {
+            5
         } else {
-            a >= MIDPOINTS[c]
-        };
-        code += above as u8;
-        c += 1;
-    }
+            4
+        }
+    } else if a >= 0.75 {
+        if a > 1.25 { 3 } else { 2 }
+    } else if a > 0.25 {
+        1
+    } else {
+        0
+    };
     sign | code
 }
 
