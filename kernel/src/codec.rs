@@ -42,6 +42,13 @@ pub fn f32_to_e2m1(x: f32) -> u8 {
     if x.is_nan() {
         return 0;
     }
+    f32_to_e2m1_not_nan(x)
+}
+
+/// [`f32_to_e2m1`] for an `x` known not to be NaN (the GPU quantizer's path, where a NaN input
+/// is reported as an error instead): the same code for every other `x`, without the test.
+#[inline(always)]
+pub fn f32_to_e2m1_not_nan(x: f32) -> u8 {
     let sign = if x.is_sign_negative() { 0x8 } else { 0 };
     let a = x.abs();
     // Code c + 1 starts above midpoint c; at a midpoint the even code (mantissa bit 0) wins,
@@ -89,6 +96,12 @@ pub fn f32_to_e4m3(x: f32) -> u8 {
     if x.is_nan() {
         return E4M3_NAN;
     }
+    f32_to_e4m3_not_nan(x)
+}
+
+/// [`f32_to_e4m3`] for an `x` known not to be NaN: the same code for every other `x`.
+#[inline(always)]
+pub fn f32_to_e4m3_not_nan(x: f32) -> u8 {
     let sign = if x.is_sign_negative() { 0x80 } else { 0 };
     let a = x.abs();
     const MIN_NORMAL: f32 = 1.0 / 64.0; // 2⁻⁶
