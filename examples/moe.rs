@@ -14,7 +14,8 @@
 //!    128-row block (the vLLM/SGLang form, `ContiguousTokens`).
 //! 3. GPU (compute capability 9.0): one grouped dual GEMM launch for all experts' gate/up, with
 //!    per-expert α = global(tokens) · global(weights); its fp16 output is quantized per expert
-//!    (on the CPU: the library has no GPU quantizer yet) and one grouped GEMM launch computes
+//!    on the CPU (the GPU quantizer writes whole matrices, not the contiguous convention's
+//!    per-group scale blocks yet) and one grouped GEMM launch computes
 //!    the down projections. Each launch's output is checked against the CPU reference of every
 //!    expert (task tolerance), and the rows past the routed ones must stay untouched.
 //! 4. The weighted combine runs on the host; the layer's output is compared with the same layer

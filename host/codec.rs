@@ -10,5 +10,5 @@
 //! NVFP4 quantizers do (the e4m3 encoder is PyTorch's `float8_e4m3fn` cast with saturation).
 
 pub use nvfp4_kernel::codec::{
-    E2M1_MAX, E4M3_MAX, E4M3_NAN, e2m1_to_f32, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3,
+    E2M1_MAX, E4M3_MAX, E4M3_NAN, auto_global_scale, e2m1_to_f32, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3,
 };

@@ -14,7 +14,7 @@
 use half::{bf16, f16};
 use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K};
 
-use crate::codec::{E2M1_MAX, E4M3_MAX, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3};
+use crate::codec::{E2M1_MAX, E4M3_MAX, auto_global_scale, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3};
 use crate::error::{Error, Result};
 use crate::matrix::{NvFp4Matrix, validate_global_scale, validate_shape};
 
@@ -26,7 +26,8 @@ pub enum GlobalScale {
     /// clipped; [`NvFp4Matrix::quantize_with_stats`] counts such blocks.
     None,
     /// `amax / (6 · 448)`, so the largest block scale is 448 and no block saturates (1 when all
-    /// values are 0). The default.
+    /// values are 0 or that quotient underflows: [`crate::codec::auto_global_scale`]). The
+    /// default.
     #[default]
     Auto,
     /// This value (finite, positive).
@@ -118,11 +119,7 @@ impl NvFp4Matrix {
             }
             GlobalScale::Auto => {
                 let amax = values.iter().fold(0f32, |m, v| m.max(v.to_f32().abs()));
-                Some(if amax > 0.0 {
-                    amax / (E2M1_MAX * E4M3_MAX)
-                } else {
-                    1.0
-                })
+                Some(auto_global_scale(amax))
             }
         };
         let g = global_scale.unwrap_or(1.0);

@@ -327,6 +327,17 @@ fn gpu_quantizer_is_bit_identical_to_the_cpu_quantizer() {
             );
         }
     }
+    // An `Auto` global scale whose quotient underflows falls back to 1 on both sides.
+    let mut tiny = vec![0f32; 2 * 32];
+    tiny[5] = 1e-44;
+    assert!(check_quantizer(
+        &gpu,
+        "tiny amax, Auto",
+        2,
+        32,
+        &tiny,
+        GlobalScale::Auto
+    ));
     // Shapes and lengths are refused before launch.
     let values = gpu.stream().clone_htod(&[0f32; 64]).unwrap();
     assert!(matches!(

@@ -253,3 +253,22 @@ fn reported_reproducers_give_typed_errors_or_documented_panics() {
     // Column 40 of a 32-wide row is an error, not an element of the next row.
     assert!(matches!(m.code(0, 40), Err(Error::InvalidArgument { .. })));
 }
+
+#[test]
+fn auto_global_scale_falls_back_to_one_when_the_quotient_underflows() {
+    // amax / (6 · 448) is 0 in f32 below about 1.9e-42: the scale falls back to 1 (every block
+    // then underflows to zeros) instead of an invalid global scale of 0.
+    let mut values = vec![0f32; 32];
+    values[3] = 1e-44;
+    let (m, stats) = NvFp4Matrix::quantize_with_stats(1, 32, &values, GlobalScale::Auto).unwrap();
+    assert_eq!(m.global_scale(), Some(1.0));
+    assert!(m.data().iter().all(|&b| b == 0));
+    assert_eq!((stats.zero_blocks, stats.underflowed_blocks), (1, 1));
+    let values = vec![0f32; 32];
+    assert_eq!(
+        NvFp4Matrix::quantize(1, 32, &values, GlobalScale::Auto)
+            .unwrap()
+            .global_scale(),
+        Some(1.0)
+    );
+}

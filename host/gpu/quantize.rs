@@ -8,7 +8,7 @@ use nvfp4_kernel::launch::{AmaxArgs, QuantizeArgs};
 use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K};
 
 use super::{DeviceNvFp4Matrix, Gpu};
-use crate::codec::{E2M1_MAX, E4M3_MAX};
+use crate::codec::auto_global_scale;
 use crate::error::{Error, Result};
 use crate::matrix::{validate_global_scale, validate_shape};
 use crate::quantize::{GlobalScale, QuantizeInput};
@@ -105,11 +105,7 @@ impl Gpu {
             GlobalScale::Auto => {
                 let amax = f32::from_bits(self.stream().clone_dtoh(&checks.amax)?[0]);
                 // As the kernel (and the host quantizer) compute it.
-                Some(if amax > 0.0 {
-                    amax / (E2M1_MAX * E4M3_MAX)
-                } else {
-                    1.0
-                })
+                Some(auto_global_scale(amax))
             }
             GlobalScale::Fixed(g) => Some(g),
             GlobalScale::None => None,
@@ -155,6 +151,15 @@ impl Gpu {
     ) -> Result<()> {
         let (rows, k) = (out.rows(), out.k());
         validate_shape(rows, k)?;
+        for (arg, value) in [("rows", rows), ("k", k)] {
+            if value > u32::MAX as usize {
+                return Err(Error::invalid(
+                    arg,
+                    "must be below 2^32 for the GPU quantizer",
+                    value,
+                ));
+            }
+        }
         if values.len() != rows * k {
             return Err(Error::BufferLength {
                 arg: "values",

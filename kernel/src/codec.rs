@@ -122,3 +122,13 @@ pub fn f32_to_e4m3_not_nan(x: f32) -> u8 {
     };
     sign | magnitude
 }
+
+/// The global scale `GlobalScale::Auto` chooses for a tensor whose largest magnitude is `amax`:
+/// `amax / (6 · 448)`, so that the largest block scale is 448 and no block saturates; 1 when
+/// that is not a positive number (all values 0, or `amax` so small that the quotient underflows
+/// to 0: every block then underflows to zeros whatever the scale).
+#[inline(always)]
+pub fn auto_global_scale(amax: f32) -> f32 {
+    let g = amax / (E2M1_MAX * E4M3_MAX);
+    if g > 0.0 { g } else { 1.0 }
+}

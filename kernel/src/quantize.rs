@@ -12,7 +12,7 @@
 //!
 //! Kernel parameters: [`QuantizeArgs`], [`AmaxArgs`].
 
-use crate::codec::{E2M1_MAX, E4M3_MAX, e4m3_to_f32, f32_to_e2m1_not_nan, f32_to_e4m3_not_nan};
+use crate::codec::{E2M1_MAX, auto_global_scale, e4m3_to_f32, f32_to_e2m1_not_nan, f32_to_e4m3_not_nan};
 use crate::launch::{AmaxArgs, QuantizeArgs};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, mem, sreg, warp};
@@ -84,16 +84,6 @@ fn grid_stride() -> (u32, u32) {
         sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x(),
         sreg::grid_dim_x() * sreg::block_dim_x(),
     )
-}
-
-/// The host's `GlobalScale::Auto` from the tensor's amax.
-#[inline(always)]
-fn auto_global_scale(amax: f32) -> f32 {
-    if amax > 0.0 {
-        amax / (E2M1_MAX * E4M3_MAX)
-    } else {
-        1.0
-    }
 }
 
 #[inline(always)]

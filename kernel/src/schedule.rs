@@ -248,7 +248,8 @@ pub struct StreamK<S> {
     /// The iterations and their tiles.
     pub space: S,
     /// CTAs that take a share: at least 1 and at most the iterations, so that every share has
-    /// at least one stage (see [`working_ctas`]).
+    /// at least one stage (see [`working_ctas`]). The space's iterations must stay below 2^31
+    /// (the plans' limit): the waves' bookkeeping reaches twice that.
     pub ctas: u32,
     /// Stages of every tile, or 0 for no waves (the tiles' stage counts differ, or the kernel
     /// has no registers to spare for them).
