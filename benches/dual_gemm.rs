@@ -125,24 +125,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let gpu = match Gpu::open(0) {
-        Ok(gpu) if gpu.arch() == Arch::Sm90a => gpu,
-        Ok(gpu) => {
-            println!(
-                "dual_gemm bench skipped: no dual-GEMM kernel for {:?} yet",
-                gpu.arch()
-            );
-            return;
-        }
-        Err(e) => {
-            println!("dual_gemm bench skipped: {e}");
-            return;
-        }
-    };
-    if let Err(e) = run(&gpu, &options) {
-        eprintln!("dual_gemm bench failed: {e}");
-        std::process::exit(1);
-    }
+    common::run_on_gpu(
+        "dual_gemm",
+        |gpu| (gpu.arch() != Arch::Sm90a).then(|| format!("no dual-GEMM kernel for {:?} yet", gpu.arch())),
+        |gpu| run(gpu, &options),
+    );
 }
 
 /// One shape's results.

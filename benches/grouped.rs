@@ -189,24 +189,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let gpu = match Gpu::open(0) {
-        Ok(gpu) if gpu.arch() == Arch::Sm90a => gpu,
-        Ok(gpu) => {
-            println!(
-                "grouped bench skipped: no grouped kernel for {} yet",
-                gpu.arch().name()
-            );
-            return;
-        }
-        Err(e) => {
-            println!("grouped bench skipped: {e}");
-            return;
-        }
-    };
-    if let Err(e) = run(&gpu, &options) {
-        eprintln!("grouped bench failed: {e}");
-        std::process::exit(1);
-    }
+    common::run_on_gpu(
+        "grouped",
+        |gpu| (gpu.arch() != Arch::Sm90a).then(|| format!("no grouped kernel for {} yet", gpu.arch().name())),
+        |gpu| run(gpu, &options),
+    );
 }
 
 /// Group sizes of each input set.

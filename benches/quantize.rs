@@ -23,17 +23,7 @@ const SETS: usize = 8;
 const MAX_SECONDS: f64 = 2.0;
 
 fn main() {
-    let gpu = match Gpu::open(0) {
-        Ok(gpu) => gpu,
-        Err(e) => {
-            println!("quantize bench skipped: {e}");
-            return;
-        }
-    };
-    if let Err(e) = run(&gpu) {
-        eprintln!("quantize bench failed: {e}");
-        std::process::exit(1);
-    }
+    common::run_on_gpu("quantize", |_| None, run);
 }
 
 /// µs per call of the enqueue-only quantizer and of the waiting one with `Auto`, for `T`.

@@ -20,35 +20,14 @@ Prints one line per shape: "MxNxK <bf16 µs> <scaled_mm µs or -> <cute_dsl µs 
 
 import argparse
 import importlib.util
-import math
 import os
 import sys
-import time
 
 import torch
 
-
-def time_calls(call, sets):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for i in range(sets):
-        call(i)
-    samples = []
-    started = time.time()
-    while True:
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for i in range(sets):
-            call(i)
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3 / sets)
-        n_s = len(samples)
-        mean = sum(samples) / n_s
-        var = sum((s - mean) ** 2 for s in samples) / max(n_s - 1, 1)
-        rel = math.sqrt(var / n_s) / mean
-        if n_s >= 5 and (rel < 0.005 or time.time() - started > 3.0) or n_s >= 1000:
-            return mean, rel
+# The Rust benches' timing method, shared with the other baseline script.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_timing import time_calls  # noqa: E402
 
 
 def bf16_baseline(m, n, k, sets):
@@ -62,7 +41,7 @@ def bf16_baseline(m, n, k, sets):
         a, b1, b2 = inputs[i]
         return torch.nn.functional.silu(a @ b1.T) * (a @ b2.T)
 
-    return time_calls(call, sets)[0]
+    return time_calls(call, sets, 3.0)[0]
 
 
 def nvfp4_operand(rows, k):
@@ -82,7 +61,7 @@ def scaled_mm_baseline(m, n, k, sets):
         up = torch._scaled_mm(a, b2.transpose(0, 1), sa, sb2, bias=None, out_dtype=torch.float32)
         return (torch.nn.functional.silu(gate) * up).to(torch.float16)
 
-    return time_calls(call, sets)[0]
+    return time_calls(call, sets, 3.0)[0]
 
 
 def harness_input(m, n, k):
@@ -111,7 +90,7 @@ def cute_dsl_baseline(directory, m, n, k, sets):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     inputs = [harness_input(m, n, k) for _ in range(sets)]
-    return time_calls(lambda i: module.custom_kernel(inputs[i]), sets)[0]
+    return time_calls(lambda i: module.custom_kernel(inputs[i]), sets, 3.0)[0]
 
 
 def main():

@@ -17,36 +17,16 @@ Prints one line per case: "<name> <µs>".
 """
 
 import json
-import math
+import os
 import sys
-import time
 
 import torch
 
+# The Rust benches' timing method, shared with the other baseline script.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_timing import time_calls  # noqa: E402
+
 COPY_BUDGET_BYTES = 8 << 30
-
-
-def time_calls(call, sets):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for i in range(sets):
-        call(i)
-    samples = []
-    started = time.time()
-    while True:
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for i in range(sets):
-            call(i)
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3 / sets)
-        count = len(samples)
-        mean = sum(samples) / count
-        variance = sum((s - mean) ** 2 for s in samples) / max(count - 1, 1)
-        relative = math.sqrt(variance / count) / mean
-        if count >= 5 and (relative < 0.005 or time.time() - started > 2.0) or count >= 1000:
-            return mean
 
 
 def bench_case(case):
@@ -74,7 +54,7 @@ def bench_case(case):
             out = torch.nn.functional.silu(gate) * up
         return out
 
-    result = time_calls(call, sets)
+    result = time_calls(call, sets, 2.0)[0]
     del weights, a
     torch.cuda.empty_cache()
     return result

@@ -697,23 +697,17 @@ impl GroupedPlan {
                 token_row,
             ));
         }
-        let bytes: Vec<u8> = table
-            .iter()
-            // SAFETY: SeparateGroup is repr(C) plain data of 80 bytes, no padding.
-            .flat_map(|entry| unsafe {
-                std::slice::from_raw_parts(
-                    (entry as *const nvfp4_kernel::grouped::SeparateGroup).cast::<u8>(),
-                    80,
-                )
-                .to_vec()
-            })
-            .collect();
+        // SAFETY: `SeparateGroup` is `repr(C)` plain data without padding; the slice covers
+        // exactly the table's elements.
+        let bytes: &[u8] = unsafe {
+            std::slice::from_raw_parts(table.as_ptr().cast::<u8>(), std::mem::size_of_val(&table[..]))
+        };
         let table_buffer = self
             .separate_table
             .as_mut()
             .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?;
         let mut table_view = table_buffer.slice_mut(..bytes.len());
-        stream.memcpy_htod(&bytes, &mut table_view)?;
+        stream.memcpy_htod(bytes, &mut table_view)?;
         let separate = table_buffer.device_ptr(stream).0;
         let args = sm90::GroupedPrepareArgs {
             groups: groups.len() as u32,

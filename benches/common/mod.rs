@@ -12,6 +12,31 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr};
 use half::{bf16, f16};
 use nvfp4::gpu::Gpu;
 
+/// Opens GPU 0 and runs `run` on it. Prints why the bench `name` is skipped (and returns) when
+/// there is no supported GPU or `unsupported` gives a reason for this one; exits with status 1
+/// when `run` fails.
+pub fn run_on_gpu(
+    name: &str,
+    unsupported: impl Fn(&Gpu) -> Option<String>,
+    run: impl FnOnce(&Gpu) -> BenchResult<()>,
+) {
+    let gpu = match Gpu::open(0) {
+        Ok(gpu) => gpu,
+        Err(e) => {
+            println!("{name} bench skipped: {e}");
+            return;
+        }
+    };
+    if let Some(why) = unsupported(&gpu) {
+        println!("{name} bench skipped: {why}");
+        return;
+    }
+    if let Err(e) = run(&gpu) {
+        eprintln!("{name} bench failed: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// Errors of a bench run.
 pub type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 

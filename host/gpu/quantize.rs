@@ -64,8 +64,8 @@ impl QuantizeChecks {
 }
 
 impl Gpu {
-    /// An uninitialized-contents NVFP4 matrix of `rows × k` in device memory (scale padding
-    /// zeroed), for [`Self::quantize_into`].
+    /// A zero-filled NVFP4 matrix of `rows × k` in device memory (no global scale), for
+    /// [`Self::quantize_into`].
     pub fn alloc_nvfp4(&self, rows: usize, k: usize) -> Result<DeviceNvFp4Matrix> {
         validate_shape(rows, k)?;
         let stream = self.stream();
