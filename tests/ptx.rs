@@ -188,7 +188,17 @@ fn ptxas_assembles_both_modules_without_local_memory() {
     };
     let dir = std::env::temp_dir().join(format!("nvfp4-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (arch, ptx, _) in COMMITTED {
+    // The Blackwell module is built for the family target and must also assemble for the
+    // arch-specific targets of the devices that load it (10.0 and 10.3).
+    let targets = COMMITTED.iter().flat_map(|&(arch, ptx, _)| {
+        let also: &[&str] = if arch == "sm_100f" {
+            &["sm_100a", "sm_103a", "sm_103f"]
+        } else {
+            &[]
+        };
+        std::iter::once((arch, ptx)).chain(also.iter().map(move |&a| (a, ptx)))
+    });
+    for (arch, ptx) in targets {
         let source = dir.join(format!("{arch}.ptx"));
         std::fs::write(&source, ptx).unwrap();
         let output = Command::new(&ptxas)
