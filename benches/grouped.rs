@@ -44,7 +44,7 @@ use common::{
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use half::f16;
-use nvfp4::gpu::{Arch, DeviceNvFp4Matrix, Gpu};
+use nvfp4::gpu::{DeviceNvFp4Matrix, Gpu};
 use nvfp4::grouped::{
     ContiguousInputs, ContiguousTokens, GroupedLayout, GroupedOp, GroupedPlan, GroupedWeights, SeparateGroup,
     UpWeights,
@@ -189,11 +189,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    common::run_on_gpu(
-        "grouped",
-        |gpu| (gpu.arch() != Arch::Sm90a).then(|| format!("no grouped kernel for {} yet", gpu.arch().name())),
-        |gpu| run(gpu, &options),
-    );
+    common::run_on_gpu("grouped", |_| None, |gpu| run(gpu, &options));
 }
 
 /// Group sizes of each input set.

@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use half::f16;
-use nvfp4::gpu::{Arch, Gpu};
+use nvfp4::gpu::Gpu;
 use nvfp4::grouped::{ContiguousInputs, ContiguousTokens, GroupedLayout, GroupedOp, UpWeights};
 use nvfp4::problem::Rng;
 use nvfp4::reference::{self, TASK_TOLERANCE};
@@ -201,13 +201,12 @@ fn select_gpu(backend: &str) -> Result<Option<Gpu>, String> {
         return Ok(None);
     }
     let reason = match Gpu::open(0) {
-        Ok(gpu) if gpu.arch() == Arch::Sm90a => return Ok(Some(gpu)),
-        Ok(gpu) => format!("no grouped kernel for {} yet", gpu.arch().name()),
+        Ok(gpu) => return Ok(Some(gpu)),
         Err(e) if backend == "gpu" => return Err(e.to_string()),
         Err(e) => e.to_string(),
     };
     if backend == "gpu" {
-        return Err(format!("--backend gpu needs a Hopper GPU: {reason}"));
+        return Err(format!("--backend gpu needs a supported GPU: {reason}"));
     }
     println!("backend: cpu ({reason})");
     Ok(None)

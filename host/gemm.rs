@@ -32,8 +32,8 @@ pub struct GemmPlan {
 }
 
 impl Gpu {
-    /// Plans `C = α · A·Bᵀ` for `shape` on this GPU (Hopper; Blackwell has no plain GEMM kernel
-    /// yet: [`Error::KernelUnavailable`]).
+    /// Plans `C = α · A·Bᵀ` for `shape` on this GPU (Hopper, or Blackwell, whose kernels have
+    /// never run: no B200 here).
     pub fn plan_gemm(&self, shape: GemmShape) -> Result<GemmPlan> {
         let GemmShape { m, n, k } = shape;
         let scale_rows = m

@@ -27,16 +27,27 @@
 //!
 //! On Hopper each launch is two kernels: a preparation pass (validates the offsets, writes the
 //! groups' descriptors and schedule, decodes all tokens to fp16 once) and the persistent GEMM
-//! (`nvfp4_kernel::sm90::grouped`). Blackwell has no grouped kernel yet:
-//! [`crate::Error::KernelUnavailable`].
+//! (`nvfp4_kernel::sm90::grouped`). On Blackwell each launch is the preparation pass (tables
+//! only) and the persistent tcgen05 kernel (`nvfp4_kernel::sm100::grouped`), which reads tokens
+//! and weights through tensor maps: the separate convention's matrices carry theirs (made at
+//! upload); for the contiguous convention the plan makes three maps (tokens, gate stack, up
+//! stack) and remakes them only when a launch's buffers differ from the last launch's; that
+//! copy cannot happen inside a CUDA graph capture (a typed error: launch once before capturing).
+//! The Blackwell kernels have never run (no B200 here): they are checked by ptxas/SASS and a
+//! host emulation of their tile arithmetic (`tests/sm100_emulation.rs`).
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::f16;
-use nvfp4_kernel::grouped::{GroupDesc, GroupedHeader, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT};
+use std::sync::Mutex;
+
+use nvfp4_kernel::grouped::{
+    GroupDesc, GroupedHeader, GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT,
+};
 use nvfp4_kernel::layout::BlockedScales;
 use nvfp4_kernel::sm90::config::{
     self as sm90, K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, padded_k, partial_slot_bytes, tile_n,
 };
+use nvfp4_kernel::sm100::config as sm100;
 
 use crate::dual_gemm::{
     KERNEL_INDEX_LIMIT, SM90_OPERAND_RESCALE, StreamKState, check_alignment, check_dimension,
@@ -268,22 +279,52 @@ pub struct SeparateGroup<'a> {
 
 /// A validated grouped launch on one GPU, with its device buffers (see the module doc).
 ///
-/// Launches of one plan must be stream-ordered (one stream at a time): they share the token
-/// buffer, the tables and the stream-K state.
+/// Launches of one plan must be stream-ordered (one stream at a time): they share the tables
+/// and (Hopper) the token buffer and the stream-K state.
 pub struct GroupedPlan {
     op: GroupedOp,
     layout: GroupedLayout,
-    tile: Tile,
     grid: u32,
-    token_pitch: u32,
-    token_rows: u32,
-    tokens: CudaSlice<u16>,
-    token_map: CudaSlice<u8>,
     descs: CudaSlice<u8>,
     schedule: CudaSlice<u32>,
     separate_table: Option<CudaSlice<u8>>,
-    stream_k: StreamKState,
+    backend: Backend,
     programmatic: bool,
+}
+
+/// The architecture's part of a plan.
+enum Backend {
+    /// Hopper: the token tile, the decoded token buffer and its map, the stream-K state.
+    Sm90 {
+        tile: Tile,
+        token_pitch: u32,
+        token_rows: u32,
+        tokens: CudaSlice<u16>,
+        token_map: CudaSlice<u8>,
+        stream_k: StreamKState,
+    },
+    /// Blackwell: the tile (contiguous convention; the separate one picks it per launch from
+    /// the groups' sizes) and the contiguous convention's tensor maps.
+    Sm100 {
+        tile: Option<sm100::Tile>,
+        maps: Mutex<ContiguousMaps>,
+    },
+}
+
+/// The three tensor maps of a contiguous-convention launch on Blackwell (tokens, gate stack,
+/// up stack) in one device buffer, re-encoded only when a launch's buffers differ from those
+/// they were made for (so a launch that reuses its buffers copies nothing to the device, and can
+/// be captured in a CUDA graph).
+struct ContiguousMaps {
+    made_for: Option<[u64; 7]>,
+    buffer: CudaSlice<u8>,
+}
+
+/// The tile one launch runs.
+#[derive(Clone, Copy, Debug)]
+enum LaunchTile {
+    Sm90(Tile),
+    Sm100(sm100::Tile),
 }
 
 /// The token tile for groups of about `tokens_per_group` rows: the smallest that holds them,
@@ -292,24 +333,50 @@ fn tile_for(tokens_per_group: usize) -> Tile {
     Tile::for_tokens(tokens_per_group.clamp(1, 1 << 20) as u32)
 }
 
+/// The Blackwell tile for groups of about `tokens_per_group` rows whose outputs and up-row
+/// offsets are `(n, up_row_offset)`: 128-wide MMAs above 256 tokens where every group allows
+/// them (as the dense kernel's [`sm100::Tile::for_shape`]), else 64.
+fn sm100_tile_for(
+    gated: bool,
+    tokens_per_group: usize,
+    shapes: impl IntoIterator<Item = (u32, u32)>,
+) -> sm100::Tile {
+    let wide = sm100::TILES[1];
+    let fits = shapes
+        .into_iter()
+        .all(|(n, up_row_offset)| wide.fits_grouped(gated, n, up_row_offset));
+    if tokens_per_group > 256 && fits {
+        wide
+    } else {
+        sm100::TILES[0]
+    }
+}
+
+/// The scale the kernels' α carry besides the global scales: Hopper's fp16 operands are
+/// rescaled (see `SM90_OPERAND_RESCALE`), Blackwell multiplies the fp4 values as they are.
+fn operand_rescale(arch: Arch) -> f32 {
+    match arch {
+        Arch::Sm90a => SM90_OPERAND_RESCALE,
+        Arch::Sm100f => 1.0,
+    }
+}
+
 impl Gpu {
     /// Plans `op` for `layout` on this GPU. `tokens_per_group` (default: the capacity over the
-    /// groups) picks the token tile: 8 to 128 tokens, the smallest that holds a typical group
-    /// (decode: 8; prefill: 128). Any routing is computed correctly with any tile.
+    /// groups) picks the tile: on Hopper 8 to 128 tokens, the smallest that holds a typical
+    /// group (decode: 8; prefill: 128); on Blackwell (always 128 tokens) 128-wide MMAs above 256
+    /// tokens. Any routing is computed correctly with any tile.
     pub fn plan_grouped(
         &self,
         op: GroupedOp,
         layout: GroupedLayout,
         tokens_per_group: Option<usize>,
     ) -> Result<GroupedPlan> {
-        if self.arch() != Arch::Sm90a {
-            return Err(Error::KernelUnavailable {
-                operation: op.name(),
-                arch: self.arch().name(),
-            });
+        match self.arch() {
+            Arch::Sm90a => self.sm90_kernels(op.name()).map(|_| ())?,
+            Arch::Sm100f => self.sm100_kernels(op.name()).map(|_| ())?,
         }
-        self.sm90_kernels(op.name())?;
-        let (groups, rows, max_k, n) = match layout {
+        let (groups, rows, max_k, n, up_row_offset) = match layout {
             GroupedLayout::Contiguous {
                 groups,
                 rows,
@@ -333,9 +400,10 @@ impl Gpu {
                     n
                 };
                 check_dimension("n (weight rows)", weight_rows, 1)?;
-                (groups, rows, k, Some(n))
+                let up_row_offset = if weight_rows == n { 0 } else { n };
+                (groups, rows, k, Some(n), up_row_offset)
             }
-            GroupedLayout::Separate { groups, rows, max_k } => (groups, rows, max_k, None),
+            GroupedLayout::Separate { groups, rows, max_k } => (groups, rows, max_k, None, 0),
         };
         if groups == 0 || groups > MAX_GROUPS as usize {
             return Err(Error::invalid(
@@ -350,23 +418,23 @@ impl Gpu {
             max_k,
             K_MULTIPLE as usize,
         )?;
-        let tile = tile_for(tokens_per_group.unwrap_or(rows.div_ceil(groups)));
-        let token_pitch = padded_k(k32);
-        // 32-bit counts: token items of the preparation pass, and the persistent kernel's
-        // iterations for the worst routing (each group adds at most one partial token tile).
-        if rows as u64 * (token_pitch / K_PER_SLICE) as u64 > KERNEL_INDEX_LIMIT {
-            return Err(Error::invalid(
-                "rows × k",
-                "too large for one launch (rows × k / 64 ≥ 2^31)",
-                format!("{rows} × {max_k}"),
-            ));
-        }
+        let tokens_per_group = tokens_per_group.unwrap_or(rows.div_ceil(groups));
+        // The tile the iteration bound is checked for: Hopper's, or Blackwell's narrowest.
+        let (tile_tokens, tile_outputs, k_per_stage) = match self.arch() {
+            Arch::Sm90a => (tile_for(tokens_per_group).tokens, tile_n(op.gated()), K_PER_STAGE),
+            Arch::Sm100f => (
+                sm100::TILE_M,
+                sm100::TILES[0].outputs(op.gated()),
+                sm100::K_PER_STAGE,
+            ),
+        };
+        // 32-bit counts: the persistent kernel's iterations for the worst routing (each group
+        // adds at most one partial token tile).
         let n_bound = n.unwrap_or(KERNEL_INDEX_LIMIT as usize);
-        let worst_tiles = (rows as u64).div_ceil(tile.tokens as u64) + groups as u64;
-        let stages = k32.div_ceil(K_PER_STAGE) as u64;
+        let worst_tiles = (rows as u64).div_ceil(tile_tokens as u64) + groups as u64;
+        let stages = k32.div_ceil(k_per_stage) as u64;
         if n.is_some()
-            && worst_tiles * (n_bound as u64).div_ceil(tile_n(op.gated()) as u64) * stages
-                > KERNEL_INDEX_LIMIT
+            && worst_tiles * (n_bound as u64).div_ceil(tile_outputs as u64) * stages > KERNEL_INDEX_LIMIT
         {
             return Err(Error::invalid(
                 "rows × n × k",
@@ -376,23 +444,54 @@ impl Gpu {
         }
         let grid = self.multiprocessors();
         let stream = self.stream();
-        let tokens = stream.alloc_zeros::<u16>(rows * token_pitch as usize)?;
-        let token_map =
-            tensor_map::predecoded_tokens_map(stream, &tokens, rows, token_pitch as usize, tile.tokens)?;
-        let stream_k = StreamKState::new(
-            self,
-            2 * grid as usize * partial_slot_bytes(tile) as usize / 4,
-            2 * grid as usize,
-        )?;
+        let backend = match self.arch() {
+            Arch::Sm90a => {
+                let tile = tile_for(tokens_per_group);
+                let token_pitch = padded_k(k32);
+                // Token items of the preparation pass.
+                if rows as u64 * (token_pitch / K_PER_SLICE) as u64 > KERNEL_INDEX_LIMIT {
+                    return Err(Error::invalid(
+                        "rows × k",
+                        "too large for one launch (rows × k / 64 ≥ 2^31)",
+                        format!("{rows} × {max_k}"),
+                    ));
+                }
+                let tokens = stream.alloc_zeros::<u16>(rows * token_pitch as usize)?;
+                let token_map = tensor_map::predecoded_tokens_map(
+                    stream,
+                    &tokens,
+                    rows,
+                    token_pitch as usize,
+                    tile.tokens,
+                )?;
+                let stream_k = StreamKState::new(
+                    self,
+                    2 * grid as usize * partial_slot_bytes(tile) as usize / 4,
+                    2 * grid as usize,
+                )?;
+                Backend::Sm90 {
+                    tile,
+                    token_pitch,
+                    token_rows: rows as u32,
+                    tokens,
+                    token_map,
+                    stream_k,
+                }
+            }
+            Arch::Sm100f => Backend::Sm100 {
+                tile: n.map(|n| {
+                    sm100_tile_for(op.gated(), tokens_per_group, [(n as u32, up_row_offset as u32)])
+                }),
+                maps: Mutex::new(ContiguousMaps {
+                    made_for: None,
+                    buffer: stream.alloc_zeros::<u8>(3 * tensor_map::MAP_BYTES)?,
+                }),
+            },
+        };
         Ok(GroupedPlan {
             op,
             layout,
-            tile,
             grid,
-            token_pitch,
-            token_rows: rows as u32,
-            tokens,
-            token_map,
             descs: stream.alloc_zeros::<u8>(groups * std::mem::size_of::<GroupDesc>())?,
             schedule: stream.alloc_zeros::<u32>(4 * (groups + HEADER_RECORDS as usize))?,
             separate_table: match layout {
@@ -401,7 +500,7 @@ impl Gpu {
                 )?),
                 GroupedLayout::Contiguous { .. } => None,
             },
-            stream_k,
+            backend,
             programmatic: true,
         })
     }
@@ -420,7 +519,10 @@ impl GroupedPlan {
 
     /// Tokens per tile and persistent CTAs of the GEMM kernel.
     pub fn tile_and_grid(&self) -> (u32, u32) {
-        (self.tile.tokens, self.grid)
+        match &self.backend {
+            Backend::Sm90 { tile, .. } => (tile.tokens, self.grid),
+            Backend::Sm100 { .. } => (sm100::TILE_M, self.grid),
+        }
     }
 
     /// Chooses whether the GEMM kernel is a programmatic dependent launch (the default; see
@@ -539,13 +641,19 @@ impl GroupedPlan {
         ] {
             check_alignment(arg, address, 16)?;
         }
-        let (up_base, up_scale_base, up_row_offset) = if concatenated {
+        let (up_base, up_scale_base, up_row_offset, up_rows) = if concatenated {
             // Up rows N..2N of the same matrices share the gate's scale layout of 2N rows.
-            (gate, gate_scales, n as u32)
+            (gate, gate_scales, n as u32, gate_rows)
         } else {
-            (up_data, up_scales, 0)
+            (up_data, up_scales, 0, up_weights.rows)
         };
-        let args = sm90::GroupedPrepareArgs {
+        let [a_map, gate_map, up_map] = self.contiguous_maps(
+            gpu,
+            [(a, rows), (gate, groups * gate_rows), (up_base, groups * up_rows)],
+            k,
+        )?;
+        let tile = self.launch_tile(None)?;
+        let args = GroupedPrepareArgs {
             groups: groups as u32,
             separate_convention: 0,
             separate: std::ptr::null(),
@@ -566,16 +674,78 @@ impl GroupedPlan {
             alpha_up: alpha_up
                 .as_ref()
                 .map_or(std::ptr::null(), |(p, _)| *p as *const f32),
-            alpha_factor: SM90_OPERAND_RESCALE * inputs.scale,
+            alpha_factor: operand_rescale(gpu.arch()) * inputs.scale,
             n: n as u32,
             k: k as u32,
             weight_rows: gate_rows as u32,
             up_row_offset,
+            a_map,
+            gate_map,
+            up_map,
             rows_capacity: rows as u32,
             scale_rows_capacity: scale_rows as u32,
-            ..self.prepare_args(gpu, groups)
+            ..self.prepare_args(gpu, groups, tile)
         };
-        self.enqueue(gpu, &args)
+        self.enqueue(gpu, &args, tile)
+    }
+
+    /// Blackwell: the device addresses of the contiguous convention's three tensor maps over
+    /// `(address, rows)` of `k` (tokens, gate stack, up stack), encoded and copied only when
+    /// they differ from the last launch's (not while the stream captures a graph: a typed
+    /// error). Hopper: zeros (it reads no maps of these).
+    fn contiguous_maps(&self, gpu: &Gpu, operands: [(u64, usize); 3], k: usize) -> Result<[u64; 3]> {
+        let Backend::Sm100 { maps, .. } = &self.backend else {
+            return Ok([0; 3]);
+        };
+        // The state is consistent even after a panic elsewhere: `made_for` is set last.
+        let mut maps = maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let [(a, a_rows), (gate, gate_rows), (up, up_rows)] = operands;
+        let key = [
+            a,
+            a_rows as u64,
+            gate,
+            gate_rows as u64,
+            up,
+            up_rows as u64,
+            k as u64,
+        ];
+        let stream = gpu.stream();
+        if maps.made_for != Some(key) {
+            // A copy from host memory inside a graph would read a freed buffer at replay.
+            let status = stream.capture_status()?;
+            if status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+                return Err(Error::invalid(
+                    "stream",
+                    "is capturing a CUDA graph, but the plan's tensor maps are not yet made for these \
+                     buffers: launch once with them before capturing",
+                    "capturing",
+                ));
+            }
+            let mut bytes = Vec::with_capacity(3 * tensor_map::MAP_BYTES);
+            for (address, rows) in operands {
+                bytes.extend_from_slice(&tensor_map::packed_rows_map_bytes(address, rows, k)?);
+            }
+            stream.memcpy_htod(&bytes, &mut maps.buffer)?;
+            maps.made_for = Some(key);
+        }
+        let (base, _sync) = maps.buffer.device_ptr(stream);
+        let step = tensor_map::MAP_BYTES as u64;
+        Ok([base, base + step, base + 2 * step])
+    }
+
+    /// The tile of a launch: Hopper's planned one; Blackwell's planned one (contiguous) or
+    /// `separate`, picked from the groups' sizes.
+    fn launch_tile(&self, separate: Option<sm100::Tile>) -> Result<LaunchTile> {
+        match (&self.backend, separate) {
+            (Backend::Sm90 { tile, .. }, _) => Ok(LaunchTile::Sm90(*tile)),
+            (Backend::Sm100 { tile: Some(tile), .. }, _) => Ok(LaunchTile::Sm100(*tile)),
+            (Backend::Sm100 { tile: None, .. }, Some(tile)) => Ok(LaunchTile::Sm100(tile)),
+            (Backend::Sm100 { tile: None, .. }, None) => Err(Error::invalid(
+                "plan",
+                "a separate-convention plan picks its tile per launch",
+                "no tile",
+            )),
+        }
     }
 
     /// Enqueues a separate-convention launch: group `g` computes into its own `c`.
@@ -601,6 +771,8 @@ impl GroupedPlan {
         }
         let gated = self.op.gated();
         let stream = gpu.stream();
+        let blackwell = matches!(self.backend, Backend::Sm100 { .. });
+        let rescale = operand_rescale(gpu.arch());
         let mut table = Vec::with_capacity(groups.len());
         let mut token_row = 0usize;
         for (g, group) in groups.iter_mut().enumerate() {
@@ -660,6 +832,15 @@ impl GroupedPlan {
                 }
             };
             let address = |b: &CudaSlice<u8>| b.device_ptr(stream).0;
+            // Blackwell reads each matrix through its own tensor map (made at upload).
+            let map = |name: &'static str, m: &DeviceNvFp4Matrix| -> Result<u64> {
+                if !blackwell {
+                    return Ok(0);
+                }
+                m.packed_rows_map().map(address).ok_or_else(|| {
+                    Error::invalid(name, "has no tensor map (K must be a multiple of 32)", m.k())
+                })
+            };
             let global_a = group.a.and_then(|a| a.global_scale()).unwrap_or(1.0);
             let entry = nvfp4_kernel::grouped::SeparateGroup {
                 a: group.a.map_or(0, |a| address(a.data_buffer())),
@@ -669,12 +850,19 @@ impl GroupedPlan {
                 up: address(up.data_buffer()),
                 up_scales: address(up.scales_buffer()),
                 out: c_address,
-                token_row: token_row as u32,
+                // Hopper: the group's rows in the decoded token buffer; Blackwell: its own map.
+                token_row: if blackwell { 0 } else { token_row as u32 },
                 rows: m as u32,
                 n: n as u32,
                 k: k as u32,
-                alpha_gate: SM90_OPERAND_RESCALE * global_a * group.gate.global_scale().unwrap_or(1.0),
-                alpha_up: SM90_OPERAND_RESCALE * global_a * up.global_scale().unwrap_or(1.0),
+                alpha_gate: rescale * global_a * group.gate.global_scale().unwrap_or(1.0),
+                alpha_up: rescale * global_a * up.global_scale().unwrap_or(1.0),
+                a_map: match group.a {
+                    Some(a) => map("a", a)?,
+                    None => 0,
+                },
+                gate_map: map("gate", group.gate)?,
+                up_map: map("up", up)?,
             };
             for (arg, address) in [
                 ("a", entry.a),
@@ -709,20 +897,41 @@ impl GroupedPlan {
         let mut table_view = table_buffer.slice_mut(..bytes.len());
         stream.memcpy_htod(bytes, &mut table_view)?;
         let separate = table_buffer.device_ptr(stream).0;
-        let args = sm90::GroupedPrepareArgs {
+        let tile = self.launch_tile(Some(sm100_tile_for(
+            gated,
+            token_row / table.len(),
+            table.iter().map(|e| (e.n, 0)),
+        )))?;
+        let mut args = GroupedPrepareArgs {
             groups: groups.len() as u32,
             separate_convention: 1,
             separate: separate as *const nvfp4_kernel::grouped::SeparateGroup,
-            token_rows: token_row as u32,
-            ..self.prepare_args(gpu, groups.len())
+            ..self.prepare_args(gpu, groups.len(), tile)
         };
-        self.enqueue(gpu, &args)
+        if !blackwell {
+            args.token_rows = token_row as u32;
+        }
+        self.enqueue(gpu, &args, tile)
     }
 
     /// The preparation arguments every launch shares (the rest are the convention's).
-    fn prepare_args(&self, gpu: &Gpu, groups: usize) -> sm90::GroupedPrepareArgs {
+    fn prepare_args(&self, gpu: &Gpu, groups: usize, tile: LaunchTile) -> GroupedPrepareArgs {
         let stream = gpu.stream();
-        sm90::GroupedPrepareArgs {
+        let gated = self.op.gated();
+        let (token_rows, token_pitch, tokens) = match &self.backend {
+            Backend::Sm90 {
+                token_rows,
+                token_pitch,
+                tokens,
+                ..
+            } => (*token_rows, *token_pitch, tokens.device_ptr(stream).0 as *mut u32),
+            Backend::Sm100 { .. } => (0, 0, std::ptr::null_mut()),
+        };
+        let (tile_tokens, tile_outputs, k_per_stage) = match tile {
+            LaunchTile::Sm90(tile) => (tile.tokens, tile_n(gated), K_PER_STAGE),
+            LaunchTile::Sm100(tile) => (sm100::TILE_M, tile.outputs(gated), sm100::K_PER_STAGE),
+        };
+        GroupedPrepareArgs {
             groups: groups as u32,
             separate_convention: 0,
             separate: std::ptr::null(),
@@ -744,62 +953,103 @@ impl GroupedPlan {
             k: 0,
             weight_rows: 0,
             up_row_offset: 0,
+            a_map: 0,
+            gate_map: 0,
+            up_map: 0,
             rows_capacity: 0,
             scale_rows_capacity: 0,
-            token_rows: self.token_rows,
-            token_pitch: self.token_pitch,
-            tokens: self.tokens.device_ptr(stream).0 as *mut u32,
+            token_rows,
+            token_pitch,
+            tokens,
             descs: self.descs.device_ptr(stream).0 as *mut GroupDesc,
             schedule: self.schedule.device_ptr(stream).0 as *mut u32,
-            tile_tokens: self.tile.tokens,
-            tile_n: tile_n(self.op.gated()),
+            tile_tokens,
+            k_per_stage,
+            tile_n: tile_outputs,
             grid: self.grid,
-            gated: u32::from(self.op.gated()),
+            gated: u32::from(gated),
         }
     }
 
     /// Enqueues the preparation pass and the persistent GEMM.
-    fn enqueue(&self, gpu: &Gpu, prepare: &sm90::GroupedPrepareArgs) -> Result<()> {
-        let kernels = gpu.sm90_kernels(self.op.name())?;
+    fn enqueue(&self, gpu: &Gpu, prepare: &GroupedPrepareArgs, tile: LaunchTile) -> Result<()> {
         let stream = gpu.stream();
-        // Items of the preparation pass: one thread per token row and 64-K slice.
-        let items = prepare.token_rows * (prepare.token_pitch / K_PER_SLICE);
-        let prepare_kernel = &kernels.grouped_prepare;
-        let shared = 4 * (prepare.groups + 1);
-        // SAFETY: the arguments describe buffers checked by the caller against the plan, and the
-        // plan's own buffers; a plain launch (see `DualGemmPlan`'s pre-decoder for why).
-        unsafe {
-            prepare_kernel.launch(
-                stream,
-                gpu.grid_stride_blocks(&prepare_kernel.kernel, items.max(1)),
-                shared,
-                prepare,
-                false,
-            )?
-        };
-        let (token_map, _token_map) = self.token_map.device_ptr(stream);
-        let (workspace, _workspace) = self.stream_k.workspace.device_ptr(stream);
-        let (flags, _flags) = self.stream_k.flags.device_ptr(stream);
-        let (tickets, _tickets) = self.stream_k.tickets.device_ptr(stream);
-        let args = sm90::GroupedArgs {
-            token_map,
-            descs: prepare.descs,
-            schedule: prepare.schedule,
-            workspace: workspace as *mut u32,
-            flags: flags as *mut u32,
-            tickets: tickets as *mut u64,
-            groups: prepare.groups,
-        };
-        // SAFETY: the preparation pass writes the tables this kernel reads, in stream order (it
-        // waits for that pass before reading them); the plan sized every buffer.
-        unsafe {
-            kernels.grouped(self.tile, self.op.gated()).launch(
-                stream,
-                self.grid,
-                self.tile.grouped_shared().total,
-                &args,
-                self.programmatic,
-            )
+        match (&self.backend, tile) {
+            (
+                Backend::Sm90 {
+                    token_map, stream_k, ..
+                },
+                LaunchTile::Sm90(tile),
+            ) => {
+                let kernels = gpu.sm90_kernels(self.op.name())?;
+                // Items of the preparation pass: one thread per token row and 64-K slice.
+                let items = prepare.token_rows * (prepare.token_pitch / K_PER_SLICE);
+                let prepare_kernel = &kernels.grouped_prepare;
+                let shared = 4 * (prepare.groups + 1);
+                // SAFETY: the arguments describe buffers checked by the caller against the plan,
+                // and the plan's own buffers; a plain launch (see `DualGemmPlan`'s pre-decoder
+                // for why).
+                unsafe {
+                    prepare_kernel.launch(
+                        stream,
+                        gpu.grid_stride_blocks(&prepare_kernel.kernel, items.max(1)),
+                        shared,
+                        prepare,
+                        false,
+                    )?
+                };
+                let (token_map, _token_map) = token_map.device_ptr(stream);
+                let (workspace, _workspace) = stream_k.workspace.device_ptr(stream);
+                let (flags, _flags) = stream_k.flags.device_ptr(stream);
+                let (tickets, _tickets) = stream_k.tickets.device_ptr(stream);
+                let args = sm90::GroupedArgs {
+                    token_map,
+                    descs: prepare.descs,
+                    schedule: prepare.schedule,
+                    workspace: workspace as *mut u32,
+                    flags: flags as *mut u32,
+                    tickets: tickets as *mut u64,
+                    groups: prepare.groups,
+                };
+                // SAFETY: the preparation pass writes the tables this kernel reads, in stream
+                // order (it waits for that pass before reading them); the plan sized every buffer.
+                unsafe {
+                    kernels.grouped(tile, self.op.gated()).launch(
+                        stream,
+                        self.grid,
+                        tile.grouped_shared().total,
+                        &args,
+                        self.programmatic,
+                    )
+                }
+            }
+            (Backend::Sm100 { .. }, LaunchTile::Sm100(tile)) => {
+                let kernels = gpu.sm100_kernels(self.op.name())?;
+                // SAFETY: as for Hopper; one warp writes the tables.
+                unsafe { kernels.grouped_prepare.launch(stream, 1, 0, prepare, false)? };
+                let args = sm100::GroupedArgs {
+                    descs: prepare.descs,
+                    schedule: prepare.schedule,
+                    groups: prepare.groups,
+                };
+                // SAFETY: the preparation pass writes the tables and descriptors (tensor maps
+                // made for the launch's buffers, checked against the plan) that this kernel
+                // reads after waiting for it.
+                unsafe {
+                    kernels.grouped(tile, self.op.gated()).launch(
+                        stream,
+                        self.grid,
+                        tile.shared_bytes(),
+                        &args,
+                        self.programmatic,
+                    )
+                }
+            }
+            _ => Err(Error::invalid(
+                "gpu",
+                "must be the architecture the plan was made for",
+                gpu.arch().name(),
+            )),
         }
     }
 

@@ -765,6 +765,58 @@ fn grouped_tiles_locate_each_iteration_in_its_group_skipping_empty_groups() {
 }
 
 #[test]
+fn group_tile_walks_deal_every_tile_once_in_order_and_skip_empty_groups() {
+    use nvfp4_kernel::schedule::GroupTileWalk;
+    // Tiles per group: 2, 0, 6, 0, 1, 0 (the zero-tile groups first, in the middle and last).
+    let sizes = [(0u32, 4u32), (2, 1), (0, 3), (3, 2), (0, 0), (1, 1), (0, 5)];
+    let table: Vec<GroupSchedule> = sizes
+        .iter()
+        .map(|&(m_tiles, n_tiles)| GroupSchedule {
+            iteration_begin: 0,
+            m_tiles,
+            n_tiles,
+            stages: 1,
+        })
+        .collect();
+    let all: Vec<(u32, u32)> = sizes
+        .iter()
+        .enumerate()
+        .flat_map(|(g, &(m, n))| (0..m * n).map(move |t| (g as u32, t)))
+        .collect();
+    assert_eq!(all.len(), 9);
+    for stride in 1..=12u32 {
+        let mut dealt = Vec::new();
+        for first in 0..stride {
+            let walk: Vec<(u32, u32)> = GroupTileWalk::new(&table[..], first, stride).collect();
+            let expected: Vec<(u32, u32)> = all
+                .iter()
+                .copied()
+                .skip(first as usize)
+                .step_by(stride as usize)
+                .collect();
+            assert_eq!(walk, expected, "stride {stride}, first {first}");
+            dealt.extend(walk);
+        }
+        dealt.sort_unstable();
+        let mut sorted = all.clone();
+        sorted.sort_unstable();
+        assert_eq!(dealt, sorted, "stride {stride}: every tile exactly once");
+    }
+    let empty: [GroupSchedule; 0] = [];
+    assert_eq!(GroupTileWalk::new(&empty[..], 0, 1).next(), None);
+    assert_eq!(
+        GroupTileWalk::new(&table[..], u32::MAX, u32::MAX).next(),
+        None,
+        "no overflow"
+    );
+    assert_eq!(
+        GroupTileWalk::new(&table[..], 8, 0).count(),
+        1,
+        "a zero stride is taken as 1"
+    );
+}
+
+#[test]
 fn group_schedules_round_rows_and_outputs_up_and_give_empty_groups_no_tiles() {
     let g = grouped::group_schedule(129, 4096, 2880, 128, 64, 256);
     assert_eq!(

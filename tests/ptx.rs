@@ -160,9 +160,17 @@ fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
     let Some(sass) = sass_of("sm_100f", PTX_SM100F, test) else {
         return;
     };
-    for tile in nvfp4_kernel::sm100::config::TILES {
-        let (name, body) = (tile.entry_name(), function_sass(&sass, tile.entry_name()));
-        for instruction in ["UTCOMMA.4X", "UTCCP", "UTCBAR", "LDTM", "UTMALDG.2D"] {
+    // The dense dual GEMM and the grouped kernels (gated and plain) of every tile.
+    let names = nvfp4_kernel::sm100::config::TILES.into_iter().flat_map(|tile| {
+        [
+            tile.entry_name(),
+            tile.grouped_entry_name(true),
+            tile.grouped_entry_name(false),
+        ]
+    });
+    for name in names {
+        let body = function_sass(&sass, name);
+        for instruction in ["UTCOMMA.4X", "UTCCP", "UTCBAR", "LDTM", "UTMALDG.2D", "UBLKCP"] {
             assert!(body.contains(instruction), "no {instruction} in {name}");
         }
         assert!(

@@ -20,6 +20,7 @@ use cudarc::driver::sys::CUdevice_attribute::{
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
+use nvfp4_kernel::grouped::GroupedPrepareArgs;
 use nvfp4_kernel::launch::{self, AmaxArgs, DequantizeArgs, Kernel, OccupyArgs, QuantizeArgs, SiluMulArgs};
 use nvfp4_kernel::layout::SCALE_BLOCK_K;
 use nvfp4_kernel::sm90::config::{self as sm90, Tile};
@@ -188,7 +189,7 @@ pub(crate) struct Sm90Kernels {
     pub dual_gemm: Vec<(Tile, LoadedKernel<sm90::DualGemmArgs>)>,
     pub grouped: Vec<(Tile, bool, LoadedKernel<sm90::GroupedArgs>)>,
     pub predecode_tokens: LoadedKernel<sm90::PredecodeArgs>,
-    pub grouped_prepare: LoadedKernel<sm90::GroupedPrepareArgs>,
+    pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
 impl Sm90Kernels {
@@ -230,23 +231,41 @@ impl Sm90Kernels {
 /// The Blackwell module's kernels.
 pub(crate) struct Sm100Kernels {
     pub dual_gemm: Vec<(sm100::Tile, LoadedKernel<sm100::DualGemmArgs>)>,
+    pub grouped: Vec<(sm100::Tile, bool, LoadedKernel<sm100::GroupedArgs>)>,
+    pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
 impl Sm100Kernels {
     fn load(module: &Arc<CudaModule>) -> Result<Self> {
         let mut dual_gemm = Vec::new();
+        let mut grouped = Vec::new();
         for tile in sm100::TILES {
             let kernel = LoadedKernel::load(module, launch::sm100_dual_gemm(tile))?;
             kernel.allow_shared_bytes(tile.shared_bytes())?;
             dual_gemm.push((tile, kernel));
+            for gated in [false, true] {
+                let kernel = LoadedKernel::load(module, launch::sm100_grouped(tile, gated))?;
+                kernel.allow_shared_bytes(tile.shared_bytes())?;
+                grouped.push((tile, gated, kernel));
+            }
         }
-        Ok(Self { dual_gemm })
+        Ok(Self {
+            dual_gemm,
+            grouped,
+            grouped_prepare: LoadedKernel::load(module, launch::SM100_GROUPED_PREPARE)?,
+        })
     }
 
     /// The dual GEMM for `tile`.
     pub fn dual_gemm(&self, tile: sm100::Tile) -> &LoadedKernel<sm100::DualGemmArgs> {
         let found = self.dual_gemm.iter().find(|(t, _)| *t == tile);
         &found.unwrap_or(&self.dual_gemm[0]).1
+    }
+
+    /// The grouped kernel for `tile`, gated or plain.
+    pub fn grouped(&self, tile: sm100::Tile, gated: bool) -> &LoadedKernel<sm100::GroupedArgs> {
+        let found = self.grouped.iter().find(|(t, g, _)| *t == tile && *g == gated);
+        &found.unwrap_or(&self.grouped[0]).2
     }
 }
 

@@ -26,6 +26,14 @@ pub(crate) fn packed_rows_map(
     rows: usize,
     k: usize,
 ) -> Result<CudaSlice<u8>> {
+    let (address, _sync) = data.device_ptr(stream);
+    let map = packed_rows_map_bytes(address, rows, k)?;
+    Ok(stream.clone_htod(&map)?)
+}
+
+/// The bytes of [`packed_rows_map`]'s map over `rows × k` packed fp4 at device `address` (for
+/// callers that place several maps in one buffer).
+pub(crate) fn packed_rows_map_bytes(address: u64, rows: usize, k: usize) -> Result<[u8; MAP_BYTES]> {
     let row_bytes = k / 2;
     if !row_bytes.is_multiple_of(16) {
         return Err(Error::invalid(
@@ -34,9 +42,7 @@ pub(crate) fn packed_rows_map(
             k,
         ));
     }
-    let (address, _sync) = data.device_ptr(stream);
     encode_2d_sw128(
-        stream,
         address,
         CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
         [row_bytes as u64, rows as u64],
@@ -57,27 +63,28 @@ pub(crate) fn predecoded_tokens_map(
     box_rows: u32,
 ) -> Result<CudaSlice<u8>> {
     let (address, _sync) = tokens.device_ptr(stream);
-    encode_2d_sw128(
-        stream,
+    let map = encode_2d_sw128(
         address,
         CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         [k as u64, rows as u64],
         2 * k as u64,
         [nvfp4_kernel::sm90::config::K_PER_SLICE, box_rows],
-    )
+    )?;
+    Ok(stream.clone_htod(&map)?)
 }
 
+/// Bytes of one tensor map (`CUtensorMap`); device copies must be 64-byte aligned.
+pub(crate) const MAP_BYTES: usize = 128;
+
 /// A 2-D, 128-byte-swizzled map of `dims` (innermost first) elements of `data_type` at
-/// `address`, rows `row_pitch` bytes apart, boxes of `boxes` elements, zeros outside; copied to a
-/// device buffer.
+/// `address`, rows `row_pitch` bytes apart, boxes of `boxes` elements, zeros outside.
 fn encode_2d_sw128(
-    stream: &std::sync::Arc<CudaStream>,
     address: u64,
     data_type: CUtensorMapDataType,
     dims: [u64; 2],
     row_pitch: u64,
     boxes: [u32; 2],
-) -> Result<CudaSlice<u8>> {
+) -> Result<[u8; MAP_BYTES]> {
     let strides = [row_pitch];
     let element_strides = [1u32, 1];
     let mut map = CUtensorMap { opaque: [0; 16] };
@@ -100,6 +107,9 @@ fn encode_2d_sw128(
         )
     };
     status.result()?;
-    let bytes: Vec<u8> = map.opaque.iter().flat_map(|w| w.to_le_bytes()).collect();
-    Ok(stream.clone_htod(&bytes)?)
+    let mut bytes = [0u8; MAP_BYTES];
+    for (chunk, word) in bytes.chunks_exact_mut(8).zip(map.opaque.iter()) {
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+    Ok(bytes)
 }

@@ -29,9 +29,13 @@ pub const SCALE_ROW_ALIGNMENT: u32 = 128;
 /// One group's problem as the persistent kernel reads it (written by the preparation pass).
 /// Weight rows: the tile's output `n` reads *gate* row `n` of `gate` and *up* row
 /// `n + up_row_offset` of `up` (gated: B1 and B3 rows of the same output, from separate
-/// matrices or one concatenated `w13`; plain: the same matrix, the up row being the output 8
-/// further on, see the kernels' tile docs). Both share one blocked scale layout of
+/// matrices or one concatenated `w13`; plain: the same matrix, the up row being another output
+/// of the same tile, see the kernels' tile docs). Both share one blocked scale layout of
 /// `weight_rows × k`.
+///
+/// The Hopper kernels read the weights through the pointers and the tokens from the
+/// preparation pass's decoded buffer; the Blackwell kernels read tokens and weights through the
+/// tensor maps (`a_map`, `gate_map`, `up_map`) and scale atoms through the pointers.
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GroupDesc {
@@ -45,7 +49,17 @@ pub struct GroupDesc {
     pub up_scales: u64,
     /// fp16 output of the group's first token, `ldc` elements a row.
     pub out: u64,
-    /// Row of the group's first token in the launch's token operand.
+    /// Blocked e4m3 scales of the group's tokens, from the 128-row block of its first token
+    /// (each group's token scales start on such a block).
+    pub a_scales: u64,
+    /// Generic address of the tensor map over the group's tokens (Blackwell; 0 on Hopper).
+    pub a_map: u64,
+    /// Generic address of the tensor map over the gate weights (Blackwell; 0 on Hopper).
+    pub gate_map: u64,
+    /// Generic address of the tensor map over the up weights (Blackwell; 0 on Hopper).
+    pub up_map: u64,
+    /// Row of the group's first token in the launch's token operand (Hopper: the decoded
+    /// buffer; Blackwell: `a_map`'s rows).
     pub token_row: u32,
     /// Tokens of the group (`M_g`, may be 0).
     pub rows: u32,
@@ -59,13 +73,17 @@ pub struct GroupDesc {
     pub weight_rows: u32,
     /// Row of `up` that holds output `n`'s up weights, minus `n`.
     pub up_row_offset: u32,
+    /// Row of the group's weight row 0 in `gate_map` and `up_map` (stacked weights: the group
+    /// times `weight_rows`; per-group maps: 0).
+    pub weight_map_row: u32,
     /// Scale of the gate (or plain) product, including the kernel's operand rescale.
     pub alpha_gate: f32,
     /// Scale of the up product (gated), including the kernel's operand rescale.
     pub alpha_up: f32,
-    /// Padding to 80 bytes.
-    pub reserved: u32,
 }
+
+/// 16-byte words of a [`GroupDesc`] (the kernels load it as vectors).
+pub const GROUP_DESC_WORDS: usize = core::mem::size_of::<GroupDesc>() / 16;
 
 /// One group of the separate convention, as the host uploads it: its own allocations and sizes.
 #[repr(C)]
@@ -85,8 +103,8 @@ pub struct SeparateGroup {
     pub up_scales: u64,
     /// fp16 output, `rows × n`.
     pub out: u64,
-    /// Row of the group's first token in the launch's token operand (the sum of the rows of the
-    /// groups before it).
+    /// Row of the group's first token in the launch's token operand (Hopper: the sum of the
+    /// rows of the groups before it, in the decoded buffer; Blackwell: 0, the group's own map).
     pub token_row: u32,
     /// Tokens (`M_g`, may be 0).
     pub rows: u32,
@@ -98,6 +116,93 @@ pub struct SeparateGroup {
     pub alpha_gate: f32,
     /// Scale of the up product, including the kernel's operand rescale.
     pub alpha_up: f32,
+    /// Generic address of the tensor map over `a` (Blackwell; 0 on Hopper).
+    pub a_map: u64,
+    /// Generic address of the tensor map over `gate` (Blackwell; 0 on Hopper).
+    pub gate_map: u64,
+    /// Generic address of the tensor map over `up` (Blackwell; 0 on Hopper).
+    pub up_map: u64,
+}
+
+/// Arguments of the grouped kernels' preparation pass (`nvfp4_grouped_prepare_sm90`,
+/// `nvfp4_grouped_prepare_sm100`), for either input convention (see the module doc).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GroupedPrepareArgs {
+    /// Groups `G` (1..=`MAX_GROUPS`).
+    pub groups: u32,
+    /// 1: the separate convention (`separate` holds the groups); 0: contiguous.
+    pub separate_convention: u32,
+    /// Separate convention: the uploaded table of `G` groups.
+    pub separate: *const SeparateGroup,
+    /// Contiguous: all groups' packed tokens, `rows_capacity × k/2` bytes.
+    pub a: *const u8,
+    /// Contiguous: the tokens' blocked scales over `scale_rows_capacity` rows.
+    pub a_scales: *const u8,
+    /// Contiguous: `G + 1` token row offsets (device memory).
+    pub row_offsets: *const u32,
+    /// Contiguous: `G + 1` scale row offsets (device memory; multiples of 128).
+    pub scale_offsets: *const u32,
+    /// Contiguous: the gate (or plain) weights of group 0; group `g` starts `gate_stride` bytes on.
+    pub gate: u64,
+    /// Contiguous: the blocked scales of group 0's gate weights.
+    pub gate_scales: u64,
+    /// Contiguous: the up weights of group 0 (the gate weights for a plain GEMM).
+    pub up: u64,
+    /// Contiguous: the blocked scales of group 0's up weights.
+    pub up_scales: u64,
+    /// Contiguous: bytes between two groups' weights.
+    pub weight_stride: u64,
+    /// Contiguous: bytes between two groups' weight scales.
+    pub weight_scale_stride: u64,
+    /// Contiguous: C, `rows_capacity × n` fp16.
+    pub out: *mut u16,
+    /// Contiguous: per-group scale of the gate (or plain) product, or null for 1.
+    pub alpha_gate: *const f32,
+    /// Contiguous: per-group scale of the up product, or null for 1.
+    pub alpha_up: *const f32,
+    /// Contiguous: a factor applied to both products (the kernel's operand rescale times any
+    /// host-side global scales).
+    pub alpha_factor: f32,
+    /// Contiguous: outputs per group.
+    pub n: u32,
+    /// Contiguous: K.
+    pub k: u32,
+    /// Contiguous: rows of the weights' scale layout (N, or 2N for a concatenated `w13`).
+    pub weight_rows: u32,
+    /// Contiguous: `GroupDesc::up_row_offset`.
+    pub up_row_offset: u32,
+    /// Contiguous, Blackwell: generic address of the tensor map over `a` (0 on Hopper).
+    pub a_map: u64,
+    /// Contiguous, Blackwell: the tensor map over all groups' gate weights, stacked.
+    pub gate_map: u64,
+    /// Contiguous, Blackwell: the tensor map over all groups' up weights, stacked.
+    pub up_map: u64,
+    /// Contiguous: rows of A (the token capacity).
+    pub rows_capacity: u32,
+    /// Contiguous: rows of A's scale layout.
+    pub scale_rows_capacity: u32,
+    /// Hopper: rows of the fp16 token buffer (contiguous: `rows_capacity`; separate: the sum
+    /// of rows); Blackwell: 0 (no decoded tokens).
+    pub token_rows: u32,
+    /// fp16 elements per row of the token buffer (`padded_k` of the largest K).
+    pub token_pitch: u32,
+    /// The fp16 token buffer.
+    pub tokens: *mut u32,
+    /// Output: one `GroupDesc` per group.
+    pub descs: *mut GroupDesc,
+    /// Output: the `GroupedHeader`, then one `GroupSchedule` per group.
+    pub schedule: *mut u32,
+    /// Token tile of the persistent kernel.
+    pub tile_tokens: u32,
+    /// K per stage of the persistent kernel (its iterations are tiles × stages).
+    pub k_per_stage: u32,
+    /// Outputs per tile of the persistent kernel.
+    pub tile_n: u32,
+    /// CTAs of the persistent kernel.
+    pub grid: u32,
+    /// 1 when the persistent kernel is gated (dual).
+    pub gated: u32,
 }
 
 /// What the preparation pass found, for the persistent kernel (and, on request, the host).
@@ -163,6 +268,6 @@ const fn ceil_div(a: u32, b: u32) -> u32 {
 }
 
 const _: () = assert!(
-    core::mem::size_of::<GroupDesc>() == 80 && core::mem::size_of::<SeparateGroup>() == 80,
+    core::mem::size_of::<GroupDesc>() == 112 && core::mem::size_of::<SeparateGroup>() == 104,
     "descriptor sizes are part of the host/device contract"
 );

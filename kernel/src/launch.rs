@@ -170,7 +170,8 @@ pub const AMAX_BF16: Kernel<AmaxArgs> = Kernel::new("nvfp4_amax_bf16", 256, None
 /// `crate::testing`), to make SMs unavailable to other kernels.
 pub const OCCUPY: Kernel<OccupyArgs> = Kernel::new("nvfp4_test_occupy", 32, None);
 
-use crate::sm90::config::{self as sm90, DualGemmArgs, GroupedArgs, GroupedPrepareArgs, PredecodeArgs};
+use crate::grouped::GroupedPrepareArgs;
+use crate::sm90::config::{self as sm90, DualGemmArgs, GroupedArgs, PredecodeArgs};
 
 /// The sm_90a dual GEMM, one entry per token tile (`sm90::config::TILES`). `.minnctapersm 1`
 /// lets `setmaxnreg` move registers between its warpgroups.
@@ -235,12 +236,33 @@ pub const fn sm100_dual_gemm(tile: crate::sm100::config::Tile) -> Kernel<crate::
     Kernel::new(tile.entry_name(), crate::sm100::config::THREADS, Some(1))
 }
 
+/// The sm_100f grouped GEMM (plain) or grouped dual GEMM (`gated`), one entry per tile.
+pub const fn sm100_grouped(
+    tile: crate::sm100::config::Tile,
+    gated: bool,
+) -> Kernel<crate::sm100::config::GroupedArgs> {
+    Kernel::new(
+        tile.grouped_entry_name(gated),
+        crate::sm100::config::THREADS,
+        Some(1),
+    )
+}
+
+/// The preparation pass of the sm_100f grouped kernels (one warp; `sm100::grouped`).
+pub const SM100_GROUPED_PREPARE: Kernel<GroupedPrepareArgs> =
+    Kernel::new("nvfp4_grouped_prepare_sm100", 32, None);
+
 const SM100_TILES: [crate::sm100::config::Tile; 2] = crate::sm100::config::TILES;
 
 /// Entry points of the sm_100f module only.
 pub const SM100_ENTRY_POINTS: &[EntryPoint] = &[
     sm100_dual_gemm(SM100_TILES[0]).entry,
     sm100_dual_gemm(SM100_TILES[1]).entry,
+    sm100_grouped(SM100_TILES[0], true).entry,
+    sm100_grouped(SM100_TILES[1], true).entry,
+    sm100_grouped(SM100_TILES[0], false).entry,
+    sm100_grouped(SM100_TILES[1], false).entry,
+    SM100_GROUPED_PREPARE.entry,
 ];
 
 /// The entry points of the module for `arch` (`"sm_90a"` or `"sm_100f"`).

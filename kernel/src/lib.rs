@@ -46,6 +46,9 @@ pub mod elementwise;
 pub mod epilogue;
 
 #[cfg(target_arch = "nvptx64")]
+pub(crate) mod prepare;
+
+#[cfg(target_arch = "nvptx64")]
 pub mod quantize;
 
 #[cfg(target_arch = "nvptx64")]

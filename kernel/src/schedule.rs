@@ -169,6 +169,67 @@ impl GroupTable for &[GroupSchedule] {
     }
 }
 
+/// Whole tiles of a grouped launch dealt round-robin: a CTA takes tiles `first, first + stride,
+/// …` of the launch's tiles (group by group, token tile fastest within a group, as
+/// [`GroupedTiles`]) and gets each as `(group, tile within the group)`. The walk visits the
+/// groups in order, reading each group's record once however many tiles it holds (groups
+/// without tiles are stepped over).
+#[derive(Clone, Copy, Debug)]
+pub struct GroupTileWalk<T> {
+    table: T,
+    next: u32,
+    stride: u32,
+    group: u32,
+    group_begin: u32,
+    group_tiles: u32,
+}
+
+impl<T: GroupTable> GroupTileWalk<T> {
+    /// The tiles `first, first + stride, …` of `table`'s groups.
+    #[inline(always)]
+    pub fn new(table: T, first: u32, stride: u32) -> Self {
+        let group_tiles = if table.groups() > 0 {
+            let g = table.group(0);
+            g.m_tiles * g.n_tiles
+        } else {
+            0
+        };
+        Self {
+            table,
+            next: first,
+            stride: stride.max(1),
+            group: 0,
+            group_begin: 0,
+            group_tiles,
+        }
+    }
+}
+
+impl<T: GroupTable> Iterator for GroupTileWalk<T> {
+    /// (group, tile within the group).
+    type Item = (u32, u32);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(u32, u32)> {
+        loop {
+            if self.group >= self.table.groups() {
+                return None;
+            }
+            let local = self.next.wrapping_sub(self.group_begin);
+            if local < self.group_tiles {
+                self.next = self.next.saturating_add(self.stride);
+                return Some((self.group, local));
+            }
+            self.group_begin += self.group_tiles;
+            self.group += 1;
+            if self.group < self.table.groups() {
+                let g = self.table.group(self.group);
+                self.group_tiles = g.m_tiles * g.n_tiles;
+            }
+        }
+    }
+}
+
 /// The iterations of a grouped launch: group by group, then tile by tile (token tile fastest
 /// within a group), then stage by stage.
 #[derive(Clone, Copy, Debug)]

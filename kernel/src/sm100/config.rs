@@ -1,6 +1,8 @@
 //! Tile configuration, shared-memory plan and tensor-memory (TMEM) column plan of the sm_100f
-//! dual-GEMM kernel (see `sm100::dual_gemm`). Pure: the host uses it for launch parameters and
-//! tests check it; the kernel takes every offset from here.
+//! kernels (the dense dual GEMM `sm100::dual_gemm` and the grouped kernels `sm100::grouped`,
+//! which share the roles of `sm100::roles`), and where each tile reads and writes
+//! ([`TilePlace`]). Pure: the host uses it for launch parameters and tests check it; the kernels
+//! take every offset from here.
 //!
 //! TMEM columns (512 allocated, 448 used), lanes = the tile's 128 token rows:
 //!
@@ -11,6 +13,7 @@
 //!             (4 columns per K=64 MMA: one 128-row atom copied by tcgen05.cp .32x128b.warpx4)
 //! ```
 
+use crate::grouped::GroupDesc;
 use crate::layout::{ATOM_BYTES, BlockedScales};
 
 /// Tokens per tile: the MMA's M (cta_group::1 block-scaled MMAs are M = 128 only).
@@ -165,12 +168,127 @@ impl Tile {
         self.scale_columns_base() + STAGES * SCALE_COLUMNS_PER_STAGE
     }
 
-    /// PTX entry name of the kernel for this tile.
+    /// PTX entry name of the dense dual GEMM for this tile.
     pub const fn entry_name(&self) -> &'static str {
         if self.n <= 64 {
             "nvfp4_dual_gemm_sm100_n64"
         } else {
             "nvfp4_dual_gemm_sm100_n128"
+        }
+    }
+
+    /// PTX entry name of the grouped kernel for this tile, gated (dual) or plain.
+    pub const fn grouped_entry_name(&self, gated: bool) -> &'static str {
+        match (gated, self.n <= 64) {
+            (true, true) => "nvfp4_grouped_dual_gemm_sm100_n64",
+            (true, false) => "nvfp4_grouped_dual_gemm_sm100_n128",
+            (false, true) => "nvfp4_grouped_gemm_sm100_n64",
+            (false, false) => "nvfp4_grouped_gemm_sm100_n128",
+        }
+    }
+
+    /// Outputs one tile computes: `n` gated; `2·n` plain, whose gate and up MMAs take the two
+    /// halves (outputs `n0 .. n0 + n` and `n0 + n .. n0 + 2n` of the same weights).
+    pub const fn outputs(&self, gated: bool) -> u32 {
+        if gated { self.n } else { 2 * self.n }
+    }
+
+    /// Whether a grouped launch may use this tile: every tile's B rows must stay inside one
+    /// 128-row scale atom and inside the weights' padded scale layout. Gated: `n` divides 128
+    /// or both `n_g` and the up rows' offset are multiples of `n`; plain: the up half of the
+    /// last tile may run past `n_g` only inside the last (padded) atom, which holds for `n =
+    /// 64`; for `n = 128`, `n_g` must be a multiple of 256.
+    pub const fn fits_grouped(&self, gated: bool, n_g: u32, up_row_offset: u32) -> bool {
+        if self.n <= 64 {
+            true
+        } else if gated {
+            n_g.is_multiple_of(self.n) && up_row_offset.is_multiple_of(128)
+        } else {
+            n_g.is_multiple_of(2 * self.n)
+        }
+    }
+}
+
+/// Where one tile reads and writes, in its operands' coordinates: the same roles run the dense
+/// dual GEMM and the grouped kernels, which differ only in how they compute this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TilePlace {
+    /// Row of the tile's first token in A's tensor map.
+    pub a_row: u32,
+    /// Byte offset of the tile's first scale atom (its 128-row block, K-block 0) from the
+    /// tokens' scale base (the dense A's scales, a group's `a_scales`).
+    pub a_atoms: usize,
+    /// Row of the gate tile in the gate tensor map.
+    pub gate_row: u32,
+    /// Row of the up tile in the up tensor map.
+    pub up_row: u32,
+    /// Byte offset of the gate tile's first atom in the gate scales.
+    pub gate_atoms: usize,
+    /// Byte offset of the up tile's first atom in the up scales.
+    pub up_atoms: usize,
+    /// TMEM column offset of the gate rows inside their scale atom ([`b_scale_column_offset`]).
+    pub gate_column: u32,
+    /// TMEM column offset of the up rows inside their scale atom.
+    pub up_column: u32,
+    /// Element offset of the tile's first output (token 0, output 0) in C.
+    pub out: usize,
+    /// Tokens of the tile that exist (≤ [`TILE_M`]).
+    pub rows: u32,
+    /// Outputs from the tile's first that exist (the tile writes those below `outputs`).
+    pub columns: u32,
+}
+
+impl TilePlace {
+    /// Tile `(m_tile, n_tile)` of the dense dual GEMM `m × n × k` (C row-major, `n` a row).
+    pub const fn dense(m: u32, n: u32, k: u32, tile: Tile, m_tile: u32, n_tile: u32) -> Self {
+        let (m0, n0) = (m_tile * TILE_M, n_tile * tile.n);
+        let (a, b) = (
+            BlockedScales::new(m as usize, k as usize),
+            BlockedScales::new(n as usize, k as usize),
+        );
+        let b_atoms = b.atom_offset(n0 as usize / 128, 0);
+        let rows = m.saturating_sub(m0);
+        Self {
+            a_row: m0,
+            a_atoms: a.atom_offset(m0 as usize / 128, 0),
+            gate_row: n0,
+            up_row: n0,
+            gate_atoms: b_atoms,
+            up_atoms: b_atoms,
+            gate_column: b_scale_column_offset(n0),
+            up_column: b_scale_column_offset(n0),
+            out: m0 as usize * n as usize + n0 as usize,
+            rows: if rows < TILE_M { rows } else { TILE_M },
+            columns: n.saturating_sub(n0),
+        }
+    }
+
+    /// Tile `local` of a group (token tile fastest: `local = n_tile · m_tiles + m_tile`) of a
+    /// grouped launch, from the group's descriptor (element offsets relative to its pointers).
+    /// Plain tiles take their up rows `tile.n` after the gate rows ([`Tile::outputs`]).
+    pub const fn grouped(desc: &GroupDesc, m_tiles: u32, local: u32, tile: Tile, gated: bool) -> Self {
+        let (m_tile, n_tile) = match (local.checked_rem(m_tiles), local.checked_div(m_tiles)) {
+            (Some(m), Some(n)) => (m, n),
+            _ => (0, 0),
+        };
+        let (row0, n0) = (m_tile * TILE_M, n_tile * tile.outputs(gated));
+        let gate = n0;
+        let up = n0 + desc.up_row_offset + if gated { 0 } else { tile.n };
+        // Atom offsets depend on K only (whole 128-row blocks of `k / 64` atoms).
+        let scales = BlockedScales::new(TILE_M as usize, desc.k as usize);
+        let rows = desc.rows.saturating_sub(row0);
+        Self {
+            a_row: desc.token_row + row0,
+            a_atoms: scales.atom_offset(m_tile as usize, 0),
+            gate_row: desc.weight_map_row + gate,
+            up_row: desc.weight_map_row + up,
+            gate_atoms: scales.atom_offset(gate as usize / 128, 0),
+            up_atoms: scales.atom_offset(up as usize / 128, 0),
+            gate_column: b_scale_column_offset(gate),
+            up_column: b_scale_column_offset(up),
+            out: row0 as usize * desc.ldc as usize + n0 as usize,
+            rows: if rows < TILE_M { rows } else { TILE_M },
+            columns: desc.n.saturating_sub(n0),
         }
     }
 }
@@ -243,6 +361,20 @@ pub const fn stage_mmas(k: u32, k_stage: u32) -> u32 {
 /// column `c` holds rows `32·c ..`): the MMA reads `n / 32` columns from here.
 pub const fn b_scale_column_offset(n0: u32) -> u32 {
     (n0 % 128) / 32
+}
+
+/// Arguments of the sm_100f grouped kernels (`nvfp4_grouped_gemm_sm100_n*`,
+/// `nvfp4_grouped_dual_gemm_sm100_n*`): the preparation pass's tables (the tensor maps and
+/// every per-group address are in the groups' descriptors).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GroupedArgs {
+    /// The groups' descriptors.
+    pub descs: *const GroupDesc,
+    /// The `GroupedHeader`, then one `GroupSchedule` per group.
+    pub schedule: *const u32,
+    /// Groups (1..=`MAX_GROUPS`).
+    pub groups: u32,
 }
 
 /// Arguments of the sm_100f dual GEMM (`nvfp4_dual_gemm_sm100_n*`), passed by value as the

@@ -1,0 +1,256 @@
+//! The preparation pass's tables, shared by the Hopper and Blackwell grouped kernels (see
+//! [`crate::grouped`]): validates a launch's device-side offsets and writes one [`GroupDesc`] per
+//! group, the groups' [`GroupSchedule`](crate::schedule::GroupSchedule)s and the
+//! [`GroupedHeader`], which the persistent kernel reads with [`load_desc`] and the schedule
+//! table. Device code only; the arch modules own the entry points (Hopper's also decodes the
+//! tokens).
+
+use crate::grouped::{
+    GROUP_DESC_WORDS, GroupDesc, GroupedHeader, GroupedPrepareArgs, HEADER_RECORDS, SCALE_ROW_ALIGNMENT,
+    STATUS_OK, STATUS_ROWS_DECREASE, STATUS_ROWS_EXCEED_CAPACITY, STATUS_SCALES_MISALIGNED,
+    STATUS_SCALES_OUT_OF_RANGE, SeparateGroup, group_schedule,
+};
+use crate::layout::BlockedScales;
+use crate::ptx::{mem, sreg, warp};
+use crate::schedule::working_ctas;
+
+/// Group `g`'s descriptor (written by the preparation pass, which completed before the GEMM's
+/// dependency wait: plain coherent loads).
+///
+/// # Safety
+/// `g` is below the launch's group count; `descs` holds that many descriptors.
+#[inline(always)]
+pub(crate) unsafe fn load_desc(descs: *const GroupDesc, g: u32) -> GroupDesc {
+    let words = descs.wrapping_add(g as usize) as *const u32;
+    // SAFETY: g < groups (the caller's), 16-byte aligned records.
+    let raw: [[u32; 4]; GROUP_DESC_WORDS] =
+        core::array::from_fn(|i| unsafe { mem::ld_global_v4_b32(words.add(4 * i)) });
+    // SAFETY: GroupDesc is plain integers and floats (repr(C)), exactly these words.
+    unsafe { core::mem::transmute::<[[u32; 4]; GROUP_DESC_WORDS], GroupDesc>(raw) }
+}
+
+/// Shape of group `g` and the first rule its device-side offsets break (contiguous
+/// convention; the host validated the separate one).
+struct GroupShape {
+    rows: u32,
+    n: u32,
+    k: u32,
+    status: u32,
+}
+
+#[inline(always)]
+unsafe fn group_shape(args: &GroupedPrepareArgs, g: u32) -> GroupShape {
+    if args.separate_convention != 0 {
+        // SAFETY: g < groups.
+        let e = unsafe { &*args.separate.add(g as usize) };
+        return GroupShape {
+            rows: e.rows,
+            n: e.n,
+            k: e.k,
+            status: STATUS_OK,
+        };
+    }
+    // SAFETY: g + 1 ≤ groups: inside the G + 1 offsets.
+    let (begin, end, scale_begin, scale_end) = unsafe {
+        (
+            mem::ld_global_b32(args.row_offsets.add(g as usize)),
+            mem::ld_global_b32(args.row_offsets.add(g as usize + 1)),
+            mem::ld_global_b32(args.scale_offsets.add(g as usize)),
+            mem::ld_global_b32(args.scale_offsets.add(g as usize + 1)),
+        )
+    };
+    let rows = end.saturating_sub(begin);
+    let status = if end < begin {
+        STATUS_ROWS_DECREASE
+    } else if end > args.rows_capacity {
+        STATUS_ROWS_EXCEED_CAPACITY
+    } else if !scale_begin.is_multiple_of(SCALE_ROW_ALIGNMENT) {
+        STATUS_SCALES_MISALIGNED
+    } else if scale_begin as u64 + rows as u64 > scale_end as u64 || scale_end > args.scale_rows_capacity {
+        STATUS_SCALES_OUT_OF_RANGE
+    } else {
+        STATUS_OK
+    };
+    GroupShape {
+        rows: if status == STATUS_OK { rows } else { 0 },
+        n: args.n,
+        k: args.k,
+        status,
+    }
+}
+
+/// One warp: validates the groups and writes their descriptors, then their schedule records
+/// (a warp scan of their iterations; lane `l` takes a contiguous run of groups) and the header.
+///
+/// # Safety
+/// One full warp calls it; `args` satisfies the preparation pass's contract (`groups` ≤ its
+/// table sizes, valid buffers for the convention).
+#[inline(always)]
+pub(crate) unsafe fn write_tables(args: &GroupedPrepareArgs, groups: u32) {
+    let lane = sreg::lane_id();
+    let per_lane = groups.div_ceil(32);
+    let first = (lane * per_lane).min(groups);
+    let end = (first + per_lane).min(groups);
+    let schedule_of = |shape: &GroupShape| {
+        group_schedule(
+            shape.rows,
+            shape.n,
+            shape.k,
+            args.tile_tokens,
+            args.tile_n,
+            args.k_per_stage,
+        )
+    };
+    let (mut iterations, mut tiles) = (0u32, 0u32);
+    let (mut fewest_stages, mut most_stages) = (u32::MAX, 0u32);
+    let (mut bad_group, mut bad_status) = (u32::MAX, STATUS_OK);
+    for g in first..end {
+        // SAFETY: g < groups.
+        let shape = unsafe { group_shape(args, g) };
+        if shape.status != STATUS_OK && bad_group == u32::MAX {
+            (bad_group, bad_status) = (g, shape.status);
+        }
+        let schedule = schedule_of(&shape);
+        let group_tiles = schedule.m_tiles * schedule.n_tiles;
+        iterations += schedule.iterations();
+        tiles += group_tiles;
+        if group_tiles > 0 {
+            fewest_stages = fewest_stages.min(schedule.stages);
+            most_stages = most_stages.max(schedule.stages);
+        }
+        // SAFETY: g < groups: inside the descriptor array, 16-byte aligned.
+        unsafe {
+            let desc = describe(args, g, &shape);
+            let words = core::mem::transmute::<GroupDesc, [[u32; 4]; GROUP_DESC_WORDS]>(desc);
+            let out = args.descs.add(g as usize) as *mut u32;
+            for (i, word) in words.into_iter().enumerate() {
+                mem::st_global_v4_b32(out.add(4 * i), word);
+            }
+        }
+    }
+    let inclusive = warp::inclusive_sum(iterations);
+    let total = warp::shuffle_index(inclusive, 31);
+    let all_tiles = warp::shuffle_index(warp::inclusive_sum(tiles), 31);
+    let uniform_stages = if warp::min_u32(fewest_stages) == warp::max_u32(most_stages) {
+        most_stages
+    } else {
+        0
+    };
+    let first_bad = warp::min_u32(bad_group);
+    let status = warp::shuffle_index(
+        bad_status,
+        if first_bad == u32::MAX {
+            0
+        } else {
+            first_bad / per_lane.max(1)
+        },
+    );
+    let mut begin = inclusive - iterations;
+    for g in first..end {
+        // SAFETY: g < groups.
+        let mut schedule = schedule_of(&unsafe { group_shape(args, g) });
+        schedule.iteration_begin = begin;
+        begin += schedule.iterations();
+        // SAFETY: g < groups: inside the schedule table (after its 16-byte header), 16-byte
+        // aligned.
+        unsafe {
+            mem::st_global_v4_b32(
+                args.schedule.add(4 * (HEADER_RECORDS + g) as usize),
+                [
+                    schedule.iteration_begin,
+                    schedule.m_tiles,
+                    schedule.n_tiles,
+                    schedule.stages,
+                ],
+            )
+        };
+    }
+    if lane == 0 {
+        let ok = first_bad == u32::MAX;
+        let header = GroupedHeader {
+            total_iterations: if ok { total } else { 0 },
+            working_ctas: working_ctas(all_tiles, uniform_stages, total, args.grid),
+            status,
+            status_group: first_bad,
+            tile_stages: uniform_stages,
+            reserved: [0; 3],
+        };
+        // SAFETY: the header's 32 bytes at the start of the table, as two 16-byte records.
+        unsafe {
+            let [first, second] = core::mem::transmute::<GroupedHeader, [[u32; 4]; 2]>(header);
+            mem::st_global_v4_b32(args.schedule, first);
+            mem::st_global_v4_b32(args.schedule.add(4), second);
+        };
+    }
+}
+
+/// Group `g`'s descriptor.
+#[inline(always)]
+unsafe fn describe(args: &GroupedPrepareArgs, g: u32, shape: &GroupShape) -> GroupDesc {
+    if args.separate_convention != 0 {
+        // SAFETY: g < groups.
+        let e: &SeparateGroup = unsafe { &*args.separate.add(g as usize) };
+        return GroupDesc {
+            gate: e.gate,
+            gate_scales: e.gate_scales,
+            up: e.up,
+            up_scales: e.up_scales,
+            out: e.out,
+            a_scales: e.a_scales,
+            a_map: e.a_map,
+            gate_map: e.gate_map,
+            up_map: e.up_map,
+            token_row: e.token_row,
+            rows: e.rows,
+            n: e.n,
+            k: e.k,
+            ldc: e.n,
+            weight_rows: e.n,
+            up_row_offset: 0,
+            weight_map_row: 0,
+            alpha_gate: e.alpha_gate,
+            alpha_up: e.alpha_up,
+        };
+    }
+    let g64 = g as u64;
+    // SAFETY: g < groups: inside the G + 1 offsets and the per-group scales.
+    let (token_row, scale_row, alpha_gate, alpha_up) = unsafe {
+        let alpha = |values: *const f32| {
+            if values.is_null() {
+                1.0
+            } else {
+                f32::from_bits(mem::ld_global_b32(values.add(g as usize) as *const u32))
+            }
+        };
+        (
+            mem::ld_global_b32(args.row_offsets.add(g as usize)),
+            mem::ld_global_b32(args.scale_offsets.add(g as usize)),
+            alpha(args.alpha_gate),
+            alpha(args.alpha_up),
+        )
+    };
+    GroupDesc {
+        gate: args.gate + g64 * args.weight_stride,
+        gate_scales: args.gate_scales + g64 * args.weight_scale_stride,
+        up: args.up + g64 * args.weight_stride,
+        up_scales: args.up_scales + g64 * args.weight_scale_stride,
+        out: args.out as u64 + 2 * token_row as u64 * args.n as u64,
+        // A whole 128-row block (the offsets were validated, or the group has no rows).
+        a_scales: args.a_scales as u64
+            + BlockedScales::new(args.scale_rows_capacity as usize, args.k as usize)
+                .atom_offset(scale_row as usize / 128, 0) as u64,
+        a_map: args.a_map,
+        gate_map: args.gate_map,
+        up_map: args.up_map,
+        token_row,
+        rows: shape.rows,
+        n: args.n,
+        k: args.k,
+        ldc: args.n,
+        weight_rows: args.weight_rows,
+        up_row_offset: args.up_row_offset,
+        weight_map_row: g * args.weight_rows,
+        alpha_gate: args.alpha_factor * alpha_gate,
+        alpha_up: args.alpha_factor * if args.gated != 0 { alpha_up } else { alpha_gate },
+    }
+}

@@ -1,0 +1,163 @@
+//! Grouped NVFP4 GEMMs for Blackwell (sm_100f): the plain grouped GEMM and the grouped dual
+//! GEMM (entry points, the tiles they hand to the shared roles of `sm100::roles`, and the
+//! preparation pass). NOT RUN ON HARDWARE (no B200 here): checked by ptxas/SASS and by host
+//! tests of the pure parts ([`TilePlace::grouped`], [`GroupTileWalk`], the preparation's tables,
+//! which the Hopper kernels share and which ran there).
+//!
+//! Each launch is the preparation pass (one warp: validates the device-side offsets, writes the
+//! groups' descriptors, schedule and header; `crate::prepare`) and the persistent kernel, which
+//! waits for it, then deals all groups' whole tiles round-robin over its CTAs
+//! ([`GroupTileWalk`]). Tokens and weights are read through tensor maps that the host encoded
+//! once per buffer: for the contiguous convention one map over all tokens and one over each
+//! stack of weights (a group's weight rows start at `GroupDesc::weight_map_row`), for the
+//! separate convention each group's own matrices' maps. A tile's token rows past its group's
+//! end (the next group's tokens, or zeros past the map) are multiplied but never stored.
+
+use crate::grouped::{GroupDesc, GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS};
+use crate::prepare;
+use crate::ptx::{fence, mem, sreg};
+use crate::schedule::{GroupSchedule, GroupTable, GroupTileWalk};
+use crate::sm100::config::{GroupedArgs, Tile, TilePlace};
+use crate::sm100::roles::{self, Job, Problem};
+
+/// The schedule table the preparation pass wrote, read from global memory (its groups' records
+/// follow the header).
+#[derive(Clone, Copy)]
+struct GlobalGroups {
+    schedule: *const u32,
+    groups: u32,
+}
+
+impl GroupTable for GlobalGroups {
+    #[inline(always)]
+    fn groups(&self) -> u32 {
+        self.groups
+    }
+
+    #[inline(always)]
+    fn group(&self, g: u32) -> GroupSchedule {
+        // SAFETY: g < groups: inside the table (written before the kernel's dependency wait).
+        let [iteration_begin, m_tiles, n_tiles, stages] =
+            unsafe { mem::ld_global_v4_b32(self.schedule.add(4 * (HEADER_RECORDS + g) as usize)) };
+        GroupSchedule {
+            iteration_begin,
+            m_tiles,
+            n_tiles,
+            stages,
+        }
+    }
+
+    #[inline(always)]
+    fn total(&self) -> u32 {
+        // SAFETY: the header's first word.
+        unsafe { mem::ld_global_b32(self.schedule) }
+    }
+}
+
+/// A grouped launch, gated or plain, with `N`-wide MMAs.
+struct Grouped<'a, const N: u32, const GATED: bool> {
+    args: &'a GroupedArgs,
+    table: GlobalGroups,
+}
+
+/// This CTA's tiles of a [`Grouped`] problem.
+struct GroupedJobs<'a, const N: u32, const GATED: bool> {
+    problem: &'a Grouped<'a, N, GATED>,
+    walk: GroupTileWalk<GlobalGroups>,
+}
+
+impl<const N: u32, const GATED: bool> Iterator for GroupedJobs<'_, N, GATED> {
+    type Item = Job;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Job> {
+        let (g, local) = self.walk.next()?;
+        // SAFETY: g < groups.
+        let desc: GroupDesc = unsafe { prepare::load_desc(self.problem.args.descs, g) };
+        let m_tiles = self.problem.table.group(g).m_tiles;
+        let place = TilePlace::grouped(&desc, m_tiles, local, Tile { n: N }, GATED);
+        Some(Job {
+            a_map: desc.a_map,
+            gate_map: desc.gate_map,
+            up_map: desc.up_map,
+            a_scales: (desc.a_scales as *const u8).wrapping_add(place.a_atoms),
+            gate_scales: (desc.gate_scales as *const u8).wrapping_add(place.gate_atoms),
+            up_scales: (desc.up_scales as *const u8).wrapping_add(place.up_atoms),
+            place,
+            out: (desc.out as *mut u16).wrapping_add(place.out),
+            ldc: desc.ldc,
+            k: desc.k,
+            alpha_gate: desc.alpha_gate,
+            alpha_up: desc.alpha_up,
+        })
+    }
+}
+
+impl<'a, const N: u32, const GATED: bool> Problem for &'a Grouped<'a, N, GATED> {
+    const GATED: bool = GATED;
+    type Tiles = GroupedJobs<'a, N, GATED>;
+
+    #[inline(always)]
+    fn tiles(&self) -> GroupedJobs<'a, N, GATED> {
+        GroupedJobs {
+            problem: self,
+            walk: GroupTileWalk::new(self.table, sreg::block_idx_x(), sreg::grid_dim_x()),
+        }
+    }
+}
+
+/// The persistent kernel body.
+#[inline(always)]
+unsafe fn grouped<const N: u32, const BUFFERS: u32, const GATED: bool>(args: &GroupedArgs) {
+    fence::launch_dependents();
+    // The preparation pass wrote the tables: wait for it.
+    fence::grid_dependency_wait();
+    let table = GlobalGroups {
+        schedule: args.schedule,
+        groups: args.groups.min(MAX_GROUPS),
+    };
+    if table.total() == 0 {
+        return; // nothing to compute (or invalid device-side offsets: nothing is written)
+    }
+    let problem = Grouped::<N, GATED> { args, table };
+    // SAFETY: the module contract; the descriptors describe valid maps, atoms and outputs.
+    unsafe { roles::run::<_, N, BUFFERS>(&&problem) }
+}
+
+macro_rules! entry_point {
+    ($name:ident, $gated:literal, $n:literal) => {
+        /// The sm_100f grouped kernel for one tile width, gated or plain (see the module doc).
+        ///
+        /// # Safety
+        /// Arguments must satisfy the module contract.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: GroupedArgs) {
+            const BUFFERS: u32 = Tile { n: $n }.accumulator_buffers();
+            // SAFETY: forwarded contract.
+            unsafe { grouped::<$n, BUFFERS, $gated>(&args) }
+        }
+    };
+}
+
+entry_point!(nvfp4_grouped_dual_gemm_sm100_n64, true, 64);
+entry_point!(nvfp4_grouped_dual_gemm_sm100_n128, true, 128);
+entry_point!(nvfp4_grouped_gemm_sm100_n64, false, 64);
+entry_point!(nvfp4_grouped_gemm_sm100_n128, false, 128);
+
+/// The preparation pass of a grouped launch: one warp writes the tables (no token decoding on
+/// Blackwell). Launched programmatically after the previous kernel, it waits for it before
+/// touching memory.
+///
+/// # Safety
+/// The module contract; one block of 32 threads.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn nvfp4_grouped_prepare_sm100(args: GroupedPrepareArgs) {
+    fence::launch_dependents();
+    fence::grid_dependency_wait();
+    let groups = args.groups.min(MAX_GROUPS);
+    if groups == 0 || sreg::block_idx_x() != 0 || sreg::thread_idx_x() >= 32 {
+        return;
+    }
+    // SAFETY: the contract; one full warp.
+    unsafe { prepare::write_tables(&args, groups) };
+}
