@@ -16,6 +16,11 @@
 //!   GEMM for Hopper, one entry per token-tile size ([`sm90::config`]).
 //! * `nvfp4_predecode_tokens_sm90` (`sm90::tokens`, sm_90a only): A → the fp16 token operand of
 //!   the large Hopper tiles, run by the host before the dual GEMM.
+//! * `nvfp4_grouped_{gemm,dual_gemm}_sm90_t{8,…,128}` and `nvfp4_grouped_prepare_sm90`
+//!   (`sm90::grouped`): the grouped kernels for Hopper and their preparation pass.
+//! * `nvfp4_dual_gemm_sm100_n{64,128}`, `nvfp4_grouped_{gemm,dual_gemm}_sm100_n{64,128}` and
+//!   `nvfp4_grouped_prepare_sm100` (`sm100`, sm_100f only, never run): the Blackwell kernels.
+//! * `nvfp4_quantize_{f32,f16,bf16}`, `nvfp4_amax_*` (`quantize`): the GPU quantizer.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
