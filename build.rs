@@ -14,7 +14,7 @@ mod tools;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use nvfp4_kernel::launch::{EntryPoint, entry_points};
+use nvfp4_kernel::launch::{EntryPoint, PARAM_ALIGN, entry_points};
 
 /// One PTX module to build.
 struct Target {
@@ -153,13 +153,27 @@ fn build_ptx(rustc: &Path, manifest_dir: &Path, out_dir: &Path, target: &Target)
 }
 
 /// Writes `.maxntid` (and `.minnctapersm`) after the parameter list of each entry point that
-/// `launch.rs` declares for `arch`; every declared entry must be in the module.
+/// `launch.rs` declares for `arch`, and declares its parameter `.align PARAM_ALIGN` (tensor maps
+/// inside it must be 64-byte aligned: `nvfp4_kernel::launch::TensorMap`); every declared entry
+/// must be in the module.
 fn insert_launch_bounds(ptx: &str, arch: &str) -> Result<String, String> {
     let entries: Vec<&EntryPoint> = entry_points(arch).collect();
     let mut out = String::with_capacity(ptx.len() + 64 * entries.len());
     let mut pending: Option<&EntryPoint> = None;
     let mut written = 0;
     for line in ptx.lines() {
+        let aligned;
+        let line = match pending {
+            Some(entry) if line.contains(&format!("{}_param_0[", entry.name)) => {
+                let Some(start) = line.find(".align ") else {
+                    return Err(format!("{}: parameter without .align: {line}", entry.name));
+                };
+                let end = line[start + 7..].find(' ').map_or(line.len(), |e| start + 7 + e);
+                aligned = format!("{}.align {PARAM_ALIGN}{}", &line[..start], &line[end..]);
+                &aligned
+            }
+            _ => line,
+        };
         out.push_str(line);
         out.push('\n');
         if let Some(name) = line

@@ -10,6 +10,7 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::f16;
+use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
     self as sm90, K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, padded_k,
@@ -260,7 +261,7 @@ impl StreamKState {
 /// A by each launch, and the tensor map the kernel loads it through.
 pub(crate) struct PredecodedTokens {
     pub buffer: CudaSlice<u16>,
-    pub map: CudaSlice<u8>,
+    pub map: TensorMap,
 }
 
 impl Gpu {
@@ -274,9 +275,8 @@ impl Gpu {
                 let tokens = if geometry.tile.predecoded_tokens() {
                     let pitch = padded_k(shape.k as u32) as usize;
                     let buffer = self.stream().alloc_zeros::<u16>(shape.m * pitch)?;
-                    let map = tensor_map::predecoded_tokens_map(
-                        self.stream(),
-                        &buffer,
+                    let map = tensor_map::predecoded_tokens(
+                        buffer.device_ptr(self.stream()).0,
                         shape.m,
                         pitch,
                         geometry.tile.tokens,
@@ -425,11 +425,10 @@ impl DualGemmPlan {
                 let a_map = match tokens {
                     Some(tokens) => {
                         self.predecode_tokens(gpu, a, &tokens.buffer)?;
-                        &tokens.map
+                        tokens.map
                     }
-                    None => a.packed_rows_map().ok_or_else(|| needs_map("a", k))?,
+                    None => tensor_map::packed_rows(a.data_buffer().device_ptr(stream).0, m, k)?,
                 };
-                let (a_map, _a_map) = a_map.device_ptr(stream);
                 let (b1_data, _b1_data) = b1.data_buffer().device_ptr(stream);
                 let (b2_data, _b2_data) = b2.data_buffer().device_ptr(stream);
                 let (workspace, _workspace) = stream_k.workspace.device_ptr(stream);
@@ -468,24 +467,15 @@ impl DualGemmPlan {
             }
             PlannedKernel::Sm100 { geometry } => {
                 let kernels = gpu.sm100_kernels("dual GEMM")?;
-                let (a_map, _a_map) = a
-                    .packed_rows_map()
-                    .ok_or_else(|| needs_map("a", k))?
-                    .device_ptr(stream);
-                let (b1_map, _b1_map) = b1
-                    .packed_rows_map()
-                    .ok_or_else(|| needs_map("b1", k))?
-                    .device_ptr(stream);
-                let (b2_map, _b2_map) = b2
-                    .packed_rows_map()
-                    .ok_or_else(|| needs_map("b2", k))?
-                    .device_ptr(stream);
+                let map = |m: &DeviceNvFp4Matrix| {
+                    tensor_map::packed_rows(m.data_buffer().device_ptr(stream).0, m.rows(), k)
+                };
                 let args = sm100::DualGemmArgs {
-                    a_map,
+                    a_map: map(a)?,
+                    b1_map: map(b1)?,
+                    b2_map: map(b2)?,
                     a_scales: a_scales as *const u8,
-                    b1_map,
                     b1_scales: b1_scales as *const u8,
-                    b2_map,
                     b2_scales: b2_scales as *const u8,
                     out: out as *mut u16,
                     m: m32,
@@ -543,12 +533,6 @@ impl DualGemmPlan {
             )
         }
     }
-}
-
-/// The error for a matrix without a tensor map (K not a multiple of 32; plans reject such K
-/// first, so this only guards the invariant).
-fn needs_map(name: &'static str, k: usize) -> Error {
-    Error::invalid(name, "needs a tensor map (K a multiple of 32)", k)
 }
 
 /// Checks that a device address is `bytes`-aligned.

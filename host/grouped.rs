@@ -38,11 +38,10 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::f16;
-use std::sync::Mutex;
-
 use nvfp4_kernel::grouped::{
     GroupDesc, GroupedHeader, GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT,
 };
+use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::layout::BlockedScales;
 use nvfp4_kernel::sm90::config::{
     self as sm90, K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, padded_k, partial_slot_bytes, tile_n,
@@ -293,6 +292,7 @@ pub struct GroupedPlan {
 }
 
 /// The architecture's part of a plan.
+#[allow(clippy::large_enum_variant)] // one per plan, never moved in a loop
 enum Backend {
     /// Hopper: the token tile, the decoded token buffer and its map, the stream-K state.
     Sm90 {
@@ -300,24 +300,27 @@ enum Backend {
         token_pitch: u32,
         token_rows: u32,
         tokens: CudaSlice<u16>,
-        token_map: CudaSlice<u8>,
+        token_map: TensorMap,
         stream_k: StreamKState,
     },
     /// Blackwell: the tile (contiguous convention; the separate one picks it per launch from
-    /// the groups' sizes) and the contiguous convention's tensor maps.
-    Sm100 {
-        tile: Option<sm100::Tile>,
-        maps: Mutex<ContiguousMaps>,
-    },
+    /// the groups' sizes).
+    Sm100 { tile: Option<sm100::Tile> },
 }
 
-/// The three tensor maps of a contiguous-convention launch on Blackwell (tokens, gate stack,
-/// up stack) in one device buffer, re-encoded only when a launch's buffers differ from those
-/// they were made for (so a launch that reuses its buffers copies nothing to the device, and can
-/// be captured in a CUDA graph).
-struct ContiguousMaps {
-    made_for: Option<[u64; 7]>,
-    buffer: CudaSlice<u8>,
+/// Byte offset of the per-group tensor maps in a separate-convention table of `groups` entries
+/// (Blackwell; 128-byte aligned).
+fn separate_maps_offset(groups: usize) -> usize {
+    (groups * std::mem::size_of::<nvfp4_kernel::grouped::SeparateGroup>())
+        .next_multiple_of(tensor_map::MAP_BYTES)
+}
+
+/// Bytes of a separate-convention table of `groups` entries (with their maps on Blackwell).
+fn separate_table_bytes(groups: usize, arch: Arch) -> usize {
+    match arch {
+        Arch::Sm90a => groups * std::mem::size_of::<nvfp4_kernel::grouped::SeparateGroup>(),
+        Arch::Sm100f => separate_maps_offset(groups) + 3 * groups * tensor_map::MAP_BYTES,
+    }
 }
 
 /// The tile one launch runs.
@@ -457,9 +460,8 @@ impl Gpu {
                     ));
                 }
                 let tokens = stream.alloc_zeros::<u16>(rows * token_pitch as usize)?;
-                let token_map = tensor_map::predecoded_tokens_map(
-                    stream,
-                    &tokens,
+                let token_map = tensor_map::predecoded_tokens(
+                    tokens.device_ptr(stream).0,
                     rows,
                     token_pitch as usize,
                     tile.tokens,
@@ -482,10 +484,6 @@ impl Gpu {
                 tile: n.map(|n| {
                     sm100_tile_for(op.gated(), tokens_per_group, [(n as u32, up_row_offset as u32)])
                 }),
-                maps: Mutex::new(ContiguousMaps {
-                    made_for: None,
-                    buffer: stream.alloc_zeros::<u8>(3 * tensor_map::MAP_BYTES)?,
-                }),
             },
         };
         Ok(GroupedPlan {
@@ -495,9 +493,9 @@ impl Gpu {
             descs: stream.alloc_zeros::<u8>(groups * std::mem::size_of::<GroupDesc>())?,
             schedule: stream.alloc_zeros::<u32>(4 * (groups + HEADER_RECORDS as usize))?,
             separate_table: match layout {
-                GroupedLayout::Separate { .. } => Some(stream.alloc_zeros::<u8>(
-                    groups * std::mem::size_of::<nvfp4_kernel::grouped::SeparateGroup>(),
-                )?),
+                GroupedLayout::Separate { .. } => {
+                    Some(stream.alloc_zeros::<u8>(separate_table_bytes(groups, self.arch()))?)
+                }
                 GroupedLayout::Contiguous { .. } => None,
             },
             backend,
@@ -647,11 +645,15 @@ impl GroupedPlan {
         } else {
             (up_data, up_scales, 0, up_weights.rows)
         };
-        let [a_map, gate_map, up_map] = self.contiguous_maps(
-            gpu,
-            [(a, rows), (gate, groups * gate_rows), (up_base, groups * up_rows)],
-            k,
-        )?;
+        // Blackwell reads tokens and weights through maps in its arguments (Hopper: unused).
+        let maps = match self.backend {
+            Backend::Sm90 { .. } => [TensorMap::default(); 3],
+            Backend::Sm100 { .. } => [
+                tensor_map::packed_rows(a, rows, k)?,
+                tensor_map::packed_rows(gate, groups * gate_rows, k)?,
+                tensor_map::packed_rows(up_base, groups * up_rows, k)?,
+            ],
+        };
         let tile = self.launch_tile(None)?;
         let args = GroupedPrepareArgs {
             groups: groups as u32,
@@ -679,58 +681,11 @@ impl GroupedPlan {
             k: k as u32,
             weight_rows: gate_rows as u32,
             up_row_offset,
-            a_map,
-            gate_map,
-            up_map,
             rows_capacity: rows as u32,
             scale_rows_capacity: scale_rows as u32,
             ..self.prepare_args(gpu, groups, tile)
         };
-        self.enqueue(gpu, &args, tile)
-    }
-
-    /// Blackwell: the device addresses of the contiguous convention's three tensor maps over
-    /// `(address, rows)` of `k` (tokens, gate stack, up stack), encoded and copied only when
-    /// they differ from the last launch's (not while the stream captures a graph: a typed
-    /// error). Hopper: zeros (it reads no maps of these).
-    fn contiguous_maps(&self, gpu: &Gpu, operands: [(u64, usize); 3], k: usize) -> Result<[u64; 3]> {
-        let Backend::Sm100 { maps, .. } = &self.backend else {
-            return Ok([0; 3]);
-        };
-        // The state is consistent even after a panic elsewhere: `made_for` is set last.
-        let mut maps = maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let [(a, a_rows), (gate, gate_rows), (up, up_rows)] = operands;
-        let key = [
-            a,
-            a_rows as u64,
-            gate,
-            gate_rows as u64,
-            up,
-            up_rows as u64,
-            k as u64,
-        ];
-        let stream = gpu.stream();
-        if maps.made_for != Some(key) {
-            // A copy from host memory inside a graph would read a freed buffer at replay.
-            let status = stream.capture_status()?;
-            if status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-                return Err(Error::invalid(
-                    "stream",
-                    "is capturing a CUDA graph, but the plan's tensor maps are not yet made for these \
-                     buffers: launch once with them before capturing",
-                    "capturing",
-                ));
-            }
-            let mut bytes = Vec::with_capacity(3 * tensor_map::MAP_BYTES);
-            for (address, rows) in operands {
-                bytes.extend_from_slice(&tensor_map::packed_rows_map_bytes(address, rows, k)?);
-            }
-            stream.memcpy_htod(&bytes, &mut maps.buffer)?;
-            maps.made_for = Some(key);
-        }
-        let (base, _sync) = maps.buffer.device_ptr(stream);
-        let step = tensor_map::MAP_BYTES as u64;
-        Ok([base, base + step, base + 2 * step])
+        self.enqueue(gpu, &args, tile, maps)
     }
 
     /// The tile of a launch: Hopper's planned one; Blackwell's planned one (contiguous) or
@@ -773,6 +728,15 @@ impl GroupedPlan {
         let stream = gpu.stream();
         let blackwell = matches!(self.backend, Backend::Sm100 { .. });
         let rescale = operand_rescale(gpu.arch());
+        // Blackwell: each group's three maps follow the entries in the uploaded table.
+        let table_base = self
+            .separate_table
+            .as_ref()
+            .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?
+            .device_ptr(stream)
+            .0;
+        let maps_base = table_base + separate_maps_offset(most_groups) as u64;
+        let mut maps = Vec::new();
         let mut table = Vec::with_capacity(groups.len());
         let mut token_row = 0usize;
         for (g, group) in groups.iter_mut().enumerate() {
@@ -833,13 +797,17 @@ impl GroupedPlan {
             };
             let address = |b: &CudaSlice<u8>| b.device_ptr(stream).0;
             // Blackwell reads each matrix through its own tensor map (made at upload).
-            let map = |name: &'static str, m: &DeviceNvFp4Matrix| -> Result<u64> {
+            // Blackwell reads each matrix through its map, at `maps_base + 128·(3g + i)`.
+            let mut map = |m: Option<&DeviceNvFp4Matrix>| -> Result<u64> {
                 if !blackwell {
                     return Ok(0);
                 }
-                m.packed_rows_map().map(address).ok_or_else(|| {
-                    Error::invalid(name, "has no tensor map (K must be a multiple of 32)", m.k())
-                })
+                let at = maps_base + (maps.len() * tensor_map::MAP_BYTES) as u64;
+                maps.push(match m {
+                    Some(m) => tensor_map::packed_rows(address(m.data_buffer()), m.rows(), m.k())?,
+                    None => TensorMap::default(), // a group without tokens reads none
+                });
+                Ok(at)
             };
             let global_a = group.a.and_then(|a| a.global_scale()).unwrap_or(1.0);
             let entry = nvfp4_kernel::grouped::SeparateGroup {
@@ -857,12 +825,9 @@ impl GroupedPlan {
                 k: k as u32,
                 alpha_gate: rescale * global_a * group.gate.global_scale().unwrap_or(1.0),
                 alpha_up: rescale * global_a * up.global_scale().unwrap_or(1.0),
-                a_map: match group.a {
-                    Some(a) => map("a", a)?,
-                    None => 0,
-                },
-                gate_map: map("gate", group.gate)?,
-                up_map: map("up", up)?,
+                a_map: map(group.a)?,
+                gate_map: map(Some(group.gate))?,
+                up_map: map(Some(up))?,
             };
             for (arg, address) in [
                 ("a", entry.a),
@@ -890,13 +855,18 @@ impl GroupedPlan {
         let bytes: &[u8] = unsafe {
             std::slice::from_raw_parts(table.as_ptr().cast::<u8>(), std::mem::size_of_val(&table[..]))
         };
+        let mut upload = bytes.to_vec();
+        if blackwell {
+            upload.resize(separate_maps_offset(most_groups), 0);
+            upload.extend(tensor_map::bytes_of(&maps));
+        }
         let table_buffer = self
             .separate_table
             .as_mut()
             .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?;
-        let mut table_view = table_buffer.slice_mut(..bytes.len());
-        stream.memcpy_htod(bytes, &mut table_view)?;
-        let separate = table_buffer.device_ptr(stream).0;
+        let mut table_view = table_buffer.slice_mut(..upload.len());
+        stream.memcpy_htod(&upload, &mut table_view)?;
+        let separate = table_base;
         let tile = self.launch_tile(Some(sm100_tile_for(
             gated,
             token_row / table.len(),
@@ -911,7 +881,7 @@ impl GroupedPlan {
         if !blackwell {
             args.token_rows = token_row as u32;
         }
-        self.enqueue(gpu, &args, tile)
+        self.enqueue(gpu, &args, tile, [TensorMap::default(); 3])
     }
 
     /// The preparation arguments every launch shares (the rest are the convention's).
@@ -953,9 +923,6 @@ impl GroupedPlan {
             k: 0,
             weight_rows: 0,
             up_row_offset: 0,
-            a_map: 0,
-            gate_map: 0,
-            up_map: 0,
             rows_capacity: 0,
             scale_rows_capacity: 0,
             token_rows,
@@ -972,7 +939,14 @@ impl GroupedPlan {
     }
 
     /// Enqueues the preparation pass and the persistent GEMM.
-    fn enqueue(&self, gpu: &Gpu, prepare: &GroupedPrepareArgs, tile: LaunchTile) -> Result<()> {
+    /// `maps`: Blackwell's contiguous-convention maps (tokens, gate stack, up stack).
+    fn enqueue(
+        &self,
+        gpu: &Gpu,
+        prepare: &GroupedPrepareArgs,
+        tile: LaunchTile,
+        maps: [TensorMap; 3],
+    ) -> Result<()> {
         let stream = gpu.stream();
         match (&self.backend, tile) {
             (
@@ -998,12 +972,11 @@ impl GroupedPlan {
                         false,
                     )?
                 };
-                let (token_map, _token_map) = token_map.device_ptr(stream);
                 let (workspace, _workspace) = stream_k.workspace.device_ptr(stream);
                 let (flags, _flags) = stream_k.flags.device_ptr(stream);
                 let (tickets, _tickets) = stream_k.tickets.device_ptr(stream);
                 let args = sm90::GroupedArgs {
-                    token_map,
+                    token_map: *token_map,
                     descs: prepare.descs,
                     schedule: prepare.schedule,
                     workspace: workspace as *mut u32,
@@ -1027,7 +1000,11 @@ impl GroupedPlan {
                 let kernels = gpu.sm100_kernels(self.op.name())?;
                 // SAFETY: as for Hopper; one warp writes the tables.
                 unsafe { kernels.grouped_prepare.launch(stream, 1, 0, prepare, false)? };
+                let [a_map, gate_map, up_map] = maps;
                 let args = sm100::GroupedArgs {
+                    a_map,
+                    gate_map,
+                    up_map,
                     descs: prepare.descs,
                     schedule: prepare.schedule,
                     groups: prepare.groups,

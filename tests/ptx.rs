@@ -69,6 +69,13 @@ fn every_entry_point_has_launch_bounds_and_one_parameter_of_its_arguments_size()
                 "{arch}: {} must take exactly one parameter",
                 entry.name
             );
+            // Declared 64-byte aligned: tensor maps inside it (launch::TensorMap).
+            assert!(
+                params.contains(&format!(".align {}", nvfp4_kernel::launch::PARAM_ALIGN)),
+                "{arch}: {}'s parameter is not {}-byte aligned: {params}",
+                entry.name,
+                nvfp4_kernel::launch::PARAM_ALIGN
+            );
             let size = format!("_param_0[{}]", entry.param_bytes);
             assert!(
                 params.contains(&size),

@@ -2,19 +2,17 @@
 
 use cudarc::driver::CudaSlice;
 
-use super::{Gpu, tensor_map};
+use super::Gpu;
 use crate::error::Result;
 use crate::matrix::NvFp4Matrix;
 
-/// An NVFP4 matrix in device memory, with the same layout as [`NvFp4Matrix`], and (when K is a
-/// multiple of 32) the TMA tensor map through which kernels read it as activations.
+/// An NVFP4 matrix in device memory, with the same layout as [`NvFp4Matrix`].
 pub struct DeviceNvFp4Matrix {
     rows: usize,
     k: usize,
     pub(super) data: CudaSlice<u8>,
     pub(super) scales: CudaSlice<u8>,
     pub(super) global_scale: Option<f32>,
-    packed_rows_map: Option<CudaSlice<u8>>,
 }
 
 impl DeviceNvFp4Matrix {
@@ -42,12 +40,6 @@ impl DeviceNvFp4Matrix {
     pub fn scales_buffer(&self) -> &CudaSlice<u8> {
         &self.scales
     }
-
-    /// The 128-byte TMA tensor map of the packed data (box 128 bytes × 64 rows, 128-byte
-    /// swizzle) in device memory; `None` when K is not a multiple of 32.
-    pub fn packed_rows_map(&self) -> Option<&CudaSlice<u8>> {
-        self.packed_rows_map.as_ref()
-    }
 }
 
 impl Gpu {
@@ -58,8 +50,7 @@ impl Gpu {
         self.device_matrix(m.rows(), m.k(), data, scales, m.global_scale())
     }
 
-    /// A device matrix over `data` and `scales` (sized for `rows × k` by the caller), with its
-    /// tensor map when K is a multiple of 32.
+    /// A device matrix over `data` and `scales` (sized for `rows × k` by the caller).
     pub(crate) fn device_matrix(
         &self,
         rows: usize,
@@ -68,18 +59,12 @@ impl Gpu {
         scales: CudaSlice<u8>,
         global_scale: Option<f32>,
     ) -> Result<DeviceNvFp4Matrix> {
-        let packed_rows_map = if k.is_multiple_of(32) {
-            Some(tensor_map::packed_rows_map(self.stream(), &data, rows, k)?)
-        } else {
-            None
-        };
         Ok(DeviceNvFp4Matrix {
             rows,
             k,
             data,
             scales,
             global_scale,
-            packed_rows_map,
         })
     }
 

@@ -1,14 +1,16 @@
-//! TMA tensor maps (`cuTensorMapEncodeTiled`), kept in device global memory.
+//! TMA tensor maps (`cuTensorMapEncodeTiled`): encoded on the host, a host-only driver call.
 //!
-//! A kernel parameter cannot carry a 128-byte tensor map from Rust (rustc copies by-value
-//! structs to local memory, which TMA cannot read), so each map is encoded on the host, copied to
-//! a 128-byte device buffer, and the kernel receives its address.
+//! A map reaches a kernel in one of two ways: inside its arguments
+//! ([`TensorMap`](nvfp4_kernel::launch::TensorMap) fields, read by TMA in parameter space; no
+//! device memory and no copy, so the launch can be captured in a graph), or, where a launch needs
+//! more maps than its arguments hold (the separate convention's per-group maps), copied to
+//! device memory with the launch's group table ([`bytes_of`]).
 
 use cudarc::driver::sys::{
     self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
     CUtensorMapL2promotion, CUtensorMapSwizzle,
 };
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use nvfp4_kernel::launch::TensorMap;
 
 use crate::error::{Error, Result};
 
@@ -17,23 +19,13 @@ const BOX_ROWS: u32 = nvfp4_kernel::sm90::config::TOKEN_BOX_ROWS;
 /// Bytes per box row: 256 fp4 values, the span of the 128-byte swizzle.
 const BOX_ROW_BYTES: u32 = 128;
 
-/// Encodes the map the sm_90a kernel reads activations through: packed fp4 bytes as UINT8,
-/// dims `{k/2, rows}`, box `{128, 64}`, 128-byte swizzle, zeros outside the matrix. Returns the
-/// device buffer holding it.
-pub(crate) fn packed_rows_map(
-    stream: &std::sync::Arc<CudaStream>,
-    data: &CudaSlice<u8>,
-    rows: usize,
-    k: usize,
-) -> Result<CudaSlice<u8>> {
-    let (address, _sync) = data.device_ptr(stream);
-    let map = packed_rows_map_bytes(address, rows, k)?;
-    Ok(stream.clone_htod(&map)?)
-}
+/// Bytes of one tensor map (`CUtensorMap`); device copies must be 64-byte aligned.
+pub(crate) const MAP_BYTES: usize = std::mem::size_of::<TensorMap>();
 
-/// The bytes of [`packed_rows_map`]'s map over `rows × k` packed fp4 at device `address` (for
-/// callers that place several maps in one buffer).
-pub(crate) fn packed_rows_map_bytes(address: u64, rows: usize, k: usize) -> Result<[u8; MAP_BYTES]> {
+/// The map the kernels read packed fp4 rows through (activations on both architectures,
+/// weights on Blackwell): `rows × k` packed bytes at device `address` as UINT8, dims
+/// `{k/2, rows}`, box `{128, 64}`, 128-byte swizzle, zeros outside the matrix.
+pub(crate) fn packed_rows(address: u64, rows: usize, k: usize) -> Result<TensorMap> {
     let row_bytes = k / 2;
     if !row_bytes.is_multiple_of(16) {
         return Err(Error::invalid(
@@ -51,30 +43,26 @@ pub(crate) fn packed_rows_map_bytes(address: u64, rows: usize, k: usize) -> Resu
     )
 }
 
-/// Encodes the map the sm_90a kernel reads pre-decoded tokens through
-/// (`nvfp4_kernel::sm90::tokens`): `rows × k` fp16 as FLOAT16, dims `{k, rows}`, box
-/// `{K_PER_SLICE, box_rows}` (one decoded slice of a `box_rows`-token tile), 128-byte swizzle,
-/// zeros outside the matrix. `k` must be a multiple of `K_PER_SLICE` (the kernel's rule).
-pub(crate) fn predecoded_tokens_map(
-    stream: &std::sync::Arc<CudaStream>,
-    tokens: &CudaSlice<u16>,
-    rows: usize,
-    k: usize,
-    box_rows: u32,
-) -> Result<CudaSlice<u8>> {
-    let (address, _sync) = tokens.device_ptr(stream);
-    let map = encode_2d_sw128(
+/// The map the sm_90a kernels read pre-decoded tokens through (`nvfp4_kernel::sm90::tokens`):
+/// `rows × k` fp16 at device `address` as FLOAT16, dims `{k, rows}`, box `{K_PER_SLICE,
+/// box_rows}` (one decoded slice of a `box_rows`-token tile), 128-byte swizzle, zeros outside
+/// the matrix. `k` must be a multiple of `K_PER_SLICE` (the kernel's rule).
+pub(crate) fn predecoded_tokens(address: u64, rows: usize, k: usize, box_rows: u32) -> Result<TensorMap> {
+    encode_2d_sw128(
         address,
         CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         [k as u64, rows as u64],
         2 * k as u64,
         [nvfp4_kernel::sm90::config::K_PER_SLICE, box_rows],
-    )?;
-    Ok(stream.clone_htod(&map)?)
+    )
 }
 
-/// Bytes of one tensor map (`CUtensorMap`); device copies must be 64-byte aligned.
-pub(crate) const MAP_BYTES: usize = 128;
+/// The bytes of `maps`, back to back.
+pub(crate) fn bytes_of(maps: &[TensorMap]) -> Vec<u8> {
+    maps.iter()
+        .flat_map(|map| map.0.iter().flat_map(|word| word.to_le_bytes()))
+        .collect()
+}
 
 /// A 2-D, 128-byte-swizzled map of `dims` (innermost first) elements of `data_type` at
 /// `address`, rows `row_pitch` bytes apart, boxes of `boxes` elements, zeros outside.
@@ -84,7 +72,7 @@ fn encode_2d_sw128(
     dims: [u64; 2],
     row_pitch: u64,
     boxes: [u32; 2],
-) -> Result<[u8; MAP_BYTES]> {
+) -> Result<TensorMap> {
     let strides = [row_pitch];
     let element_strides = [1u32, 1];
     let mut map = CUtensorMap { opaque: [0; 16] };
@@ -107,9 +95,5 @@ fn encode_2d_sw128(
         )
     };
     status.result()?;
-    let mut bytes = [0u8; MAP_BYTES];
-    for (chunk, word) in bytes.chunks_exact_mut(8).zip(map.opaque.iter()) {
-        chunk.copy_from_slice(&word.to_le_bytes());
-    }
-    Ok(bytes)
+    Ok(TensorMap(map.opaque))
 }

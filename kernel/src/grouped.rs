@@ -52,11 +52,12 @@ pub struct GroupDesc {
     /// Blocked e4m3 scales of the group's tokens, from the 128-row block of its first token
     /// (each group's token scales start on such a block).
     pub a_scales: u64,
-    /// Generic address of the tensor map over the group's tokens (Blackwell; 0 on Hopper).
+    /// Generic address of the tensor map over the group's tokens (Blackwell, separate
+    /// convention; 0: the launch's own map, passed in the kernel's arguments).
     pub a_map: u64,
-    /// Generic address of the tensor map over the gate weights (Blackwell; 0 on Hopper).
+    /// Generic address of the tensor map over the gate weights (0: the launch's own).
     pub gate_map: u64,
-    /// Generic address of the tensor map over the up weights (Blackwell; 0 on Hopper).
+    /// Generic address of the tensor map over the up weights (0: the launch's own).
     pub up_map: u64,
     /// Row of the group's first token in the launch's token operand (Hopper: the decoded
     /// buffer; Blackwell: `a_map`'s rows).
@@ -172,12 +173,6 @@ pub struct GroupedPrepareArgs {
     pub weight_rows: u32,
     /// Contiguous: `GroupDesc::up_row_offset`.
     pub up_row_offset: u32,
-    /// Contiguous, Blackwell: generic address of the tensor map over `a` (0 on Hopper).
-    pub a_map: u64,
-    /// Contiguous, Blackwell: the tensor map over all groups' gate weights, stacked.
-    pub gate_map: u64,
-    /// Contiguous, Blackwell: the tensor map over all groups' up weights, stacked.
-    pub up_map: u64,
     /// Contiguous: rows of A (the token capacity).
     pub rows_capacity: u32,
     /// Contiguous: rows of A's scale layout.

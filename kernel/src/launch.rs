@@ -56,6 +56,23 @@ impl<A> Kernel<A> {
     }
 }
 
+/// A TMA tensor map (`CUtensorMap`: 128 opaque bytes) carried inside a kernel's arguments. The
+/// host encodes it for each launch (a host-only driver call: no device memory, no copy, so a
+/// launch can be captured in a CUDA graph); the kernel passes TMA the map's generic address in
+/// parameter space (`ptx::kernel_param_address!`), as CUDA C++ does for a
+/// `__grid_constant__ CUtensorMap`.
+///
+/// TMA needs the map 64-byte aligned. rustc's nvptx backend rejects parameter types aligned
+/// above 16 bytes, so: the type is 16-byte aligned, every arguments struct puts its maps at
+/// offsets that are multiples of [`PARAM_ALIGN`] (checked where the struct is defined), and the
+/// build declares every entry's parameter `.align PARAM_ALIGN` in the PTX.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TensorMap(pub [u64; 16]);
+
+/// Alignment of every kernel's parameter in the PTX (`.param .align 64`; see [`TensorMap`]).
+pub const PARAM_ALIGN: usize = 64;
+
 /// Arguments of the dequantization kernels: an NVFP4 matrix to row-major fp16/bf16.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

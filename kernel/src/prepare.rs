@@ -239,9 +239,10 @@ unsafe fn describe(args: &GroupedPrepareArgs, g: u32, shape: &GroupShape) -> Gro
         a_scales: args.a_scales as u64
             + BlockedScales::new(args.scale_rows_capacity as usize, args.k as usize)
                 .atom_offset(scale_row as usize / 128, 0) as u64,
-        a_map: args.a_map,
-        gate_map: args.gate_map,
-        up_map: args.up_map,
+        // The launch's own maps (the kernel's arguments).
+        a_map: 0,
+        gate_map: 0,
+        up_map: 0,
         token_row,
         rows: shape.rows,
         n: args.n,

@@ -15,3 +15,24 @@ pub mod sreg;
 pub mod tcgen05;
 pub mod warp;
 pub mod wgmma;
+
+/// The generic address of byte `offset` of kernel `$entry`'s one parameter (its arguments
+/// struct): `mov` of the parameter symbol (rustc names it `<entry>_param_0`), then `cvta.param`
+/// (PTX ISA 7.7+). For instructions that read parameter space through a generic address, as TMA
+/// does for a [`TensorMap`](crate::launch::TensorMap) argument. Valid only inside `$entry`.
+macro_rules! kernel_param_address {
+    ($entry:ident, $offset:expr) => {{
+        let address: u64;
+        // SAFETY: reads the address of the entry's own parameter; no memory access.
+        unsafe {
+            core::arch::asm!(
+                concat!("mov.b64 {a}, ", stringify!($entry), "_param_0;"),
+                "cvta.param.u64 {a}, {a};",
+                a = out(reg64) address,
+                options(nomem, nostack), // not `pure`: recomputed at each use, never hoisted into a register
+            )
+        };
+        address + $offset as u64
+    }};
+}
+pub(crate) use kernel_param_address;

@@ -14,6 +14,7 @@
 //! ```
 
 use crate::grouped::GroupDesc;
+use crate::launch::TensorMap;
 use crate::layout::{ATOM_BYTES, BlockedScales};
 
 /// Tokens per tile: the MMA's M (cta_group::1 block-scaled MMAs are M = 128 only).
@@ -364,11 +365,18 @@ pub const fn b_scale_column_offset(n0: u32) -> u32 {
 }
 
 /// Arguments of the sm_100f grouped kernels (`nvfp4_grouped_gemm_sm100_n*`,
-/// `nvfp4_grouped_dual_gemm_sm100_n*`): the preparation pass's tables (the tensor maps and
-/// every per-group address are in the groups' descriptors).
+/// `nvfp4_grouped_dual_gemm_sm100_n*`): the contiguous convention's three tensor maps and the
+/// preparation pass's tables (every per-group address, and the separate convention's maps, are
+/// in the groups' descriptors; a descriptor's map address 0 means the launch's own map).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GroupedArgs {
+    /// Contiguous convention: the map over all groups' tokens (as the dense kernel's A map).
+    pub a_map: TensorMap,
+    /// Contiguous convention: the map over all groups' gate weights, stacked.
+    pub gate_map: TensorMap,
+    /// Contiguous convention: the map over all groups' up weights, stacked.
+    pub up_map: TensorMap,
     /// The groups' descriptors.
     pub descs: *const GroupDesc,
     /// The `GroupedHeader`, then one `GroupSchedule` per group.
@@ -382,16 +390,16 @@ pub struct GroupedArgs {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DualGemmArgs {
-    /// Generic address of A's tensor map (UINT8, dims {k/2, m}, box {128, 64}, 128-byte swizzle).
-    pub a_map: u64,
+    /// A's tensor map (UINT8, dims {k/2, m}, box {128, 64}, 128-byte swizzle).
+    pub a_map: TensorMap,
+    /// B1's tensor map (as A's, over N rows).
+    pub b1_map: TensorMap,
+    /// B2's tensor map.
+    pub b2_map: TensorMap,
     /// A's blocked scales.
     pub a_scales: *const u8,
-    /// Generic address of B1's tensor map (as A's, over N rows).
-    pub b1_map: u64,
     /// B1's blocked scales.
     pub b1_scales: *const u8,
-    /// Generic address of B2's tensor map.
-    pub b2_map: u64,
     /// B2's blocked scales.
     pub b2_scales: *const u8,
     /// C, `m × n` fp16.
@@ -407,3 +415,17 @@ pub struct DualGemmArgs {
     /// Scale of the up product.
     pub alpha_up: f32,
 }
+
+const _: () = assert!(
+    core::mem::offset_of!(DualGemmArgs, a_map).is_multiple_of(crate::launch::PARAM_ALIGN)
+        && core::mem::offset_of!(DualGemmArgs, b1_map).is_multiple_of(crate::launch::PARAM_ALIGN)
+        && core::mem::offset_of!(DualGemmArgs, b2_map).is_multiple_of(crate::launch::PARAM_ALIGN),
+    "tensor maps must sit at 64-byte offsets of the parameter"
+);
+
+const _: () = assert!(
+    core::mem::offset_of!(GroupedArgs, a_map).is_multiple_of(crate::launch::PARAM_ALIGN)
+        && core::mem::offset_of!(GroupedArgs, gate_map).is_multiple_of(crate::launch::PARAM_ALIGN)
+        && core::mem::offset_of!(GroupedArgs, up_map).is_multiple_of(crate::launch::PARAM_ALIGN),
+    "tensor maps must sit at 64-byte offsets of the parameter"
+);

@@ -1,6 +1,6 @@
 #![doc = include_str!("../../../docs/sm100-kernels.md")]
 
-use crate::ptx::{copy, sreg};
+use crate::ptx::{copy, kernel_param_address, sreg};
 use crate::schedule::TileGrid;
 use crate::sm100::config::{DualGemmArgs, TILE_M, Tile, TilePlace};
 use crate::sm100::roles::{self, Job, Problem};
@@ -9,6 +9,8 @@ use crate::sm100::roles::{self, Job, Problem};
 struct Dense<'a, const N: u32> {
     args: &'a DualGemmArgs,
     grid: TileGrid,
+    /// Generic addresses of the arguments' three tensor maps (in parameter space).
+    maps: [u64; 3],
 }
 
 /// This CTA's tiles of a [`Dense`] problem.
@@ -31,9 +33,9 @@ impl<const N: u32> Iterator for DenseTiles<'_, N> {
         let (m_tile, n_tile) = self.problem.grid.coords(index);
         let place = TilePlace::dense(p.m, p.n, p.k, Tile { n: N }, m_tile, n_tile);
         Some(Job {
-            a_map: p.a_map,
-            gate_map: p.b1_map,
-            up_map: p.b2_map,
+            a_map: self.problem.maps[0],
+            gate_map: self.problem.maps[1],
+            up_map: self.problem.maps[2],
             a_scales: p.a_scales.wrapping_add(place.a_atoms),
             gate_scales: p.b1_scales.wrapping_add(place.gate_atoms),
             up_scales: p.b2_scales.wrapping_add(place.up_atoms),
@@ -61,11 +63,9 @@ impl<'a, const N: u32> Problem for &'a Dense<'a, N> {
 
     #[inline(always)]
     fn prefetch_maps(&self) {
-        // SAFETY: valid tensor maps (host contract).
-        unsafe {
-            copy::prefetch_tensor_map(self.args.a_map);
-            copy::prefetch_tensor_map(self.args.b1_map);
-            copy::prefetch_tensor_map(self.args.b2_map);
+        for map in self.maps {
+            // SAFETY: valid tensor maps (host contract).
+            unsafe { copy::prefetch_tensor_map(map) };
         }
     }
 }
@@ -84,7 +84,17 @@ macro_rules! entry_point {
                 m_tiles: 0,
                 n_tiles: 0,
             });
-            let problem = Dense::<$n> { args: &p, grid };
+            use core::mem::offset_of;
+            let maps = [
+                kernel_param_address!($name, offset_of!(DualGemmArgs, a_map)),
+                kernel_param_address!($name, offset_of!(DualGemmArgs, b1_map)),
+                kernel_param_address!($name, offset_of!(DualGemmArgs, b2_map)),
+            ];
+            let problem = Dense::<$n> {
+                args: &p,
+                grid,
+                maps,
+            };
             // SAFETY: forwarded contract (k a positive multiple of 64).
             unsafe { roles::run::<_, $n, BUFFERS>(&&problem) }
         }

@@ -7,15 +7,16 @@
 //! Each launch is the preparation pass (one warp: validates the device-side offsets, writes the
 //! groups' descriptors, schedule and header; `crate::prepare`) and the persistent kernel, which
 //! waits for it, then deals all groups' whole tiles round-robin over its CTAs
-//! ([`GroupTileWalk`]). Tokens and weights are read through tensor maps that the host encoded
-//! once per buffer: for the contiguous convention one map over all tokens and one over each
-//! stack of weights (a group's weight rows start at `GroupDesc::weight_map_row`), for the
-//! separate convention each group's own matrices' maps. A tile's token rows past its group's
+//! ([`GroupTileWalk`]). Tokens and weights are read through tensor maps that the host encodes
+//! per launch: for the contiguous convention one map over all tokens and one over each stack of
+//! weights (a group's weight rows start at `GroupDesc::weight_map_row`), passed in the kernel's
+//! arguments; for the separate convention each group's own matrices' maps, uploaded with the
+//! group table. A tile's token rows past its group's
 //! end (the next group's tokens, or zeros past the map) are multiplied but never stored.
 
 use crate::grouped::{GroupDesc, GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS};
 use crate::prepare;
-use crate::ptx::{fence, mem, sreg};
+use crate::ptx::{fence, kernel_param_address, mem, sreg};
 use crate::schedule::{GroupSchedule, GroupTable, GroupTileWalk};
 use crate::sm100::config::{GroupedArgs, Tile, TilePlace};
 use crate::sm100::roles::{self, Job, Problem};
@@ -58,6 +59,9 @@ impl GroupTable for GlobalGroups {
 struct Grouped<'a, const N: u32, const GATED: bool> {
     args: &'a GroupedArgs,
     table: GlobalGroups,
+    /// Generic addresses of the arguments' three tensor maps (in parameter space), used where
+    /// a descriptor's map address is 0 (the contiguous convention).
+    maps: [u64; 3],
 }
 
 /// This CTA's tiles of a [`Grouped`] problem.
@@ -76,10 +80,12 @@ impl<const N: u32, const GATED: bool> Iterator for GroupedJobs<'_, N, GATED> {
         let desc: GroupDesc = unsafe { prepare::load_desc(self.problem.args.descs, g) };
         let m_tiles = self.problem.table.group(g).m_tiles;
         let place = TilePlace::grouped(&desc, m_tiles, local, Tile { n: N }, GATED);
+        let own = |map: u64, launch: u64| if map == 0 { launch } else { map };
+        let maps = self.problem.maps;
         Some(Job {
-            a_map: desc.a_map,
-            gate_map: desc.gate_map,
-            up_map: desc.up_map,
+            a_map: own(desc.a_map, maps[0]),
+            gate_map: own(desc.gate_map, maps[1]),
+            up_map: own(desc.up_map, maps[2]),
             a_scales: (desc.a_scales as *const u8).wrapping_add(place.a_atoms),
             gate_scales: (desc.gate_scales as *const u8).wrapping_add(place.gate_atoms),
             up_scales: (desc.up_scales as *const u8).wrapping_add(place.up_atoms),
@@ -108,7 +114,7 @@ impl<'a, const N: u32, const GATED: bool> Problem for &'a Grouped<'a, N, GATED> 
 
 /// The persistent kernel body.
 #[inline(always)]
-unsafe fn grouped<const N: u32, const BUFFERS: u32, const GATED: bool>(args: &GroupedArgs) {
+unsafe fn grouped<const N: u32, const BUFFERS: u32, const GATED: bool>(args: &GroupedArgs, maps: [u64; 3]) {
     fence::launch_dependents();
     // The preparation pass wrote the tables: wait for it.
     fence::grid_dependency_wait();
@@ -119,7 +125,7 @@ unsafe fn grouped<const N: u32, const BUFFERS: u32, const GATED: bool>(args: &Gr
     if table.total() == 0 {
         return; // nothing to compute (or invalid device-side offsets: nothing is written)
     }
-    let problem = Grouped::<N, GATED> { args, table };
+    let problem = Grouped::<N, GATED> { args, table, maps };
     // SAFETY: the module contract; the descriptors describe valid maps, atoms and outputs.
     unsafe { roles::run::<_, N, BUFFERS>(&&problem) }
 }
@@ -133,8 +139,14 @@ macro_rules! entry_point {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: GroupedArgs) {
             const BUFFERS: u32 = Tile { n: $n }.accumulator_buffers();
+            use core::mem::offset_of;
+            let maps = [
+                kernel_param_address!($name, offset_of!(GroupedArgs, a_map)),
+                kernel_param_address!($name, offset_of!(GroupedArgs, gate_map)),
+                kernel_param_address!($name, offset_of!(GroupedArgs, up_map)),
+            ];
             // SAFETY: forwarded contract.
-            unsafe { grouped::<$n, BUFFERS, $gated>(&args) }
+            unsafe { grouped::<$n, BUFFERS, $gated>(&args, maps) }
         }
     };
 }

@@ -394,10 +394,10 @@ const _: () = check_tiles();
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DualGemmArgs {
-    /// Generic address of the token tensor map: A's packed bytes (UINT8, dims {k/2, m}, box
-    /// {128, 64}, 128-byte swizzle) or, for pre-decoded tiles, the fp16 token buffer (FLOAT16,
-    /// dims {k rounded up to 256, m}, box {64, T}, 128-byte swizzle).
-    pub a_map: u64,
+    /// The token tensor map: A's packed bytes (UINT8, dims {k/2, m}, box {128, 64}, 128-byte
+    /// swizzle) or, for pre-decoded tiles, the fp16 token buffer (FLOAT16, dims {k rounded up to
+    /// 256, m}, box {64, T}, 128-byte swizzle).
+    pub a_map: crate::launch::TensorMap,
     /// A's blocked scales (in-kernel token decoding only).
     pub a_scales: *const u8,
     /// Gate weights B1, `n × k/2` bytes.
@@ -455,9 +455,9 @@ pub const fn padded_k(k: u32) -> u32 {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GroupedArgs {
-    /// Generic address of the tensor map of the fp16 token buffer (FLOAT16, dims {pitch, rows},
-    /// box {64, T}, 128-byte swizzle).
-    pub token_map: u64,
+    /// The tensor map of the fp16 token buffer (FLOAT16, dims {pitch, rows}, box {64, T},
+    /// 128-byte swizzle).
+    pub token_map: crate::launch::TensorMap,
     /// The groups' descriptors.
     pub descs: *const crate::grouped::GroupDesc,
     /// The `GroupedHeader`, then one `GroupSchedule` per group.
@@ -471,3 +471,13 @@ pub struct GroupedArgs {
     /// Groups `G`.
     pub groups: u32,
 }
+
+const _: () = assert!(
+    core::mem::offset_of!(DualGemmArgs, a_map).is_multiple_of(crate::launch::PARAM_ALIGN),
+    "tensor maps must sit at 64-byte offsets of the parameter"
+);
+
+const _: () = assert!(
+    core::mem::offset_of!(GroupedArgs, token_map).is_multiple_of(crate::launch::PARAM_ALIGN),
+    "tensor maps must sit at 64-byte offsets of the parameter"
+);

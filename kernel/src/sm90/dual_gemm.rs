@@ -11,18 +11,21 @@ use crate::sm90::mainloop::{
 };
 
 /// A dense dual GEMM: one problem, tiles numbered token tile fastest.
-struct DenseProblem<'a> {
+struct DenseProblem<'a, M> {
     args: &'a DualGemmArgs,
     grid: TileGrid,
+    /// The generic address of `args.a_map` in parameter space (computed where it is used: it
+    /// is not kept in a register across the roles).
+    token_map: M,
 }
 
-impl Problem for DenseProblem<'_> {
+impl<M: Fn() -> u64> Problem for DenseProblem<'_, M> {
     type Space = UniformTiles;
     const GATED: bool = true;
 
     #[inline(always)]
     fn token_map(&self) -> u64 {
-        self.args.a_map
+        (self.token_map)()
     }
 
     #[inline(always)]
@@ -92,6 +95,7 @@ unsafe fn dual_gemm<
     const PREDECODED: bool,
 >(
     args: &DualGemmArgs,
+    token_map: impl Fn() -> u64,
     mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
     let tile = Tile {
@@ -126,7 +130,11 @@ unsafe fn dual_gemm<
     // shape has the two waves of tiles they need.
     let split = StreamK::new(space, sreg::grid_dim_x(), 0);
     let work = Work::new(split, &shared, args.workspace, args.flags);
-    let problem = DenseProblem { args, grid };
+    let problem = DenseProblem {
+        args,
+        grid,
+        token_map,
+    };
     // SAFETY: the module contract.
     unsafe {
         mainloop::roles::<_, ACC, SETS, CONSUMER, DECODER, PRODUCER, PREDECODED, true>(
@@ -156,7 +164,11 @@ macro_rules! entry_point {
                     { REGISTERS.decoder },
                     { REGISTERS.producer },
                     { TILE.predecoded_tokens() },
-                >(&args, mma)
+                >(
+                    &args,
+                    || crate::ptx::kernel_param_address!($name, core::mem::offset_of!(DualGemmArgs, a_map)),
+                    mma,
+                )
             }
         }
     };

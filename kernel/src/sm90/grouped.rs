@@ -52,18 +52,20 @@ impl GroupTable for SharedGroups {
 }
 
 /// A grouped launch, gated or plain.
-struct GroupedProblem<'a, const GATED: bool> {
+struct GroupedProblem<'a, M, const GATED: bool> {
     args: &'a GroupedArgs,
     table: SharedGroups,
+    /// The generic address of `args.token_map` in parameter space (computed where it is used).
+    token_map: M,
 }
 
-impl<const GATED: bool> Problem for GroupedProblem<'_, GATED> {
+impl<M: Fn() -> u64, const GATED: bool> Problem for GroupedProblem<'_, M, GATED> {
     type Space = GroupedTiles<SharedGroups>;
     const GATED: bool = GATED;
 
     #[inline(always)]
     fn token_map(&self) -> u64 {
-        self.args.token_map
+        (self.token_map)()
     }
 
     #[inline(always)]
@@ -125,6 +127,7 @@ unsafe fn grouped<
     const GATED: bool,
 >(
     args: &GroupedArgs,
+    token_map: impl Fn() -> u64,
     mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
     let tile = Tile {
@@ -169,7 +172,11 @@ unsafe fn grouped<
     };
     let split = StreamK::new(GroupedTiles { table }, ctas, tile_stages);
     let work = Work::new(split, &shared, args.workspace, args.flags);
-    let problem = GroupedProblem::<GATED> { args, table };
+    let problem = GroupedProblem::<_, GATED> {
+        args,
+        table,
+        token_map,
+    };
     // SAFETY: the module contract.
     unsafe {
         mainloop::roles::<_, ACC, SETS, CONSUMER, DECODER, PRODUCER, true, false>(
@@ -200,7 +207,16 @@ macro_rules! entry_point {
                     { REGISTERS.decoder },
                     { REGISTERS.producer },
                     $gated,
-                >(&args, mma)
+                >(
+                    &args,
+                    || {
+                        crate::ptx::kernel_param_address!(
+                            $name,
+                            core::mem::offset_of!(GroupedArgs, token_map)
+                        )
+                    },
+                    mma,
+                )
             }
         }
     };
