@@ -8,7 +8,7 @@
 //! stream, without synchronizing the host. On Hopper the kernels are programmatic dependent
 //! launches by default (see [`DualGemmPlan::set_programmatic_launch`]).
 
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+use cudarc::driver::CudaSlice;
 use half::f16;
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
@@ -18,7 +18,8 @@ use nvfp4_kernel::sm90::config::{
 use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
+use crate::gpu::buffer::DeviceBuffer;
+use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref, tensor_map};
 use crate::problem::DualGemmShape;
 
 /// The scale the sm_90a kernel's fp16 operands carry: each is `value · 2⁻¹⁴`, so each product
@@ -227,6 +228,7 @@ pub struct DualGemmPlan {
 }
 
 /// The kernel a plan launches.
+#[allow(clippy::large_enum_variant)] // one per plan, never moved in a loop
 enum PlannedKernel {
     /// Hopper, with its stream-K state and, for large token tiles, the pre-decoded tokens.
     Sm90 {
@@ -241,18 +243,18 @@ enum PlannedKernel {
 /// The device state of a plan's stream-K fix-ups: partial-sum slots, their publication flags
 /// and the launch-ticket counter (see [`nvfp4_kernel::schedule::StreamK`]).
 pub(crate) struct StreamKState {
-    pub workspace: CudaSlice<u32>,
-    pub flags: CudaSlice<u32>,
-    pub tickets: CudaSlice<u64>,
+    pub workspace: DeviceBuffer<u32>,
+    pub flags: DeviceBuffer<u32>,
+    pub tickets: DeviceBuffer<u64>,
 }
 
 impl StreamKState {
     /// Zeroed state for `workspace_words` of partial sums and `flag_words` flags.
     pub(crate) fn new(gpu: &Gpu, workspace_words: usize, flag_words: usize) -> Result<Self> {
         Ok(Self {
-            workspace: gpu.stream().alloc_zeros::<u32>(workspace_words.max(1))?,
-            flags: gpu.stream().alloc_zeros::<u32>(flag_words.max(1))?,
-            tickets: gpu.stream().alloc_zeros::<u64>(1)?,
+            workspace: DeviceBuffer::zeros(gpu.stream(), workspace_words)?,
+            flags: DeviceBuffer::zeros(gpu.stream(), flag_words)?,
+            tickets: DeviceBuffer::zeros(gpu.stream(), 1)?,
         })
     }
 }
@@ -260,7 +262,7 @@ impl StreamKState {
 /// The fp16 token operand of large sm_90a tiles (`nvfp4_kernel::sm90::tokens`), rewritten from
 /// A by each launch, and the tensor map the kernel loads it through.
 pub(crate) struct PredecodedTokens {
-    pub buffer: CudaSlice<u16>,
+    pub buffer: DeviceBuffer<u16>,
     pub map: TensorMap,
 }
 
@@ -274,9 +276,9 @@ impl Gpu {
                 let stream_k = StreamKState::new(self, geometry.workspace_words(), geometry.flag_words())?;
                 let tokens = if geometry.tile.predecoded_tokens() {
                     let pitch = padded_k(shape.k as u32) as usize;
-                    let buffer = self.stream().alloc_zeros::<u16>(shape.m * pitch)?;
+                    let buffer = DeviceBuffer::zeros(self.stream(), shape.m * pitch)?;
                     let map = tensor_map::predecoded_tokens(
-                        buffer.device_ptr(self.stream()).0,
+                        buffer.address(),
                         shape.m,
                         pitch,
                         geometry.tile.tokens,
@@ -377,44 +379,28 @@ impl DualGemmPlan {
         b2: &DeviceNvFp4Matrix,
         c: &mut CudaSlice<f16>,
     ) -> Result<()> {
-        let DualGemmShape { m, n, k } = self.shape;
-        for (name, matrix, rows) in [("a", a, m), ("b1", b1, n), ("b2", b2, n)] {
-            if matrix.rows() != rows || matrix.k() != k {
-                return Err(Error::ShapeMismatch(format!(
-                    "`{name}` is {} × {}, the plan needs {rows} × {k}",
-                    matrix.rows(),
-                    matrix.k()
-                )));
-            }
-        }
-        if c.len() != m * n {
-            return Err(Error::BufferLength {
-                arg: "c",
-                expected: m * n,
-                got: c.len(),
-            });
-        }
         let stream = gpu.stream();
-        for (name, buffer) in [
-            ("a.data", a.data_buffer()),
-            ("b1.data", b1.data_buffer()),
-            ("b2.data", b2.data_buffer()),
-            ("a.scales", a.scales_buffer()),
-            ("b1.scales", b1.scales_buffer()),
-            ("b2.scales", b2.scales_buffer()),
-        ] {
-            // 16 bytes: vector loads of the data, bulk copies of the scale atoms.
-            check_alignment(name, buffer.device_ptr(stream).0, 16)?;
-        }
-        // Vector stores of C.
-        check_alignment("c", c.device_ptr(stream).0, 16)?;
-        let global = |x: &DeviceNvFp4Matrix| x.global_scale().unwrap_or(1.0);
+        self.launch_views(
+            gpu,
+            a.view(stream),
+            b1.view(stream),
+            b2.view(stream),
+            F16Mut::of(c, stream),
+        )
+    }
+
+    /// [`Self::launch`] on views (for example of caller-owned memory: [`NvFp4Ref::from_raw`]):
+    /// no allocation, no host↔device copy, no synchronization.
+    pub fn launch_views(&self, gpu: &Gpu, a: NvFp4Ref, b1: NvFp4Ref, b2: NvFp4Ref, c: F16Mut) -> Result<()> {
+        let DualGemmShape { m, n, k } = self.shape;
+        a.expect_shape("a", m, k)?;
+        b1.expect_shape("b1", n, k)?;
+        b2.expect_shape("b2", n, k)?;
+        c.expect_len("c", m * n)?;
+        let stream = gpu.stream();
+        let global = |x: &NvFp4Ref| x.global_scale().unwrap_or(1.0);
         let (m32, n32, k32) = (m as u32, n as u32, k as u32);
-        // The guards keep each buffer's stream bookkeeping until the launch is enqueued.
-        let (a_scales, _a_scales) = a.scales_buffer().device_ptr(stream);
-        let (b1_scales, _b1_scales) = b1.scales_buffer().device_ptr(stream);
-        let (b2_scales, _b2_scales) = b2.scales_buffer().device_ptr(stream);
-        let (out, _out) = c.device_ptr_mut(stream);
+        let out = c.address() as *mut u16;
         match &self.kernel {
             PlannedKernel::Sm90 {
                 geometry,
@@ -424,37 +410,37 @@ impl DualGemmPlan {
                 let kernels = gpu.sm90_kernels("dual GEMM")?;
                 let a_map = match tokens {
                     Some(tokens) => {
-                        self.predecode_tokens(gpu, a, &tokens.buffer)?;
+                        self.predecode_tokens(gpu, &a, &tokens.buffer)?;
                         tokens.map
                     }
-                    None => tensor_map::packed_rows(a.data_buffer().device_ptr(stream).0, m, k)?,
+                    None => tensor_map::packed_rows(a.data_address(), m, k)?,
                 };
-                let (b1_data, _b1_data) = b1.data_buffer().device_ptr(stream);
-                let (b2_data, _b2_data) = b2.data_buffer().device_ptr(stream);
-                let (workspace, _workspace) = stream_k.workspace.device_ptr(stream);
-                let (flags, _flags) = stream_k.flags.device_ptr(stream);
-                let (tickets, _tickets) = stream_k.tickets.device_ptr(stream);
+                let (workspace, flags, tickets) = (
+                    stream_k.workspace.address(),
+                    stream_k.flags.address(),
+                    stream_k.tickets.address(),
+                );
                 // sm_90a's fp16 operands carry 2⁻¹⁴ each (see SM90_OPERAND_RESCALE).
                 let args = sm90::DualGemmArgs {
                     a_map,
-                    a_scales: a_scales as *const u8,
-                    b1: b1_data as *const u8,
-                    b1_scales: b1_scales as *const u8,
-                    b2: b2_data as *const u8,
-                    b2_scales: b2_scales as *const u8,
-                    out: out as *mut u16,
+                    a_scales: a.scales_address() as *const u8,
+                    b1: b1.data_address() as *const u8,
+                    b1_scales: b1.scales_address() as *const u8,
+                    b2: b2.data_address() as *const u8,
+                    b2_scales: b2.scales_address() as *const u8,
+                    out,
                     workspace: workspace as *mut u32,
                     flags: flags as *mut u32,
                     tickets: tickets as *mut u64,
                     m: m32,
                     n: n32,
                     k: k32,
-                    alpha_gate: SM90_OPERAND_RESCALE * global(a) * global(b1),
-                    alpha_up: SM90_OPERAND_RESCALE * global(a) * global(b2),
+                    alpha_gate: SM90_OPERAND_RESCALE * global(&a) * global(&b1),
+                    alpha_up: SM90_OPERAND_RESCALE * global(&a) * global(&b2),
                 };
-                // SAFETY: the arguments satisfy `nvfp4_kernel::sm90::dual_gemm`'s contract,
-                // checked above and by the geometry; the kernel waits for the previous kernel
-                // before it touches memory.
+                // SAFETY: the arguments satisfy `nvfp4_kernel::sm90::dual_gemm`'s contract:
+                // shapes checked above and by the geometry, addresses 16-byte aligned (the
+                // views'); the kernel waits for the previous kernel before it touches memory.
                 unsafe {
                     kernels.dual_gemm(geometry.tile).launch(
                         stream,
@@ -467,22 +453,20 @@ impl DualGemmPlan {
             }
             PlannedKernel::Sm100 { geometry } => {
                 let kernels = gpu.sm100_kernels("dual GEMM")?;
-                let map = |m: &DeviceNvFp4Matrix| {
-                    tensor_map::packed_rows(m.data_buffer().device_ptr(stream).0, m.rows(), k)
-                };
+                let map = |x: &NvFp4Ref| tensor_map::packed_rows(x.data_address(), x.rows(), k);
                 let args = sm100::DualGemmArgs {
-                    a_map: map(a)?,
-                    b1_map: map(b1)?,
-                    b2_map: map(b2)?,
-                    a_scales: a_scales as *const u8,
-                    b1_scales: b1_scales as *const u8,
-                    b2_scales: b2_scales as *const u8,
-                    out: out as *mut u16,
+                    a_map: map(&a)?,
+                    b1_map: map(&b1)?,
+                    b2_map: map(&b2)?,
+                    a_scales: a.scales_address() as *const u8,
+                    b1_scales: b1.scales_address() as *const u8,
+                    b2_scales: b2.scales_address() as *const u8,
+                    out,
                     m: m32,
                     n: n32,
                     k: k32,
-                    alpha_gate: global(a) * global(b1),
-                    alpha_up: global(a) * global(b2),
+                    alpha_gate: global(&a) * global(&b1),
+                    alpha_up: global(&a) * global(&b2),
                 };
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm100::dual_gemm`'s contract,
                 // checked above and by the geometry.
@@ -502,18 +486,16 @@ impl DualGemmPlan {
 
 impl DualGemmPlan {
     /// Enqueues `nvfp4_predecode_tokens_sm90`: A → the fp16 token operand in `out`.
-    fn predecode_tokens(&self, gpu: &Gpu, a: &DeviceNvFp4Matrix, out: &CudaSlice<u16>) -> Result<()> {
+    fn predecode_tokens(&self, gpu: &Gpu, a: &NvFp4Ref, out: &DeviceBuffer<u16>) -> Result<()> {
         let kernel = &gpu.sm90_kernels("token pre-decoding")?.predecode_tokens;
         let DualGemmShape { m, k, .. } = self.shape;
         // One thread per token and 64-K slice; the geometry bounded m × padded k / 64.
         let items = (m * (padded_k(k as u32) / K_PER_SLICE) as usize) as u32;
         let stream = gpu.stream();
-        let (data, _data) = a.data_buffer().device_ptr(stream);
-        let (scales, _scales) = a.scales_buffer().device_ptr(stream);
-        let (out, _out) = out.device_ptr(stream);
+        let out = out.address();
         let args = sm90::PredecodeArgs {
-            data: data as *const u8,
-            scales: scales as *const u8,
+            data: a.data_address() as *const u8,
+            scales: a.scales_address() as *const u8,
             out: out as *mut u32,
             rows: m as u32,
             k: k as u32,

@@ -9,8 +9,9 @@ use half::f16;
 use nvfp4_kernel::grouped::SCALE_ROW_ALIGNMENT;
 
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceNvFp4Matrix, Gpu};
-use crate::grouped::{ContiguousInputs, GroupedLayout, GroupedOp, GroupedPlan, UpWeights};
+use crate::gpu::buffer::DeviceBuffer;
+use crate::gpu::{DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref};
+use crate::grouped::{ContiguousAddresses, GroupedLayout, GroupedOp, GroupedPlan, UpWeights};
 
 /// `C[M × N] = α · A[M × K] · B[N × K]ᵀ`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -27,8 +28,8 @@ pub struct GemmShape {
 pub struct GemmPlan {
     shape: GemmShape,
     plan: GroupedPlan,
-    row_offsets: CudaSlice<u32>,
-    scale_offsets: CudaSlice<u32>,
+    row_offsets: DeviceBuffer<u32>,
+    scale_offsets: DeviceBuffer<u32>,
 }
 
 impl Gpu {
@@ -52,8 +53,8 @@ impl Gpu {
             Some(m),
         )?;
         // One group of all rows; its scales are A's own blocked layout (rows rounded up to 128).
-        let row_offsets = self.stream().clone_htod(&[0u32, m as u32])?;
-        let scale_offsets = self.stream().clone_htod(&[0u32, scale_rows as u32])?;
+        let row_offsets = DeviceBuffer::from_host(self.stream(), &[0u32, m as u32])?;
+        let scale_offsets = DeviceBuffer::from_host(self.stream(), &[0u32, scale_rows as u32])?;
         Ok(GemmPlan {
             shape,
             plan,
@@ -78,27 +79,45 @@ impl GemmPlan {
         b: &DeviceNvFp4Matrix,
         c: &mut CudaSlice<f16>,
     ) -> Result<()> {
+        let stream = gpu.stream();
+        self.launch_views(gpu, a.view(stream), b.view(stream), F16Mut::of(c, stream))
+    }
+
+    /// [`Self::launch`] on views (for example of caller-owned memory: [`NvFp4Ref::from_raw`]):
+    /// no allocation, no host↔device copy, no synchronization.
+    pub fn launch_views(&self, gpu: &Gpu, a: NvFp4Ref, b: NvFp4Ref, c: F16Mut) -> Result<()> {
         let GemmShape { m, n, k } = self.shape;
-        for (name, matrix, rows) in [("a", a, m), ("b", b, n)] {
-            if matrix.rows() != rows || matrix.k() != k {
-                return Err(Error::ShapeMismatch(format!(
-                    "`{name}` is {} × {}, the plan needs {rows} × {k}",
-                    matrix.rows(),
-                    matrix.k()
-                )));
-            }
+        a.expect_shape("a", m, k)?;
+        b.expect_shape("b", n, k)?;
+        c.expect_len("c", m * n)?;
+        let scale = a.global_scale().unwrap_or(1.0) * b.global_scale().unwrap_or(1.0);
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(Error::invalid(
+                "global scales",
+                "their product must be finite and positive",
+                scale,
+            ));
         }
-        let inputs = ContiguousInputs {
-            a: a.data_buffer(),
-            a_scales: a.scales_buffer(),
-            row_offsets: &self.row_offsets,
-            scale_offsets: &self.scale_offsets,
-            gate: b.as_weights(),
-            up: None,
-            alpha_gate: None,
-            alpha_up: None,
-            scale: a.global_scale().unwrap_or(1.0) * b.global_scale().unwrap_or(1.0),
-        };
-        self.plan.launch(gpu, &inputs, c)
+        // One group of all rows: A's own blocked scales; B the one group's weights.
+        self.plan.launch_contiguous(
+            gpu,
+            &ContiguousAddresses {
+                a: a.data_address(),
+                a_scales: a.scales_address(),
+                row_offsets: self.row_offsets.address(),
+                scale_offsets: self.scale_offsets.address(),
+                gate: b.data_address(),
+                gate_scales: b.scales_address(),
+                up: b.data_address(),
+                up_scales: b.scales_address(),
+                up_rows: n,
+                weight_data_bytes: n * k / 2,
+                weight_scale_bytes: b.scale_bytes(),
+                alpha_gate: 0,
+                alpha_up: 0,
+                scale,
+                out: c.address(),
+            },
+        )
     }
 }

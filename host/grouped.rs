@@ -52,6 +52,7 @@ use crate::dual_gemm::{
     KERNEL_INDEX_LIMIT, SM90_OPERAND_RESCALE, StreamKState, check_alignment, check_dimension,
 };
 use crate::error::{Error, Result};
+use crate::gpu::buffer::DeviceBuffer;
 use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
 use crate::matrix::NvFp4Matrix;
 
@@ -284,9 +285,9 @@ pub struct GroupedPlan {
     op: GroupedOp,
     layout: GroupedLayout,
     grid: u32,
-    descs: CudaSlice<u8>,
-    schedule: CudaSlice<u32>,
-    separate_table: Option<CudaSlice<u8>>,
+    descs: DeviceBuffer<u8>,
+    schedule: DeviceBuffer<u32>,
+    separate_table: Option<DeviceBuffer<u8>>,
     backend: Backend,
     programmatic: bool,
 }
@@ -299,7 +300,7 @@ enum Backend {
         tile: Tile,
         token_pitch: u32,
         token_rows: u32,
-        tokens: CudaSlice<u16>,
+        tokens: DeviceBuffer<u16>,
         token_map: TensorMap,
         stream_k: StreamKState,
     },
@@ -321,6 +322,28 @@ fn separate_table_bytes(groups: usize, arch: Arch) -> usize {
         Arch::Sm90a => groups * std::mem::size_of::<nvfp4_kernel::grouped::SeparateGroup>(),
         Arch::Sm100f => separate_maps_offset(groups) + 3 * groups * tensor_map::MAP_BYTES,
     }
+}
+
+/// Device addresses of a contiguous-convention launch (sizes checked by the caller).
+pub(crate) struct ContiguousAddresses {
+    pub a: u64,
+    pub a_scales: u64,
+    pub row_offsets: u64,
+    pub scale_offsets: u64,
+    pub gate: u64,
+    pub gate_scales: u64,
+    pub up: u64,
+    pub up_scales: u64,
+    /// Rows of each group's up matrix (the gate's for a plain GEMM).
+    pub up_rows: usize,
+    /// Bytes between two groups' weights, and between their scales.
+    pub weight_data_bytes: usize,
+    pub weight_scale_bytes: usize,
+    /// Per-group α arrays (0: none).
+    pub alpha_gate: u64,
+    pub alpha_up: u64,
+    pub scale: f32,
+    pub out: u64,
 }
 
 /// The tile one launch runs.
@@ -459,13 +482,9 @@ impl Gpu {
                         format!("{rows} × {max_k}"),
                     ));
                 }
-                let tokens = stream.alloc_zeros::<u16>(rows * token_pitch as usize)?;
-                let token_map = tensor_map::predecoded_tokens(
-                    tokens.device_ptr(stream).0,
-                    rows,
-                    token_pitch as usize,
-                    tile.tokens,
-                )?;
+                let tokens = DeviceBuffer::zeros(stream, rows * token_pitch as usize)?;
+                let token_map =
+                    tensor_map::predecoded_tokens(tokens.address(), rows, token_pitch as usize, tile.tokens)?;
                 let stream_k = StreamKState::new(
                     self,
                     2 * grid as usize * partial_slot_bytes(tile) as usize / 4,
@@ -490,12 +509,13 @@ impl Gpu {
             op,
             layout,
             grid,
-            descs: stream.alloc_zeros::<u8>(groups * std::mem::size_of::<GroupDesc>())?,
-            schedule: stream.alloc_zeros::<u32>(4 * (groups + HEADER_RECORDS as usize))?,
+            descs: DeviceBuffer::zeros(stream, groups * std::mem::size_of::<GroupDesc>())?,
+            schedule: DeviceBuffer::zeros(stream, 4 * (groups + HEADER_RECORDS as usize))?,
             separate_table: match layout {
-                GroupedLayout::Separate { .. } => {
-                    Some(stream.alloc_zeros::<u8>(separate_table_bytes(groups, self.arch()))?)
-                }
+                GroupedLayout::Separate { .. } => Some(DeviceBuffer::zeros(
+                    stream,
+                    separate_table_bytes(groups, self.arch()),
+                )?),
                 GroupedLayout::Contiguous { .. } => None,
             },
             backend,
@@ -617,40 +637,83 @@ impl GroupedPlan {
             ));
         }
         let stream = gpu.stream();
+        // The guards keep each buffer's stream bookkeeping until the launch is enqueued.
         let (a, _a) = inputs.a.device_ptr(stream);
         let (a_scales, _a_scales) = inputs.a_scales.device_ptr(stream);
         let (row_offsets, _row_offsets) = inputs.row_offsets.device_ptr(stream);
         let (scale_offsets, _scale_offsets) = inputs.scale_offsets.device_ptr(stream);
         let (gate, _gate) = inputs.gate.data.device_ptr(stream);
         let (gate_scales, _gate_scales) = inputs.gate.scales.device_ptr(stream);
-        let (up_data, _up_data) = up_weights.data.device_ptr(stream);
+        let (up, _up) = up_weights.data.device_ptr(stream);
         let (up_scales, _up_scales) = up_weights.scales.device_ptr(stream);
         let alpha_gate = inputs.alpha_gate.map(|a| a.device_ptr(stream));
         let alpha_up = inputs.alpha_up.map(|a| a.device_ptr(stream));
         let (out, _out) = c.device_ptr_mut(stream);
+        self.launch_contiguous(
+            gpu,
+            &ContiguousAddresses {
+                a,
+                a_scales,
+                row_offsets,
+                scale_offsets,
+                gate,
+                gate_scales,
+                up,
+                up_scales,
+                up_rows: up_weights.rows,
+                weight_data_bytes: inputs.gate.group_data_bytes(),
+                weight_scale_bytes: inputs.gate.group_scale_bytes(),
+                alpha_gate: alpha_gate.as_ref().map_or(0, |(p, _)| *p),
+                alpha_up: alpha_up.as_ref().map_or(0, |(p, _)| *p),
+                scale: inputs.scale,
+                out,
+            },
+        )
+    }
+
+    /// A contiguous-convention launch on buffers whose sizes the caller checked against the
+    /// plan (the alignments are checked here).
+    pub(crate) fn launch_contiguous(&self, gpu: &Gpu, at: &ContiguousAddresses) -> Result<()> {
+        let GroupedLayout::Contiguous {
+            groups,
+            rows,
+            scale_rows,
+            n,
+            k,
+            up,
+        } = self.layout
+        else {
+            return Err(Error::invalid(
+                "inputs",
+                "this plan takes the separate convention (launch_separate)",
+                "contiguous inputs",
+            ));
+        };
+        let concatenated = self.op.gated() && up == UpWeights::Concatenated;
+        let gate_rows = if concatenated { 2 * n } else { n };
         for (arg, address) in [
-            ("a", a),
-            ("a_scales", a_scales),
-            ("gate", gate),
-            ("gate scales", gate_scales),
-            ("up", up_data),
-            ("up scales", up_scales),
-            ("c", out),
+            ("a", at.a),
+            ("a_scales", at.a_scales),
+            ("gate", at.gate),
+            ("gate scales", at.gate_scales),
+            ("up", at.up),
+            ("up scales", at.up_scales),
+            ("c", at.out),
         ] {
             check_alignment(arg, address, 16)?;
         }
         let (up_base, up_scale_base, up_row_offset, up_rows) = if concatenated {
             // Up rows N..2N of the same matrices share the gate's scale layout of 2N rows.
-            (gate, gate_scales, n as u32, gate_rows)
+            (at.gate, at.gate_scales, n as u32, gate_rows)
         } else {
-            (up_data, up_scales, 0, up_weights.rows)
+            (at.up, at.up_scales, 0, at.up_rows)
         };
         // Blackwell reads tokens and weights through maps in its arguments (Hopper: unused).
         let maps = match self.backend {
             Backend::Sm90 { .. } => [TensorMap::default(); 3],
             Backend::Sm100 { .. } => [
-                tensor_map::packed_rows(a, rows, k)?,
-                tensor_map::packed_rows(gate, groups * gate_rows, k)?,
+                tensor_map::packed_rows(at.a, rows, k)?,
+                tensor_map::packed_rows(at.gate, groups * gate_rows, k)?,
                 tensor_map::packed_rows(up_base, groups * up_rows, k)?,
             ],
         };
@@ -659,31 +722,27 @@ impl GroupedPlan {
             groups: groups as u32,
             separate_convention: 0,
             separate: std::ptr::null(),
-            a: a as *const u8,
-            a_scales: a_scales as *const u8,
-            row_offsets: row_offsets as *const u32,
-            scale_offsets: scale_offsets as *const u32,
-            gate,
-            gate_scales,
+            a: at.a as *const u8,
+            a_scales: at.a_scales as *const u8,
+            row_offsets: at.row_offsets as *const u32,
+            scale_offsets: at.scale_offsets as *const u32,
+            gate: at.gate,
+            gate_scales: at.gate_scales,
             up: up_base,
             up_scales: up_scale_base,
-            weight_stride: inputs.gate.group_data_bytes() as u64,
-            weight_scale_stride: inputs.gate.group_scale_bytes() as u64,
-            out: out as *mut u16,
-            alpha_gate: alpha_gate
-                .as_ref()
-                .map_or(std::ptr::null(), |(p, _)| *p as *const f32),
-            alpha_up: alpha_up
-                .as_ref()
-                .map_or(std::ptr::null(), |(p, _)| *p as *const f32),
-            alpha_factor: operand_rescale(gpu.arch()) * inputs.scale,
+            weight_stride: at.weight_data_bytes as u64,
+            weight_scale_stride: at.weight_scale_bytes as u64,
+            out: at.out as *mut u16,
+            alpha_gate: at.alpha_gate as *const f32,
+            alpha_up: at.alpha_up as *const f32,
+            alpha_factor: operand_rescale(gpu.arch()) * at.scale,
             n: n as u32,
             k: k as u32,
             weight_rows: gate_rows as u32,
             up_row_offset,
             rows_capacity: rows as u32,
             scale_rows_capacity: scale_rows as u32,
-            ..self.prepare_args(gpu, groups, tile)
+            ..self.prepare_args(groups, tile)
         };
         self.enqueue(gpu, &args, tile, maps)
     }
@@ -733,8 +792,7 @@ impl GroupedPlan {
             .separate_table
             .as_ref()
             .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?
-            .device_ptr(stream)
-            .0;
+            .address();
         let maps_base = table_base + separate_maps_offset(most_groups) as u64;
         let mut maps = Vec::new();
         let mut table = Vec::with_capacity(groups.len());
@@ -862,10 +920,9 @@ impl GroupedPlan {
         }
         let table_buffer = self
             .separate_table
-            .as_mut()
+            .as_ref()
             .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?;
-        let mut table_view = table_buffer.slice_mut(..upload.len());
-        stream.memcpy_htod(&upload, &mut table_view)?;
+        table_buffer.upload_on(stream, &upload)?;
         let separate = table_base;
         let tile = self.launch_tile(Some(sm100_tile_for(
             gated,
@@ -876,7 +933,7 @@ impl GroupedPlan {
             groups: groups.len() as u32,
             separate_convention: 1,
             separate: separate as *const nvfp4_kernel::grouped::SeparateGroup,
-            ..self.prepare_args(gpu, groups.len(), tile)
+            ..self.prepare_args(groups.len(), tile)
         };
         if !blackwell {
             args.token_rows = token_row as u32;
@@ -885,8 +942,7 @@ impl GroupedPlan {
     }
 
     /// The preparation arguments every launch shares (the rest are the convention's).
-    fn prepare_args(&self, gpu: &Gpu, groups: usize, tile: LaunchTile) -> GroupedPrepareArgs {
-        let stream = gpu.stream();
+    fn prepare_args(&self, groups: usize, tile: LaunchTile) -> GroupedPrepareArgs {
         let gated = self.op.gated();
         let (token_rows, token_pitch, tokens) = match &self.backend {
             Backend::Sm90 {
@@ -894,7 +950,7 @@ impl GroupedPlan {
                 token_pitch,
                 tokens,
                 ..
-            } => (*token_rows, *token_pitch, tokens.device_ptr(stream).0 as *mut u32),
+            } => (*token_rows, *token_pitch, tokens.address() as *mut u32),
             Backend::Sm100 { .. } => (0, 0, std::ptr::null_mut()),
         };
         let (tile_tokens, tile_outputs, k_per_stage) = match tile {
@@ -928,8 +984,8 @@ impl GroupedPlan {
             token_rows,
             token_pitch,
             tokens,
-            descs: self.descs.device_ptr(stream).0 as *mut GroupDesc,
-            schedule: self.schedule.device_ptr(stream).0 as *mut u32,
+            descs: self.descs.address() as *mut GroupDesc,
+            schedule: self.schedule.address() as *mut u32,
             tile_tokens,
             k_per_stage,
             tile_n: tile_outputs,
@@ -972,9 +1028,11 @@ impl GroupedPlan {
                         false,
                     )?
                 };
-                let (workspace, _workspace) = stream_k.workspace.device_ptr(stream);
-                let (flags, _flags) = stream_k.flags.device_ptr(stream);
-                let (tickets, _tickets) = stream_k.tickets.device_ptr(stream);
+                let (workspace, flags, tickets) = (
+                    stream_k.workspace.address(),
+                    stream_k.flags.address(),
+                    stream_k.tickets.address(),
+                );
                 let args = sm90::GroupedArgs {
                     token_map: *token_map,
                     descs: prepare.descs,
@@ -1033,7 +1091,7 @@ impl GroupedPlan {
     /// What the last launch's preparation pass found (synchronizes the stream): `Ok` when every
     /// group was computed, or the rule the device-side offsets broke (nothing was written).
     pub fn device_status(&self, gpu: &Gpu) -> Result<()> {
-        let words = gpu.stream().clone_dtoh(&self.schedule.slice(0..8))?;
+        let words = self.schedule.download_on(gpu.stream(), 8)?;
         let header = GroupedHeader {
             total_iterations: words[0],
             working_ctas: words[1],

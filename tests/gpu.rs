@@ -358,6 +358,169 @@ fn gpu_quantizer_is_bit_identical_to_the_cpu_quantizer() {
     );
 }
 
+/// Every op on caller-owned memory (raw device addresses, as from PyTorch's `data_ptr()`) and a
+/// borrowed stream: quantize → dual GEMM and plain GEMM, against the CPU quantizer (bit for bit)
+/// and the reference (task tolerance); then the same chain captured once in a CUDA graph and
+/// replayed on new activations.
+fn caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_graph() {
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    use nvfp4::gemm::GemmShape;
+    use nvfp4::gpu::{Element, F16Mut, HalfFormat, NvFp4Ref};
+    use nvfp4::reference::{self, TASK_TOLERANCE};
+    let test = "caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_graph";
+    let Some(mut gpu) = common::gpu_or_skip(test) else {
+        return;
+    };
+    // "Other code's" stream, lent to the library.
+    let owner = gpu.stream().context().new_stream().unwrap();
+    // SAFETY: `owner` is a stream of this context and outlives every launch below.
+    unsafe { gpu.set_borrowed_stream(owner.cu_stream() as u64) }.unwrap();
+    let stream = owner.clone();
+    let (m, n, k) = (40usize, 256usize, 576usize);
+    let mut rng = Rng::new(5);
+    let (global_a, global_b1, global_b2) = (0.02f32, 0.5f32, 0.25f32);
+    let with_global = |x: NvFp4Matrix, g: f32| {
+        NvFp4Matrix::from_parts(x.rows(), x.k(), x.data().to_vec(), x.scales().to_vec(), Some(g)).unwrap()
+    };
+    let b1 = with_global(
+        random_matrix(n, k, Distribution::Task, &mut rng).unwrap(),
+        global_b1,
+    );
+    let b2 = with_global(
+        random_matrix(n, k, Distribution::Task, &mut rng).unwrap(),
+        global_b2,
+    );
+    // The caller's buffers.
+    let mut x = stream.alloc_zeros::<f32>(m * k).unwrap();
+    let mut a_data = stream.alloc_zeros::<u8>(m * k / 2).unwrap();
+    let mut a_scales = stream.alloc_zeros::<u8>(BlockedScales::new(m, k).len()).unwrap();
+    let b1_data = stream.clone_htod(b1.data()).unwrap();
+    let b1_scales = stream.clone_htod(b1.scales()).unwrap();
+    let b2_data = stream.clone_htod(b2.data()).unwrap();
+    let b2_scales = stream.clone_htod(b2.scales()).unwrap();
+    let mut c = stream.alloc_zeros::<f16>(m * n).unwrap();
+    let mut c_plain = stream.alloc_zeros::<f16>(m * n).unwrap();
+    let mut a_f16 = stream.alloc_zeros::<f16>(m * k).unwrap();
+    let address = |b: &CudaSlice<u8>| b.device_ptr(&stream).0;
+    let (x_ptr, a_data_ptr, a_scales_ptr) = (
+        x.device_ptr_mut(&stream).0,
+        a_data.device_ptr_mut(&stream).0,
+        a_scales.device_ptr_mut(&stream).0,
+    );
+    let (c_ptr, c_plain_ptr, a_f16_ptr) = (
+        c.device_ptr_mut(&stream).0,
+        c_plain.device_ptr_mut(&stream).0,
+        a_f16.device_ptr_mut(&stream).0,
+    );
+    // SAFETY (all views): the buffers above, sized for their shapes, outlive every launch.
+    let a_ref = unsafe { NvFp4Ref::from_raw(a_data_ptr, a_scales_ptr, m, k, Some(global_a)) }.unwrap();
+    let b1_ref =
+        unsafe { NvFp4Ref::from_raw(address(&b1_data), address(&b1_scales), n, k, Some(global_b1)) }.unwrap();
+    let b2_ref =
+        unsafe { NvFp4Ref::from_raw(address(&b2_data), address(&b2_scales), n, k, Some(global_b2)) }.unwrap();
+    let dual = gpu.plan_dual_gemm(nvfp4::DualGemmShape { m, n, k }).unwrap();
+    let plain = gpu.plan_gemm(GemmShape { m, n, k }).unwrap();
+    let mut checks = gpu.quantize_checks().unwrap();
+    let run = |gpu: &Gpu, checks: &mut nvfp4::gpu::QuantizeChecks| {
+        // SAFETY: as above.
+        unsafe {
+            gpu.quantize_raw(
+                Element::F32,
+                x_ptr,
+                m,
+                k,
+                a_data_ptr,
+                a_scales_ptr,
+                GlobalScale::Fixed(global_a),
+                checks,
+            )
+        }
+        .unwrap();
+        let out = |ptr| unsafe { F16Mut::from_raw(ptr, m * n) }.unwrap();
+        dual.launch_views(gpu, a_ref, b1_ref, b2_ref, out(c_ptr)).unwrap();
+        plain.launch_views(gpu, a_ref, b1_ref, out(c_plain_ptr)).unwrap();
+        // SAFETY: `a_f16` holds m × k fp16.
+        unsafe { gpu.dequantize_raw(a_ref, HalfFormat::F16, a_f16_ptr) }.unwrap();
+    };
+    let check = |values: &[f32], what: &str, c: &CudaSlice<f16>, c_plain: &CudaSlice<f16>| {
+        let a = NvFp4Matrix::quantize(m, k, values, GlobalScale::Fixed(global_a)).unwrap();
+        assert_eq!(
+            stream.clone_dtoh(&a_data).unwrap(),
+            a.data(),
+            "{what}: quantized data"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&a_scales).unwrap(),
+            a.scales(),
+            "{what}: quantized scales"
+        );
+        let decoded = stream.clone_dtoh(&a_f16).unwrap();
+        assert_eq!(decoded, a.dequantize_f16(), "{what}: dequantized");
+        for (name, got, expected) in [
+            ("dual GEMM", c, reference::dual_gemm(&a, &b1, &b2).unwrap()),
+            ("GEMM", c_plain, reference::gemm(&a, &b1).unwrap()),
+        ] {
+            let got = stream.clone_dtoh(got).unwrap();
+            let report = reference::check(&got, &expected, n, TASK_TOLERANCE).unwrap();
+            assert!(report.passed(), "{what}: {name}: {report}");
+        }
+    };
+    let draw = |rng: &mut Rng| {
+        (0..m * k)
+            .map(|_| 4.0 * rng.next_f32() - 2.0)
+            .collect::<Vec<f32>>()
+    };
+    let first = draw(&mut rng);
+    stream.memcpy_htod(&first, &mut x).unwrap();
+    run(&gpu, &mut checks);
+    assert_eq!(checks.first_non_finite(&gpu).unwrap(), None);
+    check(&first, "direct", &c, &c_plain);
+    // Captured once, replayed on new activations.
+    stream
+        .begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    run(&gpu, &mut checks);
+    let graph = stream
+        .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("a captured graph");
+    for replay in 0..3 {
+        let values = draw(&mut rng);
+        stream.memcpy_htod(&values, &mut x).unwrap();
+        stream.memcpy_htod(&vec![f16::NAN; m * n], &mut c).unwrap();
+        stream.memcpy_htod(&vec![f16::NAN; m * n], &mut c_plain).unwrap();
+        graph.launch().unwrap();
+        check(&values, &format!("replay {replay}"), &c, &c_plain);
+    }
+    // Views check what they can: alignment, shape, global scale; plans check shapes.
+    assert!(unsafe { NvFp4Ref::from_raw(a_data_ptr + 8, a_scales_ptr, m, k, None) }.is_err());
+    assert!(unsafe { NvFp4Ref::from_raw(a_data_ptr, a_scales_ptr, m, 40, None) }.is_err());
+    assert!(unsafe { NvFp4Ref::from_raw(a_data_ptr, a_scales_ptr, m, k, Some(f32::NAN)) }.is_err());
+    assert!(matches!(
+        dual.launch_views(
+            &gpu,
+            b1_ref,
+            b1_ref,
+            b2_ref,
+            unsafe { F16Mut::from_raw(c_ptr, m * n) }.unwrap()
+        ),
+        Err(Error::ShapeMismatch(_))
+    ));
+    assert!(matches!(
+        dual.launch_views(
+            &gpu,
+            a_ref,
+            b1_ref,
+            b2_ref,
+            unsafe { F16Mut::from_raw(c_ptr, m * n - 1) }.unwrap()
+        ),
+        Err(Error::BufferLength { arg: "c", .. })
+    ));
+    println!(
+        "caller-owned memory, borrowed stream: quantize, dual GEMM, GEMM, dequantize direct and in 3 graph replays"
+    );
+}
+
 test_main!(
     compute_capability_selects_the_kernel_architecture,
     opening_a_gpu_without_a_driver_is_a_typed_error,
@@ -365,4 +528,5 @@ test_main!(
     dequantization_matches_the_cpu_decoder_bit_for_bit,
     dequantization_rejects_an_output_of_the_wrong_length,
     gpu_quantizer_is_bit_identical_to_the_cpu_quantizer,
+    caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_graph,
 );

@@ -5,12 +5,15 @@
 //! its CPU paths run on machines without a GPU or driver; [`Gpu::open`] reports those cases as
 //! typed errors.
 
+pub(crate) mod buffer;
 mod matrix;
 mod quantize;
 pub(crate) mod tensor_map;
+mod views;
 
 pub use matrix::DeviceNvFp4Matrix;
-pub use quantize::{DeviceQuantizeInput, QuantizeChecks};
+pub use quantize::{DeviceQuantizeInput, Element, QuantizeChecks};
+pub use views::{F16Mut, NvFp4Ref};
 
 use std::sync::Arc;
 
@@ -168,6 +171,15 @@ pub struct Gpu {
     shared_bytes_per_block: u32,
     pub(crate) kernels: Kernels,
     _module: Arc<CudaModule>,
+}
+
+/// 16-bit float formats (the dequantizer's outputs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HalfFormat {
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    Bf16,
 }
 
 /// The loaded kernels of the module.
@@ -356,6 +368,21 @@ impl Gpu {
         Ok(())
     }
 
+    /// Issues all further work on a stream created by other code (for PyTorch:
+    /// `torch.cuda.current_stream().cuda_stream`; 0 is the legacy default stream) in this GPU's
+    /// context (the device's primary context, which PyTorch shares). The stream is borrowed:
+    /// never destroyed here.
+    ///
+    /// # Safety
+    /// `raw` is a valid `CUstream` of this GPU's context (or 0) and outlives every launch this
+    /// handle issues on it.
+    pub unsafe fn set_borrowed_stream(&mut self, raw: u64) -> Result<()> {
+        let context = self.stream.context().clone();
+        // SAFETY: the caller's contract.
+        let stream = unsafe { context.wrap_borrowed_stream(raw as cudarc::driver::sys::CUstream) };
+        self.set_stream(stream)
+    }
+
     /// The Hopper kernels, or the error that names the operation and this GPU's architecture.
     pub(crate) fn sm90_kernels(&self, operation: &'static str) -> Result<&Sm90Kernels> {
         self.kernels.sm90.as_ref().ok_or(Error::KernelUnavailable {
@@ -487,6 +514,31 @@ impl Gpu {
                 got: out.len(),
             });
         }
+        let (out, _out) = out.device_ptr_mut(&self.stream);
+        self.launch_dequantize_at(kernel, m.view(&self.stream), out)
+    }
+
+    /// Dequantizes `m` into caller-owned `out` (`rows × k` values of `format`, row-major),
+    /// stream-ordered.
+    ///
+    /// # Safety
+    /// `out` is a 16-byte aligned device address of this GPU's context with `rows · k` values of
+    /// `format`, not used by other work until the kernel completes.
+    pub unsafe fn dequantize_raw(&self, m: NvFp4Ref, format: HalfFormat, out: u64) -> Result<()> {
+        crate::dual_gemm::check_alignment("out", out, 16)?;
+        let kernel = match format {
+            HalfFormat::F16 => &self.kernels.dequantize_f16,
+            HalfFormat::Bf16 => &self.kernels.dequantize_bf16,
+        };
+        self.launch_dequantize_at(kernel, m, out)
+    }
+
+    fn launch_dequantize_at(
+        &self,
+        kernel: &LoadedKernel<DequantizeArgs>,
+        m: NvFp4Ref,
+        out: u64,
+    ) -> Result<()> {
         let blocks = m.rows() * m.k() / SCALE_BLOCK_K;
         if blocks >= 1 << 31 {
             return Err(Error::invalid(
@@ -496,19 +548,16 @@ impl Gpu {
             ));
         }
         let stream = &self.stream;
-        let (data, _data) = m.data_buffer().device_ptr(stream);
-        let (scales, _scales) = m.scales_buffer().device_ptr(stream);
-        let (out, _out) = out.device_ptr_mut(stream);
         let args = DequantizeArgs {
-            data: data as *const u8,
-            scales: scales as *const u8,
+            data: m.data_address() as *const u8,
+            scales: m.scales_address() as *const u8,
             out: out as *mut u16,
             rows: m.rows() as u32,
             k: m.k() as u32,
             global_scale: m.global_scale().unwrap_or(1.0),
         };
-        // SAFETY: the buffers have the lengths the kernel reads and writes (checked by
-        // DeviceNvFp4Matrix and above).
+        // SAFETY: the buffers have the lengths the kernel reads and writes (the view's contract
+        // and the callers').
         unsafe {
             kernel.launch(
                 stream,

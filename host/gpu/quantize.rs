@@ -7,6 +7,7 @@ use half::{bf16, f16};
 use nvfp4_kernel::launch::{AmaxArgs, QuantizeArgs};
 use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K};
 
+use super::buffer::DeviceBuffer;
 use super::{DeviceNvFp4Matrix, Gpu};
 use crate::codec::auto_global_scale;
 use crate::error::{Error, Result};
@@ -14,7 +15,7 @@ use crate::matrix::{validate_global_scale, validate_shape};
 use crate::quantize::{GlobalScale, QuantizeInput};
 
 mod sealed {
-    /// Which kernels read the type: 0 f32, 1 f16, 2 bf16.
+    /// Which kernels read the type: 0 f32, 1 f16, 2 bf16 (as `Element`).
     pub trait Element {
         const KERNEL: usize;
     }
@@ -39,17 +40,35 @@ impl DeviceQuantizeInput for bf16 {}
 /// The device words of a GPU quantization's checks: the first non-finite input index and,
 /// for `GlobalScale::Auto`, the tensor's largest magnitude. Reusable across calls on one stream.
 pub struct QuantizeChecks {
-    status: CudaSlice<u64>,
-    amax: CudaSlice<u32>,
+    status: DeviceBuffer<u64>,
+    amax: DeviceBuffer<u32>,
+}
+
+/// Element types the GPU quantizer reads, for [`Gpu::quantize_raw`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Element {
+    /// IEEE binary32.
+    F32 = 0,
+    /// IEEE binary16.
+    F16 = 1,
+    /// bfloat16.
+    Bf16 = 2,
 }
 
 impl QuantizeChecks {
+    /// Waits for the stream and returns the index of the first non-finite input of the last
+    /// quantization enqueued with these checks, or `None`.
+    pub fn first_non_finite(&self, gpu: &Gpu) -> Result<Option<usize>> {
+        let status = self.status.download_on(gpu.stream(), 1)?[0];
+        Ok((status != 0).then(|| (u64::MAX - status) as usize))
+    }
+
     /// Waits for the stream and returns the outcome of the last quantization enqueued with these
     /// checks: `Error::NonFinite` (with the first such index and its value, as the CPU
     /// quantizer reports it) or `Ok`.
     pub fn result<T: DeviceQuantizeInput>(&self, gpu: &Gpu, values: &CudaSlice<T>) -> Result<()> {
         let stream = gpu.stream();
-        let status = stream.clone_dtoh(&self.status)?[0];
+        let status = self.status.download_on(stream, 1)?[0];
         if status == 0 {
             return Ok(());
         }
@@ -77,8 +96,8 @@ impl Gpu {
     /// Device words for [`Self::quantize_into`]'s checks.
     pub fn quantize_checks(&self) -> Result<QuantizeChecks> {
         Ok(QuantizeChecks {
-            status: self.stream().alloc_zeros::<u64>(1)?,
-            amax: self.stream().alloc_zeros::<u32>(1)?,
+            status: DeviceBuffer::zeros(self.stream(), 1)?,
+            amax: DeviceBuffer::zeros(self.stream(), 1)?,
         })
     }
 
@@ -103,7 +122,7 @@ impl Gpu {
         checks.result(self, values)?;
         out.global_scale = match global {
             GlobalScale::Auto => {
-                let amax = f32::from_bits(self.stream().clone_dtoh(&checks.amax)?[0]);
+                let amax = f32::from_bits(checks.amax.download_on(self.stream(), 1)?[0]);
                 // As the kernel (and the host quantizer) compute it.
                 Some(auto_global_scale(amax))
             }
@@ -141,6 +160,49 @@ impl Gpu {
         Ok(())
     }
 
+    /// Enqueues the quantization of caller-owned values into caller-owned NVFP4 buffers (see
+    /// [`Self::quantize_into`]: `global` is `None` or `Fixed`, nothing is allocated, copied or
+    /// awaited; [`QuantizeChecks::first_non_finite`] reports non-finite input).
+    ///
+    /// # Safety
+    /// `values` holds `rows · k` elements of `element`, `data` `rows · k / 2` bytes and `scales`
+    /// `BlockedScales::new(rows, k).len()` bytes (padding left as it is), all device addresses
+    /// of this GPU's context, 16-byte aligned, not used by other work until the kernels complete.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn quantize_raw(
+        &self,
+        element: Element,
+        values: u64,
+        rows: usize,
+        k: usize,
+        data: u64,
+        scales: u64,
+        global: GlobalScale,
+        checks: &mut QuantizeChecks,
+    ) -> Result<()> {
+        if global == GlobalScale::Auto {
+            return Err(Error::invalid(
+                "global",
+                "must be None or Fixed here (Auto: use `quantize`, which reads the scale back)",
+                "Auto",
+            ));
+        }
+        for (arg, address) in [("values", values), ("data", data), ("scales", scales)] {
+            crate::dual_gemm::check_alignment(arg, address, 16)?;
+        }
+        self.enqueue_quantize_at(
+            element as usize,
+            values,
+            rows * k,
+            rows,
+            k,
+            data,
+            scales,
+            global,
+            checks,
+        )
+    }
+
     /// Validates, resets the checks and enqueues the amax (for `Auto`) and quantization kernels.
     fn enqueue_quantize<T: DeviceQuantizeInput>(
         &self,
@@ -149,7 +211,39 @@ impl Gpu {
         global: GlobalScale,
         checks: &mut QuantizeChecks,
     ) -> Result<()> {
+        let stream = self.stream();
         let (rows, k) = (out.rows(), out.k());
+        let (values_ptr, _values) = values.device_ptr(stream);
+        let (data_ptr, _data) = out.data.device_ptr_mut(stream);
+        let (scales_ptr, _scales) = out.scales.device_ptr_mut(stream);
+        self.enqueue_quantize_at(
+            T::KERNEL,
+            values_ptr,
+            values.len(),
+            rows,
+            k,
+            data_ptr,
+            scales_ptr,
+            global,
+            checks,
+        )
+    }
+
+    /// [`Self::enqueue_quantize`] on addresses (`values_len` elements at `values`; `data` and
+    /// `scales` sized for `rows × k`).
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_quantize_at(
+        &self,
+        kernel_index: usize,
+        values_ptr: u64,
+        values_len: usize,
+        rows: usize,
+        k: usize,
+        data_ptr: u64,
+        scales_ptr: u64,
+        global: GlobalScale,
+        checks: &mut QuantizeChecks,
+    ) -> Result<()> {
         validate_shape(rows, k)?;
         for (arg, value) in [("rows", rows), ("k", k)] {
             if value > u32::MAX as usize {
@@ -160,11 +254,11 @@ impl Gpu {
                 ));
             }
         }
-        if values.len() != rows * k {
+        if values_len != rows * k {
             return Err(Error::BufferLength {
                 arg: "values",
                 expected: rows * k,
-                got: values.len(),
+                got: values_len,
             });
         }
         let blocks = rows * k / SCALE_BLOCK_K;
@@ -183,20 +277,19 @@ impl Gpu {
             GlobalScale::None | GlobalScale::Auto => None,
         };
         let stream = self.stream();
-        stream.memset_zeros(&mut checks.status)?;
-        let (values_ptr, _values) = values.device_ptr(stream);
+        checks.status.zero_on(stream, 1)?;
         let auto = global == GlobalScale::Auto;
         if auto {
-            stream.memset_zeros(&mut checks.amax)?;
-            let (amax_ptr, _amax) = checks.amax.device_ptr_mut(stream);
-            let kernel = &self.kernels.amax[T::KERNEL];
+            checks.amax.zero_on(stream, 1)?;
+            let amax_ptr = checks.amax.address();
+            let kernel = &self.kernels.amax[kernel_index];
             let args = AmaxArgs {
                 values: values_ptr as *const u8,
                 amax: amax_ptr as *mut u32,
                 blocks: blocks as u32,
             };
-            // SAFETY: `values` holds `blocks · 16` elements (checked) in a 256-aligned
-            // allocation; `amax` is one zeroed word.
+            // SAFETY: `values` holds `blocks · 16` elements (checked), 16-byte aligned; `amax`
+            // is one zeroed word.
             unsafe {
                 kernel.launch(
                     stream,
@@ -207,11 +300,8 @@ impl Gpu {
                 )?
             };
         }
-        let (data_ptr, _data) = out.data.device_ptr_mut(stream);
-        let (scales_ptr, _scales) = out.scales.device_ptr_mut(stream);
-        let (status_ptr, _status) = checks.status.device_ptr_mut(stream);
-        let (amax_ptr, _amax) = checks.amax.device_ptr(stream);
-        let kernel = &self.kernels.quantize[T::KERNEL];
+        let (status_ptr, amax_ptr) = (checks.status.address(), checks.amax.address());
+        let kernel = &self.kernels.quantize[kernel_index];
         let args = QuantizeArgs {
             values: values_ptr as *const u8,
             data: data_ptr as *mut u8,
@@ -226,8 +316,8 @@ impl Gpu {
             k: k as u32,
             global_scale: fixed.unwrap_or(1.0),
         };
-        // SAFETY: `out`'s buffers are sized for `rows × k` (its constructors) and `values` was
-        // checked, all in 256-aligned allocations; the amax kernel ran first on the same stream.
+        // SAFETY: the output buffers are sized for `rows × k` (the callers' contracts) and
+        // `values` was checked, all 16-byte aligned; the amax kernel ran first on the same stream.
         unsafe {
             kernel.launch(
                 stream,

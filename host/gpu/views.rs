@@ -1,0 +1,183 @@
+//! Views of device memory that ops launch on: an NVFP4 matrix ([`NvFp4Ref`]) and an fp16 output
+//! ([`F16Mut`]), either the library's own ([`DeviceNvFp4Matrix::view`], [`F16Mut::of`]) or the
+//! caller's (`from_raw`: addresses from another framework, e.g. PyTorch's `data_ptr()`). A view
+//! holds addresses, a shape and a global scale; it neither owns nor frees the memory, and
+//! launching on it allocates nothing, copies nothing between host and device and does not
+//! synchronize, so the launch can be captured in a CUDA graph.
+
+use std::marker::PhantomData;
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use half::f16;
+use nvfp4_kernel::layout::BlockedScales;
+
+use crate::dual_gemm::check_alignment;
+use crate::error::{Error, Result};
+use crate::gpu::DeviceNvFp4Matrix;
+use crate::matrix::{validate_global_scale, validate_shape};
+
+/// An NVFP4 matrix in device memory: `rows × k/2` bytes of packed e2m1 (row-major, two values
+/// a byte, low nibble first), its blocked e4m3 scales (`BlockedScales::new(rows, k).len()`
+/// bytes), and its optional global scale. Both addresses are 16-byte aligned.
+#[derive(Clone, Copy, Debug)]
+pub struct NvFp4Ref<'a> {
+    data: u64,
+    scales: u64,
+    rows: usize,
+    k: usize,
+    global_scale: Option<f32>,
+    memory: PhantomData<&'a ()>,
+}
+
+impl NvFp4Ref<'static> {
+    /// A view of caller-owned device memory. Checks the shape (`rows ≥ 1`, `k` a positive
+    /// multiple of 16), the global scale (finite, positive) and the alignments.
+    ///
+    /// # Safety
+    /// `data` and `scales` are device addresses in the GPU's context with at least `rows·k/2` and
+    /// `BlockedScales::new(rows, k).len()` bytes, which stay allocated, and are not written by
+    /// other work, until every launch that reads them has completed.
+    pub unsafe fn from_raw(
+        data: u64,
+        scales: u64,
+        rows: usize,
+        k: usize,
+        global_scale: Option<f32>,
+    ) -> Result<Self> {
+        validate_shape(rows, k)?;
+        validate_global_scale(global_scale)?;
+        check_alignment("data", data, 16)?;
+        check_alignment("scales", scales, 16)?;
+        Ok(Self {
+            data,
+            scales,
+            rows,
+            k,
+            global_scale,
+            memory: PhantomData,
+        })
+    }
+}
+
+impl NvFp4Ref<'_> {
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// K (fp4 elements per row).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// The global scale, if any.
+    pub fn global_scale(&self) -> Option<f32> {
+        self.global_scale
+    }
+
+    /// Device address of the packed data.
+    pub fn data_address(&self) -> u64 {
+        self.data
+    }
+
+    /// Device address of the blocked scales.
+    pub fn scales_address(&self) -> u64 {
+        self.scales
+    }
+
+    /// Bytes of the blocked scales.
+    pub fn scale_bytes(&self) -> usize {
+        BlockedScales::new(self.rows, self.k).len()
+    }
+
+    /// Checks the shape against `(rows, k)`, naming the operand.
+    pub(crate) fn expect_shape(&self, name: &str, rows: usize, k: usize) -> Result<()> {
+        if (self.rows, self.k) == (rows, k) {
+            Ok(())
+        } else {
+            Err(Error::ShapeMismatch(format!(
+                "`{name}` is {} × {}, the plan needs {rows} × {k}",
+                self.rows, self.k
+            )))
+        }
+    }
+}
+
+impl DeviceNvFp4Matrix {
+    /// The matrix as a view on `stream` (the stream the launch that reads it runs on: with
+    /// cudarc's event tracking, the view's address is taken in that stream's order).
+    pub fn view<'a>(&'a self, stream: &CudaStream) -> NvFp4Ref<'a> {
+        NvFp4Ref {
+            data: self.data.device_ptr(stream).0,
+            scales: self.scales.device_ptr(stream).0,
+            rows: self.rows(),
+            k: self.k(),
+            global_scale: self.global_scale,
+            memory: PhantomData,
+        }
+    }
+}
+
+/// `len` fp16 values in device memory, 16-byte aligned, that an op writes.
+#[derive(Debug)]
+pub struct F16Mut<'a> {
+    ptr: u64,
+    len: usize,
+    memory: PhantomData<&'a mut ()>,
+}
+
+impl F16Mut<'static> {
+    /// A view of caller-owned device memory (checks the alignment).
+    ///
+    /// # Safety
+    /// `ptr` is a device address in the GPU's context with at least `len` fp16 values, which
+    /// stay allocated, and are neither read nor written by other work, until every launch that
+    /// writes them has completed.
+    pub unsafe fn from_raw(ptr: u64, len: usize) -> Result<Self> {
+        check_alignment("out", ptr, 16)?;
+        Ok(Self {
+            ptr,
+            len,
+            memory: PhantomData,
+        })
+    }
+}
+
+impl<'a> F16Mut<'a> {
+    /// `slice` as an output view on `stream` (see [`DeviceNvFp4Matrix::view`]).
+    pub fn of(slice: &'a mut CudaSlice<f16>, stream: &CudaStream) -> Self {
+        Self {
+            len: slice.len(),
+            ptr: slice.device_ptr_mut(stream).0,
+            memory: PhantomData,
+        }
+    }
+
+    /// Elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the view has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Device address of the first element.
+    pub fn address(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Checks the length, naming the argument.
+    pub(crate) fn expect_len(&self, arg: &'static str, expected: usize) -> Result<()> {
+        if self.len == expected {
+            Ok(())
+        } else {
+            Err(Error::BufferLength {
+                arg,
+                expected,
+                got: self.len,
+            })
+        }
+    }
+}
