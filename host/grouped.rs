@@ -324,25 +324,40 @@ fn separate_table_bytes(groups: usize, arch: Arch) -> usize {
     }
 }
 
-/// Device addresses of a contiguous-convention launch (sizes checked by the caller).
-pub(crate) struct ContiguousAddresses {
+/// Device addresses of a contiguous-convention launch, for caller-owned memory
+/// ([`GroupedPlan::launch_raw`]): the buffers of [`ContiguousInputs`] and C, with the sizes the
+/// plan's layout gives.
+#[derive(Clone, Copy, Debug)]
+pub struct ContiguousAddresses {
+    /// Packed tokens, `rows × k/2` bytes.
     pub a: u64,
+    /// Their blocked scales over `scale_rows` rows.
     pub a_scales: u64,
+    /// `G + 1` u32 token row offsets.
     pub row_offsets: u64,
+    /// `G + 1` u32 scale row offsets.
     pub scale_offsets: u64,
+    /// Gate (or plain) weights of group 0; group `g` is `weight_data_bytes` further on.
     pub gate: u64,
+    /// Blocked scales of group 0's gate weights; group `g` is `weight_scale_bytes` further on.
     pub gate_scales: u64,
+    /// Up weights of group 0 (a dual GEMM with separate up weights; else ignored).
     pub up: u64,
+    /// Blocked scales of group 0's up weights.
     pub up_scales: u64,
-    /// Rows of each group's up matrix (the gate's for a plain GEMM).
+    /// Rows of each group's up matrix (the plan's N; the gate's rows for a plain GEMM).
     pub up_rows: usize,
-    /// Bytes between two groups' weights, and between their scales.
+    /// Bytes between two groups' weights (gate and up alike).
     pub weight_data_bytes: usize,
+    /// Bytes between two groups' weight scales.
     pub weight_scale_bytes: usize,
-    /// Per-group α arrays (0: none).
+    /// `G` f32 gate (or plain) scales, or 0 for 1.
     pub alpha_gate: u64,
+    /// `G` f32 up scales, or 0 for 1.
     pub alpha_up: u64,
+    /// A factor on both products of every group.
     pub scale: f32,
+    /// C, `rows × N` fp16.
     pub out: u64,
 }
 
@@ -669,6 +684,31 @@ impl GroupedPlan {
                 out,
             },
         )
+    }
+
+    /// [`Self::launch`] on caller-owned memory: no allocation, no host↔device copy, no
+    /// synchronization. Checks the alignments (16 bytes) and the scale; the sizes are the
+    /// caller's to get right.
+    ///
+    /// # Safety
+    /// Every address is device memory of this GPU's context holding what [`ContiguousAddresses`]
+    /// says for the plan's layout (and, for weights, `G` groups at the given strides), live and
+    /// not written by other work (C: not read either) until the launch completes.
+    pub unsafe fn launch_raw(&self, gpu: &Gpu, at: &ContiguousAddresses) -> Result<()> {
+        if !(at.scale.is_finite() && at.scale > 0.0) {
+            return Err(Error::invalid("scale", "must be finite and positive", at.scale));
+        }
+        if let GroupedLayout::Contiguous { n, k, .. } = self.layout {
+            let bytes = BlockedScales::new(n, k).len();
+            if at.weight_data_bytes < n * k / 2 || at.weight_scale_bytes < bytes {
+                return Err(Error::invalid(
+                    "weight strides",
+                    "must hold one group's weights and scales",
+                    format!("{} and {}", at.weight_data_bytes, at.weight_scale_bytes),
+                ));
+            }
+        }
+        self.launch_contiguous(gpu, at)
     }
 
     /// A contiguous-convention launch on buffers whose sizes the caller checked against the

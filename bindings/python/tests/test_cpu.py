@@ -1,0 +1,70 @@
+"""CPU-side tests of the package (no GPU needed): import, the native module's host functions,
+and argument validation (dtype, shape and stride errors name the argument and the rule)."""
+
+import pytest
+import torch
+
+import nvfp4
+from nvfp4 import _nvfp4
+
+
+def packed(rows, k, dtype=torch.uint8, device="cpu"):
+    return torch.zeros((rows, k // 2), dtype=dtype, device=device)
+
+
+def scales(rows, k, device="cpu"):
+    return torch.zeros(nvfp4.scale_shape(rows, k), dtype=torch.float8_e4m3fn, device=device)
+
+
+def test_the_package_imports_and_reports_the_driver():
+    assert isinstance(_nvfp4.driver_available(), bool)
+    for name in nvfp4.__all__:
+        assert callable(getattr(nvfp4, name))
+    for op in ["quantize", "dequantize", "dual_gemm", "gemm", "grouped", "dual_gemm_out", "grouped_out"]:
+        assert hasattr(torch.ops.nvfp4, op)
+
+
+def test_scale_shape_matches_the_blocked_layout_size():
+    for rows, k in [(1, 16), (7, 64), (128, 256), (130, 320), (300, 2880)]:
+        r, c = nvfp4.scale_shape(rows, k)
+        assert r * c == _nvfp4.scale_bytes(rows, k)
+        assert r % 128 == 0 and c % 4 == 0
+
+
+def test_host_quantizer_returns_the_layouts_sizes_and_rejects_bad_input():
+    rows, k = 3, 64
+    values = torch.linspace(-6, 6, rows * k, dtype=torch.float32)
+    data, sf, global_scale = _nvfp4.quantize_host(values.numpy().tobytes() if hasattr(values, "numpy") else bytes(values.untyped_storage()), rows, k, None)
+    assert len(data) == rows * k // 2 and len(sf) == _nvfp4.scale_bytes(rows, k) and global_scale is None
+    # 6.0 is e2m1 code 7 (scale 1): the last element's nibble.
+    assert data[-1] >> 4 == 7
+    with pytest.raises(ValueError, match="rows × k"):
+        _nvfp4.quantize_host(b"\0" * 12, rows, k, None)
+    with pytest.raises(ValueError, match="global"):
+        _nvfp4.quantize_host(bytes(4 * rows * k), rows, k, -1.0)
+
+
+@pytest.mark.parametrize(
+    "call, arg, rule",
+    [
+        (lambda: nvfp4.dual_gemm(packed(8, 64, torch.float16), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64)), "`a`", "uint8 or float4"),
+        (lambda: nvfp4.dual_gemm(packed(8, 64)[:, :16], packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64)), "`a`", "k/2|contiguous"),
+        (lambda: nvfp4.dual_gemm(packed(8, 64).t(), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64)), "`a`", "contiguous"),
+        (lambda: nvfp4.dual_gemm(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64)), "`a`", "CUDA"),
+        (lambda: nvfp4.gemm(packed(8, 64), packed(64, 128), scales(8, 64), scales(64, 64)), "`b`", "k/2"),
+        (lambda: nvfp4.gemm(torch.zeros(8, 32, 1, dtype=torch.uint8), packed(64, 64), scales(8, 64), scales(64, 64)), "`a`", "2-D"),
+        (lambda: nvfp4.quantize(torch.zeros(4, 20)), "`x`", "multiple of 16"),
+        (lambda: nvfp4.quantize(torch.zeros(4, 32, dtype=torch.int32)), "`x`", "float32, float16 or bfloat16"),
+        (lambda: nvfp4.quantize(torch.zeros(32, 4).t()), "`x`", "contiguous"),
+        (lambda: nvfp4.quantize(torch.zeros(4, 32)), "`x`", "CUDA"),
+        (lambda: nvfp4.dequantize(packed(4, 64), torch.zeros(128, 4, dtype=torch.int8)), "`scales`", "float8_e4m3fn or uint8"),
+        (lambda: nvfp4.dequantize(packed(4, 64), torch.zeros(64, 4, dtype=torch.uint8)), "`scales`", "swizzled form"),
+        (lambda: nvfp4.dequantize(packed(4, 64), torch.zeros(4, 128, dtype=torch.uint8).t()), "`scales`", "contiguous"),
+    ],
+)
+def test_bad_arguments_raise_value_errors_naming_the_argument_and_the_rule(call, arg, rule):
+    with pytest.raises(ValueError) as error:
+        call()
+    message = str(error.value)
+    assert arg in message, message
+    assert any(r in message for r in rule.split("|")), message

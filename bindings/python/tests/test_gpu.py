@@ -1,0 +1,233 @@
+"""GPU tests of the package: every op against a PyTorch reference computed from the dequantized
+values (task tolerance rtol = atol = 1e-3 on the fp16 outputs), the GPU quantizer bit for bit
+against the library's CPU quantizer, a side stream, a CUDA graph replayed on new inputs,
+torch.compile, and torch.library.opcheck. Skipped with a reason without a CUDA device (a failure
+when NVFP4_REQUIRE_GPU=1)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import nvfp4
+from nvfp4 import _nvfp4
+
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+TOLERANCE = dict(rtol=1e-3, atol=1e-3)
+
+
+def codes_of(sf: torch.Tensor, rows: int, k: int) -> torch.Tensor:
+    """Blocked scale bytes → ``rows × k/16`` uint8 e4m3 codes (the inverse of ``to_blocked``)."""
+    r, c = nvfp4.scale_shape(rows, k)
+    # (row block, k block, row % 32, row / 32 % 4, col % 4) → (row block, row / 32 % 4, row % 32,
+    # k block, col % 4): row = block·128 + (row/32 % 4)·32 + row % 32, col = k block·4 + col % 4.
+    atoms = sf.reshape(-1).view(torch.uint8).view(r // 128, c // 4, 32, 4, 4)
+    return atoms.permute(0, 3, 2, 1, 4).reshape(r, c)[:rows, : k // 16]
+
+
+def reblock(codes: torch.Tensor, rows: int, k: int) -> torch.Tensor:
+    """``rows × k/16`` uint8 codes → the 2-D swizzled blocked form (padding zero)."""
+    r, c = nvfp4.scale_shape(rows, k)
+    padded = torch.zeros((r, c), dtype=torch.uint8, device=codes.device)
+    padded[:rows, : k // 16] = codes
+    return padded.view(r // 128, 4, 32, c // 4, 4).permute(0, 3, 2, 1, 4).contiguous().view(r, c)
+
+
+def unblock(sf: torch.Tensor, rows: int, k: int) -> torch.Tensor:
+    """Blocked scale bytes → ``rows × k/16`` float32 scales."""
+    return codes_of(sf, rows, k).contiguous().view(torch.float8_e4m3fn).float()
+
+
+def dequant(data: torch.Tensor, sf: torch.Tensor, global_scale: float = 1.0) -> torch.Tensor:
+    """Packed e2m1 + blocked scales → float32 ``rows × k`` (exact)."""
+    rows, k = data.shape[0], 2 * data.shape[1]
+    table = torch.tensor(E2M1, device=data.device)
+    bytes_ = data.view(torch.uint8).long()
+    values = torch.stack([table[bytes_ & 0xF], table[bytes_ >> 4]], dim=-1).reshape(rows, k)
+    scales = unblock(sf, rows, k).repeat_interleave(16, dim=1)
+    return values * scales * global_scale
+
+
+def random_nvfp4(rows: int, k: int, device, generator) -> tuple:
+    """Random packed e2m1 bytes and blocked scales (codes 0..0x7E: zeros, subnormals, normals)."""
+    data = torch.randint(0, 256, (rows, k // 2), dtype=torch.uint8, device=device, generator=generator)
+    sf = torch.randint(0, 0x3F, nvfp4.scale_shape(rows, k), dtype=torch.uint8, device=device, generator=generator)
+    return data, sf.view(torch.float8_e4m3fn)
+
+
+def host_quantize(x: torch.Tensor, global_scale):
+    data, sf, _ = _nvfp4.quantize_host(x.float().cpu().numpy().tobytes(), x.shape[0], x.shape[1], global_scale)
+    return bytes(data), bytes(sf)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("global_scale", [None, 0.37])
+def test_gpu_quantizer_is_bit_identical_to_the_cpu_quantizer(cuda, dtype, global_scale):
+    g = torch.Generator(device=cuda).manual_seed(1)
+    for rows, k in [(1, 16), (7, 48), (129, 64), (300, 2880)]:
+        # Full range: magnitudes over many binades, exact zeros, tiny values.
+        x = torch.randn(rows, k, device=cuda, generator=g) * torch.exp2(torch.randint(-20, 12, (rows, k), device=cuda, generator=g).float())
+        x[:, ::7] = 0.0
+        x = x.to(dtype)
+        data, sf = nvfp4.quantize(x, global_scale)
+        want_data, want_sf = host_quantize(x, global_scale)
+        assert bytes(data.cpu().numpy().tobytes()) == want_data, (rows, k, dtype)
+        assert bytes(sf.view(torch.uint8).cpu().numpy().tobytes()) == want_sf, (rows, k, dtype)
+
+
+def test_non_finite_input_is_reported_with_its_first_index(cuda):
+    x = torch.ones(9, 64, device=cuda)
+    x[4, 44] = float("nan")
+    x[7, 3] = float("inf")
+    with pytest.raises(ValueError, match="index 300"):
+        nvfp4.quantize(x, check_finite=True)
+    nvfp4.quantize(torch.ones(9, 64, device=cuda), check_finite=True)  # finite: no error
+
+
+def test_dequantize_matches_the_reference_decoder(cuda):
+    g = torch.Generator(device=cuda).manual_seed(2)
+    data, sf = random_nvfp4(130, 320, cuda, g)
+    for dtype in [torch.float16, torch.bfloat16]:
+        got = nvfp4.dequantize(data, sf, 0.5, dtype=dtype)
+        torch.testing.assert_close(got, dequant(data, sf, 0.5).to(dtype), rtol=0, atol=0)
+
+
+def reference_dual(a, b1, b2, alpha1, alpha2):
+    gate = alpha1 * (dequant(*a).double() @ dequant(*b1).double().T)
+    up = alpha2 * (dequant(*a).double() @ dequant(*b2).double().T)
+    return (F.silu(gate) * up).half()
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 256, 512), (40, 512, 576), (130, 256, 2880), (256, 1024, 1024)])
+def test_dual_gemm_and_gemm_match_the_reference(cuda, m, n, k):
+    g = torch.Generator(device=cuda).manual_seed(m + n + k)
+    a, b1, b2 = (random_nvfp4(r, k, cuda, g) for r in (m, n, n))
+    out = nvfp4.dual_gemm(a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.03, 0.02)
+    torch.testing.assert_close(out, reference_dual(a, b1, b2, 0.03, 0.02), **TOLERANCE)
+    plain = nvfp4.gemm(a[0], b1[0], a[1], b1[1], alpha=0.01)
+    want = (0.01 * (dequant(*a).double() @ dequant(*b1).double().T)).half()
+    torch.testing.assert_close(plain, want, **TOLERANCE)
+    # The 6-D permuted scale view (the GPU MODE harness's) is the same bytes.
+    r, c = nvfp4.scale_shape(m, k)
+    permuted = a[1].as_strided((32, 4, r // 128, 4, c // 4, 1), (16, 4, (c // 4) * 512, 1, 512, 1))
+    again = nvfp4.gemm(a[0], b1[0], permuted, b1[1], alpha=0.01)
+    torch.testing.assert_close(again, plain, rtol=0, atol=0)
+
+
+def test_a_side_stream_and_a_preallocated_output(cuda):
+    g = torch.Generator(device=cuda).manual_seed(3)
+    a, b1, b2 = (random_nvfp4(r, 512, cuda, g) for r in (64, 256, 256))
+    want = reference_dual(a, b1, b2, 0.05, 0.05)
+    side = torch.cuda.Stream(cuda)
+    out = torch.full((64, 256), float("nan"), dtype=torch.float16, device=cuda)
+    side.wait_stream(torch.cuda.current_stream(cuda))
+    with torch.cuda.stream(side):
+        nvfp4.dual_gemm(a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.05, 0.05, out=out)
+    torch.cuda.current_stream(cuda).wait_stream(side)
+    torch.testing.assert_close(out, want, **TOLERANCE)
+
+
+def test_a_cuda_graph_of_quantize_and_dual_gemm_replays_on_new_inputs(cuda):
+    g = torch.Generator(device=cuda).manual_seed(4)
+    m, n, k = 48, 256, 512
+    b1, b2 = (random_nvfp4(n, k, cuda, g) for _ in range(2))
+    x = torch.randn(m, k, device=cuda, dtype=torch.bfloat16, generator=g)
+
+    def step():
+        data, sf = nvfp4.quantize(x, 0.01)
+        return nvfp4.dual_gemm(data, b1[0], b2[0], sf, b1[1], b2[1], 0.01, 0.01), data, sf
+
+    side = torch.cuda.Stream(cuda)
+    side.wait_stream(torch.cuda.current_stream(cuda))
+    with torch.cuda.stream(side):
+        step()  # warm-up: plans are made outside the capture
+    torch.cuda.current_stream(cuda).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, data, sf = step()
+    for replay in range(3):
+        x.copy_(torch.randn(m, k, device=cuda, dtype=torch.bfloat16, generator=g))
+        graph.replay()
+        want_data, want_sf = host_quantize(x, 0.01)
+        assert bytes(data.cpu().numpy().tobytes()) == want_data, replay
+        # alpha = the activations' global scale (0.01) × the weights' (none).
+        torch.testing.assert_close(out, reference_dual((data, sf), b1, b2, 0.01, 0.01), **TOLERANCE)
+
+
+def test_grouped_gemm_and_grouped_dual_gemm_match_the_reference(cuda):
+    g = torch.Generator(device=cuda).manual_seed(5)
+    sizes, n, k = [130, 0, 7, 1, 64], 256, 320
+    groups = len(sizes)
+    rows = sum(sizes) + 5
+    # Each group's scale rows start on a 128-row block.
+    row_offsets, scale_offsets = [0], [0]
+    for s in sizes:
+        row_offsets.append(row_offsets[-1] + s)
+        scale_offsets.append(scale_offsets[-1] + (s + 127) // 128 * 128)
+    scale_rows = scale_offsets[-1] + 128
+    a = torch.randint(0, 256, (rows, k // 2), dtype=torch.uint8, device=cuda, generator=g)
+    a_sf = torch.randint(0, 0x3F, nvfp4.scale_shape(scale_rows, k), dtype=torch.uint8, device=cuda, generator=g)
+    w1, w3 = (torch.randint(0, 256, (groups, n, k // 2), dtype=torch.uint8, device=cuda, generator=g) for _ in range(2))
+    w1_sf, w3_sf = (torch.randint(0, 0x3F, (groups,) + nvfp4.scale_shape(n, k), dtype=torch.uint8, device=cuda, generator=g) for _ in range(2))
+    alpha1 = torch.rand(groups, device=cuda, generator=g) * 0.05 + 0.01
+    alpha3 = torch.rand(groups, device=cuda, generator=g) * 0.05 + 0.01
+    offsets = torch.tensor(row_offsets, dtype=torch.int32, device=cuda)
+    scale_offsets_t = torch.tensor(scale_offsets, dtype=torch.int32, device=cuda)
+    plain = nvfp4.grouped_gemm(a, w1, a_sf, w1_sf, offsets, scale_offsets_t, alpha1)
+    dual = nvfp4.grouped_dual_gemm(a, w1, w3, a_sf, w1_sf, w3_sf, offsets, scale_offsets_t, alpha1, alpha3)
+    # The same weights as one concatenated w13 per group (gate rows, then up rows).
+    w13 = torch.cat([w1, w3], dim=1)
+    w13_sf = torch.stack([
+        reblock(torch.cat([codes_of(w1_sf[i], n, k), codes_of(w3_sf[i], n, k)]), 2 * n, k) for i in range(groups)
+    ])
+    fused = nvfp4.grouped_dual_gemm(a, w13, None, a_sf, w13_sf, None, offsets, scale_offsets_t, alpha1, alpha3)
+    a_codes = codes_of(a_sf, scale_rows, k)
+    for i, s in enumerate(sizes):
+        r0 = row_offsets[i]
+        if s == 0:
+            continue
+        a_rows = a[r0 : r0 + s]
+        a_scales = reblock(a_codes[scale_offsets[i] : scale_offsets[i] + s], s, k)
+        ai = (a_rows, a_scales.view(torch.float8_e4m3fn))
+        b1i, b3i = (w1[i], w1_sf[i].view(torch.float8_e4m3fn)), (w3[i], w3_sf[i].view(torch.float8_e4m3fn))
+        want_plain = (alpha1[i].item() * (dequant(*ai).double() @ dequant(*b1i).double().T)).half()
+        torch.testing.assert_close(plain[r0 : r0 + s], want_plain, **TOLERANCE)
+        want_dual = reference_dual(ai, b1i, b3i, alpha1[i].item(), alpha3[i].item())
+        torch.testing.assert_close(dual[r0 : r0 + s], want_dual, **TOLERANCE)
+        torch.testing.assert_close(fused[r0 : r0 + s], want_dual, **TOLERANCE)
+    # Rows past the last group are not written (zeros in a new output).
+    assert (plain[row_offsets[-1] :] == 0).all() and (dual[row_offsets[-1] :] == 0).all()
+
+
+def test_torch_compile_of_an_mlp_block(cuda):
+    g = torch.Generator(device=cuda).manual_seed(6)
+    t, h, i = 32, 512, 256
+    w1, w3 = (random_nvfp4(i, h, cuda, g) for _ in range(2))
+    w2 = random_nvfp4(h, i, cuda, g)
+
+    def block(x):
+        xq, xs = nvfp4.quantize(x, 0.02)
+        y = nvfp4.dual_gemm(xq, w1[0], w3[0], xs, w1[1], w3[1], 0.02, 0.02)
+        yq, ys = nvfp4.quantize(y, 0.05)
+        return nvfp4.gemm(yq, w2[0], ys, w2[1], 0.05)
+
+    x = torch.randn(t, h, device=cuda, dtype=torch.bfloat16, generator=g)
+    compiled = torch.compile(block, fullgraph=True)
+    torch.testing.assert_close(compiled(x), block(x), rtol=0, atol=0)
+
+
+def test_opcheck_passes_for_every_op(cuda):
+    g = torch.Generator(device=cuda).manual_seed(7)
+    # Scales as uint8 codes (the ops take both): opcheck's schema check compares inputs with
+    # torch.allclose, which PyTorch does not implement for float8_e4m3fn.
+    a, b1, b2 = ((d, s.view(torch.uint8)) for d, s in (random_nvfp4(r, 256, cuda, g) for r in (64, 128, 128)))
+    x = torch.randn(64, 256, device=cuda, generator=g)
+    out = torch.empty(64, 128, dtype=torch.float16, device=cuda)
+    cases = [
+        (torch.ops.nvfp4.quantize.default, (x, 0.5)),
+        (torch.ops.nvfp4.dequantize.default, (a[0], a[1], 0.5, torch.float16)),
+        (torch.ops.nvfp4.dual_gemm.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.1, 0.1)),
+        (torch.ops.nvfp4.dual_gemm_out.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.1, 0.1, out)),
+        (torch.ops.nvfp4.gemm.default, (a[0], b1[0], a[1], b1[1], 0.1)),
+    ]
+    for op, args in cases:
+        torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
