@@ -125,6 +125,12 @@ def _scales(arg: str, t: torch.Tensor, rows: int, k: int) -> int:
     return t.data_ptr()
 
 
+def _eager() -> bool:
+    """Outside ``torch.compile`` the public functions call the ops' implementations directly
+    (the custom-op dispatcher costs tens of µs a call); under it they go through ``torch.ops``."""
+    return not torch.compiler.is_compiling()
+
+
 def _stream(device: torch.device) -> int:
     return torch.cuda.current_stream(device).cuda_stream
 
@@ -149,7 +155,6 @@ def _out(arg: str, t: torch.Tensor, shape: tuple, dtype) -> torch.Tensor:
 # --- quantize / dequantize -------------------------------------------------------------------
 
 
-@torch.library.custom_op("nvfp4::quantize_out", mutates_args=("data", "scales"))
 def _quantize_out(x: torch.Tensor, data: torch.Tensor, scales: torch.Tensor, global_scale: Optional[float]) -> None:
     if x.dtype not in _VALUE_ELEMENTS:
         _fail("x", "must be float32, float16 or bfloat16", x.dtype)
@@ -171,6 +176,9 @@ def _quantize_out(x: torch.Tensor, data: torch.Tensor, scales: torch.Tensor, glo
     )
 
 
+torch.library.custom_op("nvfp4::quantize_out", _quantize_out, mutates_args=("data", "scales"))
+
+
 def quantize(x: torch.Tensor, global_scale: Optional[float] = None, check_finite: bool = False):
     """Quantizes ``x`` (``rows × k`` float32/float16/bfloat16, CUDA, contiguous; k a multiple of
     16) to NVFP4: returns ``(data, scales)`` — ``rows × k/2`` uint8 and the 2-D swizzled
@@ -181,14 +189,17 @@ def quantize(x: torch.Tensor, global_scale: Optional[float] = None, check_finite
     return _quantize(x, global_scale, check_finite)
 
 
-@torch.library.custom_op("nvfp4::quantize", mutates_args=())
-def _quantize_op(x: torch.Tensor, global_scale: Optional[float]) -> tuple[torch.Tensor, torch.Tensor]:
+def _quantize_op_impl(x: torch.Tensor, global_scale: Optional[float]) -> tuple[torch.Tensor, torch.Tensor]:
     rows = x.shape[0] if x.dim() == 2 else 1
     k = x.shape[-1]
-    data = torch.zeros((rows, k // 2), dtype=torch.uint8, device=x.device)
+    data = torch.empty((rows, k // 2), dtype=torch.uint8, device=x.device)
+    # Scale padding (rows past `rows`, columns past k/16) is never written: zeros, as the host's.
     scales = torch.zeros(scale_shape(rows, k), dtype=_FP8, device=x.device)
     _quantize_out(x, data, scales, global_scale)
     return data, scales
+
+
+_quantize_op = torch.library.custom_op("nvfp4::quantize", _quantize_op_impl, mutates_args=())
 
 
 @_quantize_op.register_fake
@@ -198,7 +209,10 @@ def _(x, global_scale):
 
 
 def _quantize(x, global_scale, check_finite):
-    data, scales = torch.ops.nvfp4.quantize(x, global_scale)
+    if _eager():
+        data, scales = _quantize_op_impl(x, global_scale)
+    else:
+        data, scales = torch.ops.nvfp4.quantize(x, global_scale)
     if check_finite:
         index = _nvfp4.first_non_finite(x.device.index, _stream(x.device))
         if index is not None:
@@ -207,7 +221,6 @@ def _quantize(x, global_scale, check_finite):
     return data, scales
 
 
-@torch.library.custom_op("nvfp4::dequantize_out", mutates_args=("out",))
 def _dequantize_out(data: torch.Tensor, scales: torch.Tensor, global_scale: Optional[float], out: torch.Tensor) -> None:
     rows, k = _packed("data", data, None, None)
     scales_ptr = _scales("scales", scales, rows, k)
@@ -221,6 +234,9 @@ def _dequantize_out(data: torch.Tensor, scales: torch.Tensor, global_scale: Opti
         device.index, _stream(device), data.data_ptr(), scales_ptr, rows, k, global_scale,
         out.data_ptr(), "f16" if out.dtype == torch.float16 else "bf16",
     )
+
+
+torch.library.custom_op("nvfp4::dequantize_out", _dequantize_out, mutates_args=("out",))
 
 
 @torch.library.custom_op("nvfp4::dequantize", mutates_args=())
@@ -237,6 +253,11 @@ def _(data, scales, global_scale, dtype):
 
 def dequantize(data, scales, global_scale: Optional[float] = None, dtype=torch.float16, out=None):
     """NVFP4 (``data``, ``scales``, optional ``global_scale``) → ``rows × k`` float16/bfloat16."""
+    if _eager():
+        if out is None:
+            out = torch.empty((data.shape[0], 2 * data.shape[1]), dtype=dtype, device=data.device)
+        _dequantize_out(data, scales, global_scale, out)
+        return out
     if out is not None:
         torch.ops.nvfp4.dequantize_out(data, scales, global_scale, out)
         return out
@@ -246,7 +267,6 @@ def dequantize(data, scales, global_scale: Optional[float] = None, dtype=torch.f
 # --- dual GEMM and GEMM -------------------------------------------------------------------------
 
 
-@torch.library.custom_op("nvfp4::dual_gemm_out", mutates_args=("out",))
 def _dual_gemm_out(
     a: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, a_sf: torch.Tensor, b1_sf: torch.Tensor,
     b2_sf: torch.Tensor, alpha1: float, alpha2: float, out: torch.Tensor,
@@ -262,6 +282,9 @@ def _dual_gemm_out(
         (b2.data_ptr(), sf[2]), (m, n, k), _alpha("alpha1", alpha1), _alpha("alpha2", alpha2),
         out.data_ptr(),
     )
+
+
+torch.library.custom_op("nvfp4::dual_gemm_out", _dual_gemm_out, mutates_args=("out",))
 
 
 @torch.library.custom_op("nvfp4::dual_gemm", mutates_args=())
@@ -284,13 +307,17 @@ def dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1: float = 1.0, alpha2: float 
     ``a``: ``m × k/2``, ``b1``/``b2``: ``n × k/2`` packed e2m1; ``*_sf`` their blocked scales;
     ``alpha*`` the products of the operands' global (dequantization) scales. Any m ≥ 1, n and k
     multiples of 64."""
+    if _eager():
+        if out is None:
+            out = torch.empty((a.shape[0], b1.shape[0]), dtype=torch.float16, device=a.device)
+        _dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out)
+        return out
     if out is not None:
         torch.ops.nvfp4.dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out)
         return out
     return torch.ops.nvfp4.dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2)
 
 
-@torch.library.custom_op("nvfp4::gemm_out", mutates_args=("out",))
 def _gemm_out(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor, alpha: float, out: torch.Tensor) -> None:
     m, k = _packed("a", a, None, None)
     n, _ = _packed("b", b, None, k)
@@ -301,6 +328,9 @@ def _gemm_out(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.
         device.index, _stream(device), (a.data_ptr(), sf[0]), (b.data_ptr(), sf[1]), (m, n, k),
         _alpha("alpha", alpha), out.data_ptr(),
     )
+
+
+torch.library.custom_op("nvfp4::gemm_out", _gemm_out, mutates_args=("out",))
 
 
 @torch.library.custom_op("nvfp4::gemm", mutates_args=())
@@ -318,6 +348,11 @@ def _(a, b, a_sf, b_sf, alpha):
 def gemm(a, b, a_sf, b_sf, alpha: float = 1.0, out=None):
     """``out = alpha · a·bᵀ``, float16 ``m × n`` (e.g. a down projection); operands as for
     :func:`dual_gemm`."""
+    if _eager():
+        if out is None:
+            out = torch.empty((a.shape[0], b.shape[0]), dtype=torch.float16, device=a.device)
+        _gemm_out(a, b, a_sf, b_sf, alpha, out)
+        return out
     if out is not None:
         torch.ops.nvfp4.gemm_out(a, b, a_sf, b_sf, alpha, out)
         return out
@@ -377,7 +412,6 @@ def _alphas(arg: str, t: Optional[torch.Tensor], groups: int) -> int:
     return t.data_ptr()
 
 
-@torch.library.custom_op("nvfp4::grouped_out", mutates_args=("out",))
 def _grouped_out(
     a: torch.Tensor, b1: torch.Tensor, b3: Optional[torch.Tensor], a_sf: torch.Tensor, b1_sf: torch.Tensor,
     b3_sf: Optional[torch.Tensor], row_offsets: torch.Tensor, scale_offsets: torch.Tensor,
@@ -418,6 +452,9 @@ def _grouped_out(
     )
 
 
+torch.library.custom_op("nvfp4::grouped_out", _grouped_out, mutates_args=("out",))
+
+
 @torch.library.custom_op("nvfp4::grouped", mutates_args=())
 def _grouped_op(
     a: torch.Tensor, b1: torch.Tensor, b3: Optional[torch.Tensor], a_sf: torch.Tensor, b1_sf: torch.Tensor,
@@ -444,6 +481,11 @@ def grouped_gemm(a, b, a_sf, b_sf, row_offsets, scale_offsets, alpha=None, out=N
     ``G ×`` 2-D swizzled scales; ``alpha``: ``G`` float32 on the GPU or None. Rows past
     ``row_offsets[G]`` are not written (zeros in a new output)."""
     n = b.shape[1]
+    if _eager():
+        if out is None:
+            out = torch.zeros((a.shape[0], n), dtype=torch.float16, device=a.device)
+        _grouped_out(a, b, None, a_sf, b_sf, None, row_offsets, scale_offsets, alpha, None, False, n, out)
+        return out
     if out is not None:
         torch.ops.nvfp4.grouped_out(a, b, None, a_sf, b_sf, None, row_offsets, scale_offsets, alpha, None, False, n, out)
         return out
@@ -455,6 +497,11 @@ def grouped_dual_gemm(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets,
     as :func:`grouped_gemm`. ``b3=None`` (and ``b3_sf=None``): ``b1`` is a concatenated
     ``w13`` of ``2n`` rows a group (gate rows, then up rows)."""
     n = b1.shape[1] if b3 is not None else b1.shape[1] // 2
+    if _eager():
+        if out is None:
+            out = torch.zeros((a.shape[0], n), dtype=torch.float16, device=a.device)
+        _grouped_out(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, True, n, out)
+        return out
     if out is not None:
         torch.ops.nvfp4.grouped_out(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, True, n, out)
         return out
