@@ -57,9 +57,37 @@ fn main() {
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
+    built_revision();
     if let Err(message) = run() {
         eprintln!("error: {message}");
         std::process::exit(1);
+    }
+}
+
+/// Exposes the revision being built as `NVFP4_BUILT_REVISION` (`nvfp4::BUILT_REVISION`):
+/// `git rev-parse --short HEAD`, with `+dirty` when tracked files differ from it, or `unknown`
+/// outside a git checkout. Rebuilt when HEAD or the index moves.
+fn built_revision() {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let revision = match git(&["rev-parse", "--short", "HEAD"]) {
+        Some(head) => match git(&["status", "--porcelain", "--untracked-files=no"]) {
+            Some(changes) if !changes.is_empty() => format!("{head}+dirty"),
+            _ => head,
+        },
+        None => "unknown".to_string(),
+    };
+    println!("cargo:rustc-env=NVFP4_BUILT_REVISION={revision}");
+    if let Some(git_dir) = git(&["rev-parse", "--git-dir"]) {
+        for file in ["HEAD", "index"] {
+            println!("cargo:rerun-if-changed={git_dir}/{file}");
+        }
     }
 }
 

@@ -225,6 +225,9 @@ pub struct DualGemmPlan {
     shape: DualGemmShape,
     kernel: PlannedKernel,
     programmatic: bool,
+    a_collector: sm100::ACollectorUse,
+    /// Test support (`Self::abort_next_launch`): 0, or the next launch's abort point.
+    abort_after_tickets: std::sync::atomic::AtomicU32,
 }
 
 /// The kernel a plan launches.
@@ -305,6 +308,8 @@ impl Gpu {
             shape,
             kernel,
             programmatic,
+            a_collector: sm100::ACollectorUse::default(),
+            abort_after_tickets: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -359,6 +364,42 @@ impl DualGemmPlan {
             )),
             PlannedKernel::Sm100 { .. } => Ok(()),
         }
+    }
+
+    /// Test support: makes the next launch (Hopper) abort as a failed launch would, after
+    /// `ctas` of its CTAs took their stream-K tickets and before any work, leaving the plan's
+    /// ticket word mid-launch; the launch after it must still be right (the tickets heal
+    /// themselves: `nvfp4_kernel::schedule::TicketWord`). Blackwell kernels take no tickets:
+    /// an error there.
+    pub fn abort_next_launch(&self, ctas: u32) -> Result<()> {
+        match &self.kernel {
+            PlannedKernel::Sm90 { geometry, .. } if (1..=geometry.grid).contains(&ctas) => {
+                self.abort_after_tickets
+                    .store(ctas, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            PlannedKernel::Sm90 { geometry, .. } => Err(Error::invalid(
+                "ctas",
+                format!("must be in 1..={} (the launch's CTAs)", geometry.grid),
+                ctas,
+            )),
+            PlannedKernel::Sm100 { .. } => Err(Error::invalid(
+                "abort",
+                "only the sm_90a kernels take stream-K tickets",
+                ctas,
+            )),
+        }
+    }
+
+    /// Blackwell: whether A stays in the MMA's collector between the gate and up MMAs
+    /// ([`sm100::ACollectorUse`]; `Reuse` by default). Hopper has no MMA collector: asking for
+    /// `Discard` there is an error.
+    pub fn set_a_collector_use(&mut self, collector: sm100::ACollectorUse) -> Result<()> {
+        set_a_collector(
+            &mut self.a_collector,
+            matches!(self.kernel, PlannedKernel::Sm100 { .. }),
+            collector,
+        )
     }
 
     /// Tile size (tokens × outputs) and persistent CTAs of the launch.
@@ -437,6 +478,9 @@ impl DualGemmPlan {
                     k: k32,
                     alpha_gate: SM90_OPERAND_RESCALE * global(&a) * global(&b1),
                     alpha_up: SM90_OPERAND_RESCALE * global(&a) * global(&b2),
+                    abort_after_tickets: self
+                        .abort_after_tickets
+                        .swap(0, std::sync::atomic::Ordering::Relaxed),
                 };
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm90::dual_gemm`'s contract:
                 // shapes checked above and by the geometry, addresses 16-byte aligned (the
@@ -467,6 +511,7 @@ impl DualGemmPlan {
                     k: k32,
                     alpha_gate: global(&a) * global(&b1),
                     alpha_up: global(&a) * global(&b2),
+                    a_collector_reuse: self.a_collector.word(),
                 };
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm100::dual_gemm`'s contract,
                 // checked above and by the geometry.
@@ -515,6 +560,24 @@ impl DualGemmPlan {
             )
         }
     }
+}
+
+/// The shared rule of the plans' `set_a_collector_use`: any choice on Blackwell, only `Reuse`
+/// (the no-op) elsewhere.
+pub(crate) fn set_a_collector(
+    slot: &mut sm100::ACollectorUse,
+    blackwell: bool,
+    collector: sm100::ACollectorUse,
+) -> Result<()> {
+    if !blackwell && collector != sm100::ACollectorUse::Reuse {
+        return Err(Error::invalid(
+            "A collector",
+            "only the sm_100f kernels have an MMA collector to switch",
+            format!("{collector:?}"),
+        ));
+    }
+    *slot = collector;
+    Ok(())
 }
 
 /// Checks that a device address is `bytes`-aligned.

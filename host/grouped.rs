@@ -290,6 +290,7 @@ pub struct GroupedPlan {
     separate_table: Option<DeviceBuffer<u8>>,
     backend: Backend,
     programmatic: bool,
+    a_collector: sm100::ACollectorUse,
 }
 
 /// The architecture's part of a plan.
@@ -535,6 +536,7 @@ impl Gpu {
             },
             backend,
             programmatic: true,
+            a_collector: sm100::ACollectorUse::default(),
         })
     }
 }
@@ -556,6 +558,13 @@ impl GroupedPlan {
             Backend::Sm90 { tile, .. } => (tile.tokens, self.grid),
             Backend::Sm100 { .. } => (sm100::TILE_M, self.grid),
         }
+    }
+
+    /// Blackwell: whether A stays in the MMA's collector between the gate and up MMAs (see
+    /// [`crate::dual_gemm::DualGemmPlan::set_a_collector_use`]).
+    pub fn set_a_collector_use(&mut self, collector: sm100::ACollectorUse) -> Result<()> {
+        let blackwell = matches!(self.backend, Backend::Sm100 { .. });
+        crate::dual_gemm::set_a_collector(&mut self.a_collector, blackwell, collector)
     }
 
     /// Chooses whether the GEMM kernel is a programmatic dependent launch (the default; see
@@ -1106,6 +1115,7 @@ impl GroupedPlan {
                     descs: prepare.descs,
                     schedule: prepare.schedule,
                     groups: prepare.groups,
+                    a_collector_reuse: self.a_collector.word(),
                 };
                 // SAFETY: the preparation pass writes the tables and descriptors (tensor maps
                 // made for the launch's buffers, checked against the plan) that this kernel

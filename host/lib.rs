@@ -45,6 +45,10 @@ pub mod reference;
 pub mod tools;
 
 pub use error::{Error, Result};
+
+/// The git revision this library was built from (`+dirty`: with uncommitted changes to tracked
+/// files; `unknown`: not built from a git checkout). Benchmarks record it.
+pub const BUILT_REVISION: &str = env!("NVFP4_BUILT_REVISION");
 pub use matrix::NvFp4Matrix;
 pub use nvfp4_kernel::layout::BlockedScales;
 pub use problem::{Distribution, DualGemmShape, Problem};

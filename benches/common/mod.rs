@@ -219,28 +219,26 @@ pub fn command_output(program: &str, args: &[&str]) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// The revision of the bench binary: `NVFP4_REVISION`, else the bundle's `REVISION` file
-/// (scripts/gpu-bundle.sh), else the working directory's git HEAD.
+/// The revision the bench binary was built from (`nvfp4::BUILT_REVISION`), not the revision of
+/// the directory it runs in.
 pub fn revision() -> String {
-    std::env::var("NVFP4_REVISION")
-        .ok()
-        .or_else(|| {
-            std::fs::read_to_string(".gpu-bundle/REVISION")
-                .ok()
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| command_output("git", &["rev-parse", "--short", "HEAD"]))
+    nvfp4::BUILT_REVISION.to_string()
 }
 
-/// The driver version and clocks as nvidia-smi reports them.
+/// The driver version and clocks as nvidia-smi reports them, and the driver's CUDA version
+/// (which decides the tensor maps' driver workaround: `nvfp4_kernel::launch::TensorMap`).
 pub fn driver_and_clocks() -> String {
-    command_output(
+    let smi = command_output(
         "nvidia-smi",
         &[
             "--query-gpu=driver_version,clocks.sm,clocks.max.sm,clocks.mem",
             "--format=csv,noheader",
         ],
-    )
+    );
+    match nvfp4::gpu::driver_version() {
+        Ok(version) => format!("{smi}; CUDA driver {}.{}", version / 1000, version % 1000 / 10),
+        Err(e) => format!("{smi}; CUDA driver version unknown ({e})"),
+    }
 }
 
 /// Horizontal bars, one group per label and one bar per series (µs, log scale), as SVG;

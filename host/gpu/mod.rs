@@ -9,6 +9,7 @@ pub(crate) mod buffer;
 mod matrix;
 mod quantize;
 pub(crate) mod tensor_map;
+pub use tensor_map::driver_version;
 mod views;
 
 pub use matrix::DeviceNvFp4Matrix;

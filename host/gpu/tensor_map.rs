@@ -37,6 +37,7 @@ pub(crate) fn packed_rows(address: u64, rows: usize, k: usize) -> Result<TensorM
     encode_2d_sw128(
         address,
         CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        1,
         [row_bytes as u64, rows as u64],
         row_bytes as u64,
         [BOX_ROW_BYTES, BOX_ROWS],
@@ -51,6 +52,7 @@ pub(crate) fn predecoded_tokens(address: u64, rows: usize, k: usize, box_rows: u
     encode_2d_sw128(
         address,
         CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        2,
         [k as u64, rows as u64],
         2 * k as u64,
         [nvfp4_kernel::sm90::config::K_PER_SLICE, box_rows],
@@ -64,11 +66,13 @@ pub(crate) fn bytes_of(maps: &[TensorMap]) -> Vec<u8> {
         .collect()
 }
 
-/// A 2-D, 128-byte-swizzled map of `dims` (innermost first) elements of `data_type` at
-/// `address`, rows `row_pitch` bytes apart, boxes of `boxes` elements, zeros outside.
+/// A 2-D, 128-byte-swizzled map of `dims` (innermost first) elements of `data_type`
+/// (`element_bytes` each) at `address`, rows `row_pitch` bytes apart, boxes of `boxes` elements,
+/// zeros outside; with CUTLASS's driver workaround applied ([`TensorMap::with_driver_workaround`]).
 fn encode_2d_sw128(
     address: u64,
     data_type: CUtensorMapDataType,
+    element_bytes: u64,
     dims: [u64; 2],
     row_pitch: u64,
     boxes: [u32; 2],
@@ -95,5 +99,18 @@ fn encode_2d_sw128(
         )
     };
     status.result()?;
-    Ok(TensorMap(map.opaque))
+    let span = TensorMap::span_bytes_2d(dims, row_pitch, element_bytes);
+    Ok(TensorMap(map.opaque).with_driver_workaround(driver_version()?, span))
+}
+
+/// The driver's CUDA version (`cuDriverGetVersion`: 1000 · major + 10 · minor), asked once.
+pub fn driver_version() -> Result<i32> {
+    static VERSION: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    if let Some(version) = VERSION.get() {
+        return Ok(*version);
+    }
+    let mut version = 0;
+    // SAFETY: writes one int.
+    unsafe { sys::cuDriverGetVersion(&mut version) }.result()?;
+    Ok(*VERSION.get_or_init(|| version))
 }

@@ -62,12 +62,18 @@ pub const fn umma_desc_sw128_k_major(addr: u32) -> u64 {
 }
 
 /// tcgen05 descriptor of one 512-byte scale-factor atom at `addr` for `tcgen05.cp .32x128b`: no
-/// swizzle, 32 rows of 16 bytes, stride between 8-row groups 128 bytes, version 1.
+/// swizzle, 32 rows of 16 bytes, stride between 8-row groups 128 bytes, version 1. The leading
+/// byte offset is unused by this one-column copy; it is written as 1 (16 bytes), as CUTLASS's
+/// `make_umma_desc` writes it, so that the encoding is bit-identical to NVIDIA's.
 #[inline(always)]
 pub const fn umma_desc_scale_atom(addr: u32) -> u64 {
     const VERSION: u64 = 1;
     const STRIDE_BYTES: u64 = 128;
-    ((addr as u64 & 0x3_FFFF) >> 4) | ((STRIDE_BYTES >> 4) << 32) | (VERSION << 46)
+    const LEADING_BYTE_OFFSET: u64 = 1; // in 16-byte units
+    ((addr as u64 & 0x3_FFFF) >> 4)
+        | (LEADING_BYTE_OFFSET << 16)
+        | ((STRIDE_BYTES >> 4) << 32)
+        | (VERSION << 46)
 }
 
 /// Instruction descriptor of `tcgen05.mma .kind::mxf4nvf4 .block_scale .block16` (PTX ISA

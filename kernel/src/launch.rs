@@ -70,6 +70,37 @@ impl<A> Kernel<A> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TensorMap(pub [u64; 16]);
 
+impl TensorMap {
+    /// Tensors spanning fewer bytes than this get [`Self::with_driver_workaround`]'s bit cleared.
+    pub const SMALL_TENSOR_BYTES: u64 = 128 * 1024;
+    /// The newest driver (CUDA 13.1, as `cuDriverGetVersion` reports it) that needs the
+    /// workaround.
+    pub const LAST_AFFECTED_DRIVER: i32 = 13010;
+
+    /// The map as CUTLASS leaves it after encoding (since 4.3.4, `cute/atom/
+    /// copy_traits_sm90_tma.hpp`, `make_tma_copy_desc`; its changelog: a driver bug "which will
+    /// cause occasionally errors on Blackwell when the tensor's backing memory allocation is less
+    /// than 128KB"): with a driver of CUDA 13.1 or older, a map over a tensor whose memory span is
+    /// under 128 KiB has bit 21 of its 64-bit word 1 cleared. Both architectures' maps get it,
+    /// as CUTLASS does (it checks no architecture).
+    pub const fn with_driver_workaround(mut self, driver_version: i32, span_bytes: u64) -> Self {
+        if driver_version <= Self::LAST_AFFECTED_DRIVER && span_bytes < Self::SMALL_TENSOR_BYTES {
+            self.0[1] &= !(1u64 << 21);
+        }
+        self
+    }
+
+    /// Bytes a 2-D tensor of `dims` (innermost first) spans with rows `row_pitch` bytes apart:
+    /// from its first element to the end of its last (CuTe's `cosize` × element bytes).
+    pub const fn span_bytes_2d(dims: [u64; 2], row_pitch: u64, element_bytes: u64) -> u64 {
+        if dims[0] == 0 || dims[1] == 0 {
+            0
+        } else {
+            (dims[1] - 1) * row_pitch + dims[0] * element_bytes
+        }
+    }
+}
+
 /// Alignment of every kernel's parameter in the PTX (`.param .align 64`; see [`TensorMap`]).
 pub const PARAM_ALIGN: usize = 64;
 

@@ -210,6 +210,30 @@ impl Tile {
     }
 }
 
+/// How the gate and up MMAs of one K step read their common A operand. `Reuse` (the default)
+/// keeps A in the MMA's collector between them (`.collector::a::fill`, then `::lastuse`): A is
+/// read from shared memory once. Only the CuTe DSL documents this (as a hint); no NVIDIA C++
+/// kernel does it, so `Discard` (each MMA reads A) is one switch away, and the GPU tests on
+/// compute capability 10.x run both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ACollectorUse {
+    /// Keep A in the collector for the second MMA.
+    #[default]
+    Reuse,
+    /// Read A from shared memory in both MMAs.
+    Discard,
+}
+
+impl ACollectorUse {
+    /// The kernels' argument word.
+    pub const fn word(self) -> u32 {
+        match self {
+            ACollectorUse::Reuse => 1,
+            ACollectorUse::Discard => 0,
+        }
+    }
+}
+
 /// Where one tile reads and writes, in its operands' coordinates: the same roles run the dense
 /// dual GEMM and the grouped kernels, which differ only in how they compute this.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -383,6 +407,8 @@ pub struct GroupedArgs {
     pub schedule: *const u32,
     /// Groups (1..=`MAX_GROUPS`).
     pub groups: u32,
+    /// As [`DualGemmArgs::a_collector_reuse`].
+    pub a_collector_reuse: u32,
 }
 
 /// Arguments of the sm_100f dual GEMM (`nvfp4_dual_gemm_sm100_n*`), passed by value as the
@@ -414,6 +440,9 @@ pub struct DualGemmArgs {
     pub alpha_gate: f32,
     /// Scale of the up product.
     pub alpha_up: f32,
+    /// 1: A stays in the MMA's collector between the gate and up MMAs
+    /// ([`ACollectorUse::Reuse`]); 0: each MMA reads A from shared memory.
+    pub a_collector_reuse: u32,
 }
 
 const _: () = assert!(

@@ -62,6 +62,11 @@ impl<'a, const N: u32> Problem for &'a Dense<'a, N> {
     }
 
     #[inline(always)]
+    fn reuse_a(&self) -> bool {
+        self.args.a_collector_reuse != 0
+    }
+
+    #[inline(always)]
     fn prefetch_maps(&self) {
         for map in self.maps {
             // SAFETY: valid tensor maps (host contract).

@@ -104,6 +104,11 @@ impl<'a, const N: u32, const GATED: bool> Problem for &'a Grouped<'a, N, GATED> 
     type Tiles = GroupedJobs<'a, N, GATED>;
 
     #[inline(always)]
+    fn reuse_a(&self) -> bool {
+        self.args.a_collector_reuse != 0
+    }
+
+    #[inline(always)]
     fn tiles(&self) -> GroupedJobs<'a, N, GATED> {
         GroupedJobs {
             problem: self,

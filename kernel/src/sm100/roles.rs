@@ -61,6 +61,9 @@ pub(crate) trait Problem {
     fn tiles(&self) -> Self::Tiles;
     /// Warms the TMA descriptor cache (the TMA lane calls it once).
     fn prefetch_maps(&self) {}
+    /// Whether A stays in the MMA's collector between the gate and up MMAs
+    /// (`config::ACollectorUse`).
+    fn reuse_a(&self) -> bool;
 }
 
 /// Shared addresses of the ring, the barriers and the TMEM slot of one tile shape.
@@ -238,6 +241,11 @@ unsafe fn issue_mmas<P: Problem, const BUFFERS: u32>(problem: &P, shared: &Share
     let tile = shared.tile;
     let idesc = umma_idesc_mxf4nvf4(TILE_M, tile.n);
     let issuer = sreg::lane_id() == 0;
+    let (first, second) = if problem.reuse_a() {
+        (ACollector::Fill, ACollector::LastUse)
+    } else {
+        (ACollector::Discard, ACollector::Discard)
+    };
     let mut ring = RingPosition::<STAGES>::new();
     let mut accumulators = RingPosition::<BUFFERS>::new();
     for job in problem.tiles() {
@@ -283,7 +291,8 @@ unsafe fn issue_mmas<P: Problem, const BUFFERS: u32>(problem: &P, shared: &Share
                     let b1 = umma_desc_sw128_k_major(base + tile.stage_b1() + 32 * j);
                     let b2 = umma_desc_sw128_k_major(base + tile.stage_b2() + 32 * j);
                     let accumulate = k_stage > 0 || j > 0;
-                    // A stays in the collector between the two MMAs: read from shared memory once.
+                    // With reuse, A stays in the collector between the two MMAs: read from shared
+                    // memory once.
                     let (sfa, sfb1, sfb2) = (
                         column(0, j),
                         column(1, j) + job.place.gate_column,
@@ -291,8 +300,8 @@ unsafe fn issue_mmas<P: Problem, const BUFFERS: u32>(problem: &P, shared: &Share
                     );
                     // SAFETY: descriptors and TMEM addresses from the shared and TMEM plans.
                     unsafe {
-                        tcgen05::mma_mxf4nvf4(gate, a, b1, idesc, sfa, sfb1, accumulate, ACollector::Fill);
-                        tcgen05::mma_mxf4nvf4(up, a, b2, idesc, sfa, sfb2, accumulate, ACollector::LastUse);
+                        tcgen05::mma_mxf4nvf4(gate, a, b1, idesc, sfa, sfb1, accumulate, first);
+                        tcgen05::mma_mxf4nvf4(up, a, b2, idesc, sfa, sfb2, accumulate, second);
                     }
                 }
                 // SAFETY: barrier initialized; arrives when this stage's MMAs have read it.
