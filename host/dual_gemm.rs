@@ -226,8 +226,6 @@ pub struct DualGemmPlan {
     kernel: PlannedKernel,
     programmatic: bool,
     a_collector: sm100::ACollectorUse,
-    /// Test support (`Self::abort_next_launch`): 0, or the next launch's abort point.
-    abort_after_tickets: std::sync::atomic::AtomicU32,
 }
 
 /// The kernel a plan launches.
@@ -309,7 +307,6 @@ impl Gpu {
             kernel,
             programmatic,
             a_collector: sm100::ACollectorUse::default(),
-            abort_after_tickets: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -363,31 +360,6 @@ impl DualGemmPlan {
                 enabled,
             )),
             PlannedKernel::Sm100 { .. } => Ok(()),
-        }
-    }
-
-    /// Test support: makes the next launch (Hopper) abort as a failed launch would, after
-    /// `ctas` of its CTAs took their stream-K tickets and before any work, leaving the plan's
-    /// ticket word mid-launch; the launch after it must still be right (the tickets heal
-    /// themselves: `nvfp4_kernel::schedule::TicketWord`). Blackwell kernels take no tickets:
-    /// an error there.
-    pub fn abort_next_launch(&self, ctas: u32) -> Result<()> {
-        match &self.kernel {
-            PlannedKernel::Sm90 { geometry, .. } if (1..=geometry.grid).contains(&ctas) => {
-                self.abort_after_tickets
-                    .store(ctas, std::sync::atomic::Ordering::Relaxed);
-                Ok(())
-            }
-            PlannedKernel::Sm90 { geometry, .. } => Err(Error::invalid(
-                "ctas",
-                format!("must be in 1..={} (the launch's CTAs)", geometry.grid),
-                ctas,
-            )),
-            PlannedKernel::Sm100 { .. } => Err(Error::invalid(
-                "abort",
-                "only the sm_90a kernels take stream-K tickets",
-                ctas,
-            )),
         }
     }
 
@@ -478,9 +450,6 @@ impl DualGemmPlan {
                     k: k32,
                     alpha_gate: SM90_OPERAND_RESCALE * global(&a) * global(&b1),
                     alpha_up: SM90_OPERAND_RESCALE * global(&a) * global(&b2),
-                    abort_after_tickets: self
-                        .abort_after_tickets
-                        .swap(0, std::sync::atomic::Ordering::Relaxed),
                 };
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm90::dual_gemm`'s contract:
                 // shapes checked above and by the geometry, addresses 16-byte aligned (the

@@ -10,7 +10,7 @@ use nvfp4_kernel::fp4::{PAIR_ELEMENTS, e2m1_to_f16_bits_scaled, e2m1x8_to_f16x2_
 use nvfp4_kernel::grouped;
 use nvfp4_kernel::ring::RingPosition;
 use nvfp4_kernel::schedule::{
-    GroupSchedule, GroupedTiles, Segment, StreamK, TicketWord, TileGrid, TileSpace, UniformTiles,
+    GroupSchedule, GroupedTiles, Segment, StreamK, Ticket, TileGrid, TileSpace, UniformTiles,
     data_parallel_ctas, virtual_cta, working_ctas,
 };
 use nvfp4_kernel::sm90::config::{
@@ -693,87 +693,27 @@ fn stream_k_never_deadlocks_whatever_the_number_of_multiprocessors_available() {
     }
 }
 
-/// One CTA taking its ticket with the kernel's protocol (`sm90::mainloop::take_ticket`), as a
-/// state machine whose steps are the protocol's memory operations on the shared word.
-#[derive(Clone, Copy, Debug)]
-enum Taker {
-    Add,
-    Load,
-    Swap(u64),
-    Done(u32),
-}
-
-impl Taker {
-    /// Runs one memory operation on `word` for a CTA of launch `tag`.
-    fn step(self, word: &mut u64, tag: u32) -> Taker {
-        match self {
-            Taker::Add => {
-                let old = *word;
-                *word = word.wrapping_add(1);
-                match TicketWord::position(old, tag) {
-                    Some(started) => Taker::Done(started),
-                    None => Taker::Load,
-                }
-            }
-            Taker::Load if TicketWord::is_launch(*word, tag) => Taker::Add,
-            Taker::Load => Taker::Swap(*word),
-            Taker::Swap(seen) if *word == seen => {
-                *word = TicketWord::installed(tag);
-                Taker::Done(0)
-            }
-            Taker::Swap(_) => Taker::Add,
-            Taker::Done(started) => Taker::Done(started),
-        }
-    }
-}
-
 #[test]
-fn tickets_number_every_launch_from_zero_under_any_interleaving_even_after_an_aborted_launch() {
-    let mut rng = nvfp4::problem::Rng::new(41);
-    let mut word = 0u64; // a new plan's zeroed word
-    let mut grid_id = 1000u64;
-    let mut epochs = Vec::new();
-    for round in 0..400 {
-        let grid = [1u32, 2, 7, 132][round % 4];
-        grid_id += 1 + rng.next_u64() % 3;
-        let tag = TicketWord::tag(grid_id);
-        // Every third launch aborts after a random number of its CTAs took their tickets.
-        let aborted = round % 3 == 2;
-        let takers = if aborted {
-            1 + (rng.next_u64() % grid as u64) as usize
-        } else {
-            grid as usize
-        };
-        let mut ctas = vec![Taker::Add; takers];
-        // Random interleaving of the CTAs' memory operations.
-        while ctas.iter().any(|c| !matches!(c, Taker::Done(_))) {
-            let i = (rng.next_u64() % takers as u64) as usize;
-            ctas[i] = ctas[i].step(&mut word, tag);
+fn tickets_give_each_launch_every_start_position_once_and_a_fresh_nonzero_epoch() {
+    for grid in [1u32, 7, 132] {
+        let mut epochs = std::collections::HashSet::new();
+        for launch in 0..5u64 {
+            let positions: std::collections::BTreeSet<u32> = (0..grid as u64)
+                .map(|i| Ticket::new(launch * grid as u64 + i, grid))
+                .map(|t| {
+                    assert_ne!(t.epoch, 0);
+                    epochs.insert(t.epoch);
+                    t.started
+                })
+                .collect();
+            assert_eq!(positions, (0..grid).collect(), "grid {grid}, launch {launch}");
         }
-        let mut positions: Vec<u32> = ctas
-            .iter()
-            .map(|c| match c {
-                Taker::Done(p) => *p,
-                _ => unreachable!(),
-            })
-            .collect();
-        positions.sort_unstable();
-        assert_eq!(
-            positions,
-            (0..takers as u32).collect::<Vec<_>>(),
-            "round {round}, grid {grid}"
-        );
-        assert!(TicketWord::is_launch(word, tag) && word as u32 == takers as u32);
-        assert_ne!(tag, 0, "an epoch never matches a zeroed flag");
-        epochs.push(tag);
+        assert_eq!(epochs.len(), 5, "every launch of grid {grid} has its own epoch");
     }
-    assert!(
-        epochs.windows(2).all(|w| w[0] != w[1]),
-        "consecutive launches differ"
+    assert_eq!(
+        Ticket::new(u64::MAX, 1).epoch,
+        u32::MAX as u64 as u32 % u32::MAX + 1
     );
-    // Tags of consecutive grid ids differ, and never 0 (also for grid id 0 and 2^31).
-    assert_ne!(TicketWord::tag(0), 0);
-    assert_ne!(TicketWord::tag(1 << 31), TicketWord::tag((1 << 31) + 1));
     assert_eq!(virtual_cta(0, 4), Some(3));
     assert_eq!(virtual_cta(4, 4), None);
 }

@@ -525,8 +525,9 @@ pub const fn virtual_cta(started: u32, ctas: u32) -> Option<u32> {
     }
 }
 
-/// Where a CTA is in a launch, from the launch *ticket* it took when it started (see
-/// [`TicketWord`]): its start position and the launch's *epoch*.
+/// Where a CTA is in a launch, from the launch *ticket* it took when it started: every launch of
+/// a plan takes exactly `grid` consecutive tickets from one 64-bit counter (never reset), so the
+/// ticket gives both the CTA's start position and the launch's *epoch*.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
     /// Start position of the CTA within its launch, `0..grid`.
@@ -537,50 +538,16 @@ pub struct Ticket {
     pub epoch: u32,
 }
 
-/// The plan's 64-bit ticket word: the *tag* of the launch that last took a ticket (high 32
-/// bits, from the launch's `%gridid`) and how many tickets that launch took (low 32 bits).
-///
-/// A CTA adds 1 to the word; if the old value carries its launch's tag, the old count is its
-/// start position. Otherwise the word is an earlier launch's (this launch's first CTAs): the
-/// CTA reads the word and, unless its own tag is there by now, swaps it for
-/// [`Self::installed`] (count 1: itself, position 0) with a compare-and-swap, retrying from the
-/// add if another CTA changed the word first. So every launch numbers its CTAs `0, 1, …` on
-/// its own, whatever an earlier launch left behind — also one that aborted after some of its
-/// CTAs took tickets (the counter heals itself), and a launch needs no fixed number of tickets.
-/// CTAs of the next launch cannot interleave: every CTA takes its ticket before it lets
-/// dependents start. `tests/kernel_logic.rs` model-checks this under random interleavings.
-pub struct TicketWord;
-
-impl TicketWord {
-    /// The tag of the launch with `%gridid` `grid_id`: never 0 (zeroed flags never match an
-    /// epoch), different for consecutive launches.
+impl Ticket {
+    /// The position and epoch of `ticket` in launches of `grid` CTAs (`grid ≥ 1`).
     #[inline(always)]
-    pub const fn tag(grid_id: u64) -> u32 {
-        (grid_id as u32) | 0x8000_0000
-    }
-
-    /// The start position an add that returned `old` gives a CTA of launch `tag`, or `None`
-    /// when `old` is an earlier launch's word.
-    #[inline(always)]
-    pub const fn position(old: u64, tag: u32) -> Option<u32> {
-        if (old >> 32) as u32 == tag {
-            Some(old as u32)
-        } else {
-            None
+    pub const fn new(ticket: u64, grid: u32) -> Self {
+        let grid = if grid == 0 { 1 } else { grid as u64 };
+        Self {
+            started: (ticket % grid) as u32,
+            // Wraps after 2^32 launches; 0 is skipped so that zeroed flags never match.
+            epoch: ((ticket / grid) as u32 % u32::MAX) + 1,
         }
-    }
-
-    /// Whether `word` already carries launch `tag` (then the CTA retries its add).
-    #[inline(always)]
-    pub const fn is_launch(word: u64, tag: u32) -> bool {
-        (word >> 32) as u32 == tag
-    }
-
-    /// The word the first CTA of launch `tag` installs: its tag, one ticket taken (its own,
-    /// position 0).
-    #[inline(always)]
-    pub const fn installed(tag: u32) -> u64 {
-        ((tag as u64) << 32) | 1
     }
 }
 

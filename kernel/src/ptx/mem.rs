@@ -306,36 +306,3 @@ pub unsafe fn atom_max_relaxed_gpu_u32(ptr: *mut u32, v: u32) {
         )
     };
 }
-
-/// `atom.relaxed.gpu.global.cas.b64`: stores `new` at `ptr` if it holds `expected`; returns the
-/// value it held.
-///
-/// # Safety
-/// `ptr` must be a valid, 8-byte aligned global address.
-#[inline(always)]
-pub unsafe fn atom_cas_relaxed_gpu_u64(ptr: *mut u64, expected: u64, new: u64) -> u64 {
-    let old: u64;
-    // SAFETY: the caller guarantees the address.
-    unsafe {
-        asm!(
-            "atom.relaxed.gpu.global.cas.b64 {old}, [{p}], {e}, {n};",
-            p = in(reg64) ptr,
-            e = in(reg64) expected,
-            n = in(reg64) new,
-            old = out(reg64) old,
-        )
-    };
-    old
-}
-
-/// `ld.relaxed.gpu.global.u64`: an 8-byte load that sees other CTAs' atomics.
-///
-/// # Safety
-/// `ptr` must be a valid, 8-byte aligned global address.
-#[inline(always)]
-pub unsafe fn ld_relaxed_gpu_u64(ptr: *const u64) -> u64 {
-    let v: u64;
-    // SAFETY: the caller guarantees the address.
-    unsafe { asm!("ld.relaxed.gpu.global.u64 {v}, [{p}];", p = in(reg64) ptr, v = out(reg64) v) };
-    v
-}

@@ -38,13 +38,3 @@ pub fn lane_id() -> u32 {
     unsafe { core::arch::asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane) };
     lane
 }
-
-/// `%gridid`: the temporal number of this grid's launch in its context (every launch, graph
-/// replays included, gets its own).
-#[inline(always)]
-pub fn grid_id() -> u64 {
-    let id: u64;
-    // SAFETY: reading a special register has no side effects.
-    unsafe { core::arch::asm!("mov.u64 {i}, %gridid;", i = out(reg64) id) };
-    id
-}

@@ -426,10 +426,6 @@ pub struct DualGemmArgs {
     pub alpha_gate: f32,
     /// Scale of the up product.
     pub alpha_up: f32,
-    /// Test support, 0 in every real launch: `n > 0` makes the launch abort as a failed one
-    /// would, after `n` of its CTAs took their tickets (the others take none) and before any
-    /// work: nothing is computed or written, the ticket word is left mid-launch.
-    pub abort_after_tickets: u32,
 }
 
 /// Arguments of the token pre-decoder (`nvfp4_predecode_tokens_sm90`).

@@ -113,18 +113,11 @@ unsafe fn dual_gemm<
     let Some(space) = UniformTiles::new(grid.len(), args.k.div_ceil(K_PER_STAGE)) else {
         return;
     };
-    let abort = args.abort_after_tickets;
-    if abort != 0 && sreg::block_idx_x() >= abort {
-        return; // test support: an aborted launch's CTAs that never took a ticket
-    }
     if sreg::thread_idx_x() == 0 {
         // SAFETY: thread 0; the plan's ticket counter.
         unsafe { mainloop::setup(&shared, PREDECODED, args.tickets) };
     }
     fence::sync_threads();
-    if abort != 0 {
-        return; // test support: the launch aborts with its tickets taken
-    }
     // Programmatic dependent launch: the next kernel of the stream may start its CTAs now (they
     // wait for this grid before touching memory). This grid's roles wait for the previous
     // kernel (`grid_dependency_wait`) only before their first global access, so the setup above

@@ -17,7 +17,7 @@ use crate::layout::{ATOM_BYTES, ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, warp, wgmma};
 use crate::ring::RingPosition;
 use crate::schedule::{
-    REDUCER_SEGMENT, Segment, Segments, StreamK, Ticket, TicketWord, TileSpace, TileSpan, virtual_cta,
+    REDUCER_SEGMENT, Segment, Segments, StreamK, Ticket, TileSpace, TileSpan, virtual_cta,
 };
 use crate::sm90::config::{
     self, BLOCKS_PER_SLICE, BLOCKS_PER_STAGE, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP,
@@ -230,36 +230,14 @@ pub(crate) unsafe fn setup(shared: &Shared, predecoded: bool, tickets: *mut u64)
     }
     fence::mbarrier_init();
     // Taken before `launch_dependents`, so every CTA of this launch has its ticket before any
-    // CTA of the next launch can take one (`TicketWord`).
+    // CTA of the next launch can take one: each launch gets `grid` consecutive tickets.
     // SAFETY: the counter is the plan's, 8-byte aligned.
-    let ticket = unsafe { take_ticket(tickets) };
+    let ticket = Ticket::new(
+        unsafe { mem::atom_add_relaxed_gpu_u64(tickets, 1) },
+        sreg::grid_dim_x(),
+    );
     // SAFETY: inside the plan.
     unsafe { smem::st_v2(shared.ticket(), [ticket.started, ticket.epoch]) };
-}
-
-/// This CTA's ticket from the plan's ticket word (the protocol of [`TicketWord`]).
-///
-/// # Safety
-/// `tickets` is the plan's 8-byte aligned ticket word; one thread per CTA.
-#[inline(always)]
-unsafe fn take_ticket(tickets: *mut u64) -> Ticket {
-    let tag = TicketWord::tag(sreg::grid_id());
-    loop {
-        // SAFETY (all three): the caller's word.
-        let old = unsafe { mem::atom_add_relaxed_gpu_u64(tickets, 1) };
-        if let Some(started) = TicketWord::position(old, tag) {
-            return Ticket { started, epoch: tag };
-        }
-        let word = unsafe { mem::ld_relaxed_gpu_u64(tickets) };
-        if !TicketWord::is_launch(word, tag)
-            && unsafe { mem::atom_cas_relaxed_gpu_u64(tickets, word, TicketWord::installed(tag)) } == word
-        {
-            return Ticket {
-                started: 0,
-                epoch: tag,
-            };
-        }
-    }
 }
 
 /// The ticket [`setup`] took, after the CTA barrier that follows it (all threads of a warp).
