@@ -576,21 +576,7 @@ impl GroupedPlan {
     /// Enqueues a contiguous-convention launch writing `c` (`rows × N` fp16; rows past the
     /// last group's end are not written).
     pub fn launch(&self, gpu: &Gpu, inputs: &ContiguousInputs, c: &mut CudaSlice<f16>) -> Result<()> {
-        let GroupedLayout::Contiguous {
-            groups,
-            rows,
-            scale_rows,
-            n,
-            k,
-            up,
-        } = self.layout
-        else {
-            return Err(Error::invalid(
-                "inputs",
-                "this plan takes the separate convention (launch_separate)",
-                "contiguous inputs",
-            ));
-        };
+        let (groups, rows, scale_rows, n, k, up) = self.contiguous_layout()?;
         let gated = self.op.gated();
         let check_len = |arg: &'static str, got: usize, expected: usize| {
             if got == expected {
@@ -707,37 +693,41 @@ impl GroupedPlan {
         if !(at.scale.is_finite() && at.scale > 0.0) {
             return Err(Error::invalid("scale", "must be finite and positive", at.scale));
         }
-        if let GroupedLayout::Contiguous { n, k, .. } = self.layout {
-            let bytes = BlockedScales::new(n, k).len();
-            if at.weight_data_bytes < n * k / 2 || at.weight_scale_bytes < bytes {
-                return Err(Error::invalid(
-                    "weight strides",
-                    "must hold one group's weights and scales",
-                    format!("{} and {}", at.weight_data_bytes, at.weight_scale_bytes),
-                ));
-            }
+        let (_, _, _, n, k, _) = self.contiguous_layout()?;
+        if at.weight_data_bytes < n * k / 2 || at.weight_scale_bytes < BlockedScales::new(n, k).len() {
+            return Err(Error::invalid(
+                "weight strides",
+                "must hold one group's weights and scales",
+                format!("{} and {}", at.weight_data_bytes, at.weight_scale_bytes),
+            ));
         }
         self.launch_contiguous(gpu, at)
+    }
+
+    /// The plan's contiguous layout `(groups, rows, scale_rows, n, k, up)`, or the error for a
+    /// separate-convention plan.
+    fn contiguous_layout(&self) -> Result<(usize, usize, usize, usize, usize, UpWeights)> {
+        match self.layout {
+            GroupedLayout::Contiguous {
+                groups,
+                rows,
+                scale_rows,
+                n,
+                k,
+                up,
+            } => Ok((groups, rows, scale_rows, n, k, up)),
+            GroupedLayout::Separate { .. } => Err(Error::invalid(
+                "inputs",
+                "this plan takes the separate convention (launch_separate)",
+                "contiguous inputs",
+            )),
+        }
     }
 
     /// A contiguous-convention launch on buffers whose sizes the caller checked against the
     /// plan (the alignments are checked here).
     pub(crate) fn launch_contiguous(&self, gpu: &Gpu, at: &ContiguousAddresses) -> Result<()> {
-        let GroupedLayout::Contiguous {
-            groups,
-            rows,
-            scale_rows,
-            n,
-            k,
-            up,
-        } = self.layout
-        else {
-            return Err(Error::invalid(
-                "inputs",
-                "this plan takes the separate convention (launch_separate)",
-                "contiguous inputs",
-            ));
-        };
+        let (groups, rows, scale_rows, n, k, up) = self.contiguous_layout()?;
         let concatenated = self.op.gated() && up == UpWeights::Concatenated;
         let gate_rows = if concatenated { 2 * n } else { n };
         for (arg, address) in [

@@ -44,6 +44,19 @@ pub struct QuantizeChecks {
     amax: DeviceBuffer<u32>,
 }
 
+/// The enqueue-only quantizers take `None` or `Fixed`: `Auto` needs the tensor's amax on the host
+/// for the matrix's global scale, so only [`Gpu::quantize`] takes it.
+fn refuse_auto(global: GlobalScale) -> Result<()> {
+    if global == GlobalScale::Auto {
+        return Err(Error::invalid(
+            "global",
+            "must be None or Fixed here (Auto: use `quantize`, which reads the scale back)",
+            "Auto",
+        ));
+    }
+    Ok(())
+}
+
 /// Element types the GPU quantizer reads, for [`Gpu::quantize_raw`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Element {
@@ -145,13 +158,7 @@ impl Gpu {
         global: GlobalScale,
         checks: &mut QuantizeChecks,
     ) -> Result<()> {
-        if global == GlobalScale::Auto {
-            return Err(Error::invalid(
-                "global",
-                "must be None or Fixed here (Auto: use `quantize`, which reads the scale back)",
-                "Auto",
-            ));
-        }
+        refuse_auto(global)?;
         self.enqueue_quantize(values, out, global, checks)?;
         out.global_scale = match global {
             GlobalScale::Fixed(g) => Some(g),
@@ -180,13 +187,7 @@ impl Gpu {
         global: GlobalScale,
         checks: &mut QuantizeChecks,
     ) -> Result<()> {
-        if global == GlobalScale::Auto {
-            return Err(Error::invalid(
-                "global",
-                "must be None or Fixed here (Auto: use `quantize`, which reads the scale back)",
-                "Auto",
-            ));
-        }
+        refuse_auto(global)?;
         for (arg, address) in [("values", values), ("data", data), ("scales", scales)] {
             crate::dual_gemm::check_alignment(arg, address, 16)?;
         }

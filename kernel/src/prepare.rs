@@ -156,12 +156,7 @@ pub(crate) unsafe fn write_tables(args: &GroupedPrepareArgs, groups: u32) {
         unsafe {
             mem::st_global_v4_b32(
                 args.schedule.add(4 * (HEADER_RECORDS + g) as usize),
-                [
-                    schedule.iteration_begin,
-                    schedule.m_tiles,
-                    schedule.n_tiles,
-                    schedule.stages,
-                ],
+                schedule.to_words(),
             )
         };
     }

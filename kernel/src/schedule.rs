@@ -141,6 +141,24 @@ pub struct GroupSchedule {
 }
 
 impl GroupSchedule {
+    /// The record as the schedule table stores it: one 16-byte vector.
+    #[inline(always)]
+    pub const fn to_words(&self) -> [u32; 4] {
+        [self.iteration_begin, self.m_tiles, self.n_tiles, self.stages]
+    }
+
+    /// The record from its 16-byte vector ([`Self::to_words`]).
+    #[inline(always)]
+    pub const fn from_words(words: [u32; 4]) -> Self {
+        let [iteration_begin, m_tiles, n_tiles, stages] = words;
+        Self {
+            iteration_begin,
+            m_tiles,
+            n_tiles,
+            stages,
+        }
+    }
+
     /// The group's iterations.
     pub const fn iterations(&self) -> u32 {
         self.m_tiles * self.n_tiles * self.stages

@@ -38,14 +38,9 @@ impl GroupTable for GlobalGroups {
     #[inline(always)]
     fn group(&self, g: u32) -> GroupSchedule {
         // SAFETY: g < groups: inside the table (written before the kernel's dependency wait).
-        let [iteration_begin, m_tiles, n_tiles, stages] =
-            unsafe { mem::ld_global_v4_b32(self.schedule.add(4 * (HEADER_RECORDS + g) as usize)) };
-        GroupSchedule {
-            iteration_begin,
-            m_tiles,
-            n_tiles,
-            stages,
-        }
+        GroupSchedule::from_words(unsafe {
+            mem::ld_global_v4_b32(self.schedule.add(4 * (HEADER_RECORDS + g) as usize))
+        })
     }
 
     #[inline(always)]

@@ -34,14 +34,7 @@ impl GroupTable for SharedGroups {
     #[inline(always)]
     fn group(&self, g: u32) -> GroupSchedule {
         // SAFETY: g < groups: inside the table the CTA copied at its start.
-        let [iteration_begin, m_tiles, n_tiles, stages] =
-            unsafe { smem::ld_v4(self.base + 16 * (HEADER_RECORDS + g)) };
-        GroupSchedule {
-            iteration_begin,
-            m_tiles,
-            n_tiles,
-            stages,
-        }
+        GroupSchedule::from_words(unsafe { smem::ld_v4(self.base + 16 * (HEADER_RECORDS + g)) })
     }
 
     #[inline(always)]
