@@ -90,6 +90,45 @@ fn e2m1_encoder_matches_brute_force_on_a_dense_sweep() {
     }
 }
 
+/// The encoder at and a few ulps around every midpoint and binade boundary (where a wrong tie
+/// rule or off-by-one threshold shows), and on random bit patterns of every exponent.
+#[test]
+fn e2m1_encoder_matches_brute_force_around_midpoints_and_on_random_bits() {
+    let check = |x: f32| {
+        // Saturation above 6 (the brute force's f64 distances lose the ordering for huge x).
+        let want = if x.abs() >= 6.0 {
+            if x < 0.0 { 15 } else { 7 }
+        } else {
+            nearest(x, 0..16u8, e2m1_to_f32)
+        };
+        let got = f32_to_e2m1(x);
+        assert_eq!(
+            e2m1_to_f32(got),
+            e2m1_to_f32(want),
+            "x = {x:e}: code {got}, want {want}"
+        );
+        assert_eq!(got & 8 != 0, x.is_sign_negative(), "sign of the code of {x:e}");
+    };
+    for point in [
+        0.25f32, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0,
+    ] {
+        for offset in -3i32..=3 {
+            let x = f32::from_bits((point.to_bits() as i32 + offset) as u32);
+            check(x);
+            check(-x);
+        }
+    }
+    let mut rng = nvfp4::problem::Rng::new(7);
+    for _ in 0..1_000_000 {
+        let x = f32::from_bits(rng.next_u64() as u32);
+        if !x.is_nan() {
+            check(x);
+        }
+    }
+    check(f32::INFINITY);
+    check(f32::NEG_INFINITY);
+}
+
 #[test]
 fn e4m3_decodes_every_code_by_its_definition() {
     for code in 0..=255u8 {
@@ -170,4 +209,84 @@ fn e4m3_encoder_matches_brute_force_on_random_values() {
             "x = {x:e}: got {got:#04x}, want {want:#04x}"
         );
     }
+}
+
+/// `Divisor::quotient` against the IEEE division: bit-identical on `[2⁻³, 8)`, the same e2m1
+/// magnitude code everywhere, on divisors over the whole handled range and quotients placed on and around
+/// every e2m1 midpoint (where a one-ulp error would change the code), random, tiny and huge.
+#[test]
+fn divisor_quotient_matches_the_division() {
+    use nvfp4::codec::{Divisor, e2m1_magnitude_code};
+    use nvfp4::problem::Rng;
+
+    let mut rng = Rng::new(41);
+    let fma = |a: f32, b: f32, c: f32| a.mul_add(b, c);
+    let random_divisor = |rng: &mut Rng| {
+        // Exponent uniform over the handled range, mantissa random; every 4th an e4m3 scale
+        // times a random global scale, as the quantizer forms them.
+        let bits = rng.next_u64();
+        if bits % 4 == 0 {
+            let scale = e4m3_to_f32((bits >> 8) as u8 & 0x7E);
+            scale * f32::from_bits((((bits >> 16) % 120 + 67) as u32) << 23 | (bits >> 40) as u32 & 0x7F_FFFF)
+        } else {
+            let exponent = (bits >> 32) % 193; // 2⁻⁹⁶ ..= 2⁹⁶
+            f32::from_bits(((exponent as u32 + 127 - 96) << 23) | (bits as u32 & 0x7F_FFFF))
+        }
+    };
+    let midpoints = [0.25f32, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0];
+    let (mut exact, mut checked) = (0u64, 0u64);
+    for i in 0..4_000_000u64 {
+        let d = random_divisor(&mut rng);
+        let Some(divisor) = Divisor::new(d) else {
+            continue; // e4m3 zero or a product outside the range: the quantizer divides
+        };
+        let bits = rng.next_u64();
+        let x = match i % 4 {
+            // On or a few ulps around a midpoint times d (the products' roundings land on every
+            // side of the exact midpoint quotient).
+            0 | 1 => {
+                let m = midpoints[(bits % 7) as usize];
+                let near = (m * d).to_bits() as i64 + ((bits >> 8) % 9) as i64 - 4;
+                f32::from_bits(near as u32)
+            }
+            // Any quotient magnitude from 2⁻³⁰ to 2³⁰.
+            2 => d * f32::from_bits((((bits >> 8) % 60 + 97) as u32) << 23 | (bits >> 32) as u32 & 0x7F_FFFF),
+            // Any finite f32.
+            _ => loop {
+                let v = f32::from_bits(rng.next_u64() as u32 & 0x7FFF_FFFF);
+                if v.is_finite() {
+                    break v;
+                }
+            },
+        };
+        let x = if bits & (1 << 63) != 0 { -x } else { x };
+        if !x.is_finite() {
+            continue;
+        }
+        let (q, expected) = (divisor.quotient(x, fma), x / d);
+        checked += 1;
+        if (0.125..8.0).contains(&expected.abs()) {
+            assert_eq!(q.to_bits(), expected.to_bits(), "{x:e} / {d:e}");
+            exact += 1;
+        }
+        assert_eq!(
+            e2m1_magnitude_code(q),
+            e2m1_magnitude_code(expected),
+            "code of {x:e} / {d:e}: {q:e} vs {expected:e}"
+        );
+    }
+    for d in [2f32.powi(-96), 2f32.powi(96), 1.0, 448.0, 1.0 / 512.0] {
+        let divisor = Divisor::new(d).expect("inside the handled range");
+        for x in [0.0f32, -0.0, f32::MAX, -f32::MAX, f32::MIN_POSITIVE, -1e-45] {
+            assert_eq!(
+                e2m1_magnitude_code(divisor.quotient(x, fma)),
+                e2m1_magnitude_code(x / d),
+                "{x:e} / {d:e}"
+            );
+        }
+    }
+    for d in [0.0f32, 2f32.powi(-97), 2f32.powi(97), f32::INFINITY, f32::NAN] {
+        assert!(Divisor::new(d).is_none(), "{d:e} is outside the handled range");
+    }
+    assert!(exact > checked / 3, "{exact} of {checked} quotients in [2⁻³, 8)");
 }

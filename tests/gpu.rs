@@ -7,6 +7,7 @@ mod common;
 
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
+use nvfp4::codec::e4m3_to_f32;
 use nvfp4::gpu::DeviceQuantizeInput;
 use nvfp4::gpu::{Arch, Gpu, driver_available};
 use nvfp4::problem::{Rng, random_matrix};
@@ -186,7 +187,13 @@ fn dequantization_rejects_an_output_of_the_wrong_length() {
 fn full_range_values(len: usize, max_exponent: f32, rng: &mut Rng) -> Vec<f32> {
     let mut values = Vec::with_capacity(len);
     while values.len() < len {
-        let kind = rng.next_u64() % 7;
+        let kind = rng.next_u64() % 8;
+        // Kind 7: a block whose amax is 6 × an e4m3 midpoint (normal or subnormal), so that
+        // amax / 6 (global scale 1) is an exact tie for the scale's rounding.
+        let tie = {
+            let code = (rng.next_u64() % 0x7D) as u8; // below 0x7E: a next code exists
+            (e4m3_to_f32(code) + e4m3_to_f32(code + 1)) / 2.0 * 6.0
+        };
         for i in 0..16 {
             let sign = if rng.next_u64() & 1 == 0 { 1.0 } else { -1.0 };
             let magnitude = match kind {
@@ -207,6 +214,8 @@ fn full_range_values(len: usize, max_exponent: f32, rng: &mut Rng) -> Vec<f32> {
                     f32::from_bits((m.to_bits() as i32 + ulps) as u32)
                         * 2f32.powi((rng.next_u64() % 5) as i32 - 2)
                 }
+                7 if i == 0 => tie,
+                7 => tie * rng.next_f32(),
                 _ => rng.next_f32() * 4.0,
             };
             values.push(if i % 7 == 3 && kind == 0 {
@@ -326,6 +335,22 @@ fn gpu_quantizer_is_bit_identical_to_the_cpu_quantizer() {
                 global,
             );
         }
+    }
+    // Global scales so extreme that the kernel divides instead of multiplying by a reciprocal
+    // (divisors outside [2⁻⁹⁶, 2⁹⁶]) or saturates the scale (amax / 6 / g overflows to ∞), and
+    // blocks on both sides of that switch (f32 only: the values need the f32 range).
+    let (rows, k) = (33, 256);
+    let base = full_range_values(rows * k, 20.0, &mut rng);
+    for (multiplier, g) in [(1e32f32, 1e30f32), (1e-30, 1e-32), (1e30, 1e-30), (1e-20, 1e-27)] {
+        let values: Vec<f32> = base.iter().map(|v| v * multiplier).collect();
+        assert!(check_quantizer(
+            &gpu,
+            &format!("values × {multiplier:e}, global {g:e}"),
+            rows,
+            k,
+            &values,
+            GlobalScale::Fixed(g)
+        ));
     }
     // An `Auto` global scale whose quotient underflows falls back to 1 on both sides.
     let mut tiny = vec![0f32; 2 * 32];

@@ -17,6 +17,9 @@ pub const E4M3_MAX: f32 = 448.0;
 /// The canonical e4m3fn NaN code.
 pub const E4M3_NAN: u8 = 0x7F;
 
+/// The sign bit of an f32.
+const SIGN_BIT: u32 = 0x8000_0000;
+
 /// Magnitudes of e2m1 codes 0..7.
 const E2M1_MAGNITUDES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
 
@@ -49,29 +52,43 @@ pub fn f32_to_e2m1(x: f32) -> u8 {
 /// is reported as an error instead): the same code for every other `x`, without the test.
 #[inline(always)]
 pub fn f32_to_e2m1_not_nan(x: f32) -> u8 {
-    let sign = if x.is_sign_negative() { 0x8 } else { 0 };
-    let a = x.abs();
-    // Code c + 1 starts above midpoint c; at a midpoint the even code (mantissa bit 0) wins,
-    // so even codes own both of their boundaries: the midpoints after even codes (0.25, 2.5,
-    // 5.0) are exclusive, those after odd codes (0.75, 1.75, 3.5) inclusive. A binary search:
-    // three comparisons, which select branch-free on the GPU.
-    let high = a >= 1.75; // code ≥ 4
-    let code = if high {
-        if a >= 3.5 {
-            if a > 5.0 { 7 } else { 6 }
-        } else if a > 2.5 {
-            5
-        } else {
-            4
-        }
-    } else if a >= 0.75 {
-        if a > 1.25 { 3 } else { 2 }
-    } else if a > 0.25 {
-        1
+    (e2m1_sign_bit(x) | e2m1_magnitude_code(x)) as u8
+}
+
+/// The sign bit of the e2m1 code of `x` (0 or 8): `x`'s sign bit, also for ±0.
+#[inline(always)]
+pub fn e2m1_sign_bit(x: f32) -> u32 {
+    (x.to_bits() & SIGN_BIT) >> 28
+}
+
+/// The e2m1 magnitude code (0..=7) nearest `|x|` (`x` not NaN; ties to even, saturating at 6).
+#[inline(always)]
+pub fn e2m1_magnitude_code(x: f32) -> u32 {
+    e2m1_magnitude_code_fma(x, |a, b, c| a * b + c)
+}
+
+/// [`e2m1_magnitude_code`] with its one multiply-add done by `fma` (`fma.rn.f32` on the GPU, one
+/// instruction instead of two): the product is exact, so any `fma` gives the same code.
+/// Branch-free on the GPU.
+#[inline(always)]
+pub fn e2m1_magnitude_code_fma(x: f32, fma: impl Fn(f32, f32, f32) -> f32) -> u32 {
+    let a = x.abs().min(E2M1_MAX);
+    // e2m1 magnitudes step by 1/2 below 2, by 1 below 4, by 2 up to 6: the code is the step
+    // count from the binade's first code, rounded to nearest even. Each binade's first code is
+    // even and its steps alternate odd/even codes, so ties to an even step count are ties to
+    // the even code, as the format's rounding asks, also across binade boundaries (1.75 → 2.0,
+    // 3.5 → 4.0: the upper neighbour starts the next binade with an even step count).
+    let (steps_per_unit, first_code) = if a < 2.0 {
+        (2.0, 0)
+    } else if a < 4.0 {
+        (1.0, 2)
     } else {
-        0
+        (0.5, 4)
     };
-    sign | code
+    // `a · steps_per_unit` is exact (a power of two); adding 2²³ rounds it to an integer, ties
+    // to even, and leaves that integer in the low mantissa bits.
+    const TWO_23: f32 = 8_388_608.0;
+    first_code + (fma(a, steps_per_unit, TWO_23).to_bits() - TWO_23.to_bits())
 }
 
 /// Decodes an e4m3fn byte exactly (NaN for 0x7F and 0xFF).
@@ -121,6 +138,70 @@ pub fn f32_to_e4m3_not_nan(x: f32) -> u8 {
         if code < 0x7E { code as u8 } else { 0x7E }
     };
     sign | magnitude
+}
+
+/// A block's divisor with its correctly rounded reciprocal, for quotients `x / d` that are
+/// bit-identical to the IEEE division but cost three multiply-adds each instead of one division
+/// (the GPU quantizer divides 16 values by one divisor; `div.rn.f32` per value made it
+/// instruction-bound).
+///
+/// Method (Markstein's theorem: P. Markstein, IBM J. Res. Dev. 34(1), 1990; also Muller et al.,
+/// *Handbook of Floating-Point Arithmetic*, on division with an FMA):
+/// with `y = RN(1/d)`, `q₀ = RN(x·y)` is within 1.5 ulp of `x/d`; one Newton step
+/// `q₁ = RN(q₀ + RN(x − q₀·d)·y)` brings it within 1 ulp; then the residual `r = x − q₁·d` is
+/// exact and `RN(q₁ + r·y)` is `RN(x/d)`. Every step is one fused multiply-add (`fma`, passed
+/// in: `f32::mul_add` on the host, `fma.rn.f32` on the GPU).
+///
+/// The theorem needs no overflow or underflow on the way, which [`Divisor::new`] and
+/// [`Divisor::quotient`] ensure: `d` in `[2⁻⁹⁶, 2⁹⁶]` (else `None`: divide), and quotients whose
+/// first estimate is 8 or more in magnitude are returned unrefined (the exact quotient then
+/// exceeds 7.99…, and both round to the same saturated e2m1 code, which is all the quantizer
+/// reads from them). A zero quotient may have lost its sign (x = −0 gives +0: take the sign
+/// from `x`, as [`e2m1_sign_bit`] does). Below 2⁻³ in magnitude the refined quotient may differ from the division
+/// in its last bits when the residual underflows, but both stay below the first e2m1 midpoint
+/// 0.25: the same code. So [`f32_to_e2m1_not_nan`] of [`Divisor::quotient`] equals it of `x / d`
+/// for every finite `x`; the quotient itself equals `x / d` whenever `|x / d|` is in
+/// `[2⁻³, 8)` (host tests: `tests/codec.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct Divisor {
+    /// −d: the residual steps are `fma(q, −d, x)`.
+    negative_d: f32,
+    reciprocal: f32,
+}
+
+impl Divisor {
+    /// Smallest divisor handled: residuals of quotients ≥ 2⁻³ are then multiples of 2⁻¹⁴⁹.
+    const MIN: f32 = 1.0 / (1u128 << 96) as f32;
+    /// Largest divisor handled: its reciprocal is a normal f32.
+    const MAX: f32 = (1u128 << 96) as f32;
+    /// Quotients at least this large in magnitude saturate the e2m1 code unrefined.
+    const SATURATED: f32 = 8.0;
+
+    /// `d` prepared for [`Divisor::quotient`], or `None` when `d` is outside `[2⁻⁹⁶, 2⁹⁶]`
+    /// (or NaN): divide by it instead.
+    #[inline(always)]
+    pub fn new(d: f32) -> Option<Self> {
+        if (Self::MIN..=Self::MAX).contains(&d) {
+            Some(Self {
+                negative_d: -d,
+                reciprocal: 1.0 / d,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// `x / d` rounded to nearest even for finite `x` (see the type's doc for the exact range and
+    /// the sign of zero),
+    /// with `fma(a, b, c) = RN(a·b + c)`.
+    #[inline(always)]
+    pub fn quotient(&self, x: f32, fma: impl Fn(f32, f32, f32) -> f32) -> f32 {
+        let (negative_d, y) = (self.negative_d, self.reciprocal);
+        let q0 = x * y;
+        let q1 = fma(fma(q0, negative_d, x), y, q0);
+        let q2 = fma(fma(q1, negative_d, x), y, q1);
+        if q0.abs() < Self::SATURATED { q2 } else { q0 }
+    }
 }
 
 /// The global scale `GlobalScale::Auto` chooses for a tensor whose largest magnitude is `amax`:

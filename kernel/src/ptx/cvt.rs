@@ -32,6 +32,26 @@ pub fn f16_to_f32(h: u16) -> f32 {
     x
 }
 
+/// `cvt.rn.satfinite.e4m3x2.f32`: two f32 to two e4m3 (e4m3fn) codes, rounded to nearest even,
+/// magnitudes above 448 (infinities included) saturated to 448, NaN to NaN (sm_89+); `high` →
+/// byte 1, `low` → byte 0. For finite and infinite inputs this is the codec's `f32_to_e4m3`
+/// (the GPU quantizer test checks it bit for bit, ties and subnormals included).
+#[inline(always)]
+pub fn f32x2_to_e4m3x2_satfinite(high: f32, low: f32) -> u16 {
+    let pair: u16;
+    // SAFETY: pure register arithmetic.
+    unsafe {
+        asm!(
+            "cvt.rn.satfinite.e4m3x2.f32 {p}, {h}, {l};",
+            p = out(reg16) pair,
+            h = in(reg32) high,
+            l = in(reg32) low,
+            options(pure, nomem, nostack),
+        )
+    };
+    pair
+}
+
 /// `cvt.rn.f16x2.e4m3x2`: two e4m3 (e4m3fn) bytes to two fp16 (exact: every e4m3 value,
 /// subnormals included, is an fp16; 0x7F/0xFF give NaN). Byte 0 → low half, byte 1 → high half.
 #[inline(always)]

@@ -6,6 +6,7 @@
 pub mod copy;
 pub mod cvt;
 pub mod fence;
+pub mod float;
 pub mod mbarrier;
 pub mod mem;
 pub mod reg;
