@@ -225,7 +225,7 @@ fn divisor_quotient_matches_the_division() {
         // Exponent uniform over the handled range, mantissa random; every 4th an e4m3 scale
         // times a random global scale, as the quantizer forms them.
         let bits = rng.next_u64();
-        if bits % 4 == 0 {
+        if bits.is_multiple_of(4) {
             let scale = e4m3_to_f32((bits >> 8) as u8 & 0x7E);
             scale * f32::from_bits((((bits >> 16) % 120 + 67) as u32) << 23 | (bits >> 40) as u32 & 0x7F_FFFF)
         } else {
