@@ -522,7 +522,7 @@ impl DualGemmPlan {
         unsafe {
             kernel.launch(
                 stream,
-                gpu.grid_stride_blocks(&kernel.kernel, items),
+                gpu.grid_stride_blocks(kernel, items),
                 0,
                 &args,
                 false,

@@ -1061,7 +1061,7 @@ impl GroupedPlan {
                 unsafe {
                     prepare_kernel.launch(
                         stream,
-                        gpu.grid_stride_blocks(&prepare_kernel.kernel, items.max(1)),
+                        gpu.grid_stride_blocks(prepare_kernel, items.max(1)),
                         shared,
                         prepare,
                         false,

@@ -87,13 +87,20 @@ pub fn driver_available() -> bool {
 pub(crate) struct LoadedKernel<A> {
     function: CudaFunction,
     pub(crate) kernel: Kernel<A>,
+    /// Blocks of the entry's size (no dynamic shared memory) that fit on one SM at once, as
+    /// the driver's occupancy calculator says (registers, static shared memory, block limits).
+    resident_per_sm: u32,
 }
 
 impl<A> LoadedKernel<A> {
     fn load(module: &Arc<CudaModule>, kernel: Kernel<A>) -> Result<Self> {
+        let function = module.load_function(kernel.entry.name)?;
+        let resident_per_sm =
+            function.occupancy_max_active_blocks_per_multiprocessor(kernel.entry.threads_per_block, 0, None)?;
         Ok(Self {
-            function: module.load_function(kernel.entry.name)?,
+            function,
             kernel,
+            resident_per_sm: resident_per_sm.max(1),
         })
     }
 
@@ -486,7 +493,7 @@ impl Gpu {
         unsafe {
             kernel.launch(
                 stream,
-                self.grid_stride_blocks(&kernel.kernel, (len / 8) as u32),
+                self.grid_stride_blocks(kernel, (len / 8) as u32),
                 0,
                 &args,
                 false,
@@ -495,11 +502,13 @@ impl Gpu {
     }
 
     /// Blocks of a grid-stride kernel over `items` work items, one per thread: enough blocks
-    /// for every item, at most 16 per SM, at least one.
-    pub(crate) fn grid_stride_blocks<A>(&self, kernel: &Kernel<A>, items: u32) -> u32 {
+    /// for every item, at most one full wave (the blocks that are resident at once on all SMs,
+    /// so that every thread loops over the same number of items, give or take one, and no
+    /// partial last wave idles most SMs), at least one.
+    pub(crate) fn grid_stride_blocks<A>(&self, kernel: &LoadedKernel<A>, items: u32) -> u32 {
         items
-            .div_ceil(kernel.entry.threads_per_block)
-            .clamp(1, self.multiprocessors * 16)
+            .div_ceil(kernel.kernel.entry.threads_per_block)
+            .clamp(1, self.multiprocessors * kernel.resident_per_sm)
     }
 
     fn launch_dequantize<T: cudarc::driver::DeviceRepr>(
@@ -562,7 +571,7 @@ impl Gpu {
         unsafe {
             kernel.launch(
                 stream,
-                self.grid_stride_blocks(&kernel.kernel, blocks as u32),
+                self.grid_stride_blocks(kernel, blocks as u32),
                 0,
                 &args,
                 false,

@@ -294,7 +294,7 @@ impl Gpu {
             unsafe {
                 kernel.launch(
                     stream,
-                    self.grid_stride_blocks(&kernel.kernel, blocks as u32),
+                    self.grid_stride_blocks(kernel, blocks as u32),
                     0,
                     &args,
                     false,
@@ -322,7 +322,7 @@ impl Gpu {
         unsafe {
             kernel.launch(
                 stream,
-                self.grid_stride_blocks(&kernel.kernel, blocks as u32),
+                self.grid_stride_blocks(kernel, blocks as u32),
                 0,
                 &args,
                 false,

@@ -22,63 +22,88 @@ use crate::launch::{AmaxArgs, QuantizeArgs};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, float, mem, sreg, warp};
 
-/// An input element type: how a 16-element block is read.
+/// An input element type: how a 16-element block is read, in two steps (the raw words, then
+/// the values) so that the quantizer can load the next block before it encodes this one.
 trait InputElement {
     /// Bytes per element.
     const BYTES: usize;
+    /// A block's raw words: 16-byte vectors.
+    type Raw: Copy;
+    /// The block at `ptr` (16-byte aligned), as loaded.
+    unsafe fn load(ptr: *const u8) -> Self::Raw;
+    /// The block's 16 values, exactly as f32.
+    fn widen(raw: Self::Raw) -> [f32; 16];
+
     /// The 16 values at `ptr` (16-byte aligned), exactly as f32.
-    unsafe fn load_block(ptr: *const u8) -> [f32; 16];
+    #[inline(always)]
+    unsafe fn load_block(ptr: *const u8) -> [f32; 16] {
+        // SAFETY: forwarded.
+        Self::widen(unsafe { Self::load(ptr) })
+    }
+}
+
+/// `N` 16-byte vectors at `ptr`.
+#[inline(always)]
+unsafe fn load_vectors<const N: usize>(ptr: *const u8) -> [[u32; 4]; N] {
+    // SAFETY: inside the block (caller).
+    core::array::from_fn(|q| unsafe { mem::ld_global_nc_v4_b32((ptr as *const u32).add(4 * q)) })
 }
 
 struct F32;
 impl InputElement for F32 {
     const BYTES: usize = 4;
+    type Raw = [[u32; 4]; 4];
     #[inline(always)]
-    unsafe fn load_block(ptr: *const u8) -> [f32; 16] {
-        let mut out = [0f32; 16];
-        for q in 0..4 {
-            // SAFETY: inside the block (caller).
-            let words = unsafe { mem::ld_global_nc_v4_b32((ptr as *const u32).add(4 * q)) };
-            for i in 0..4 {
-                out[4 * q + i] = f32::from_bits(words[i]);
-            }
-        }
-        out
+    unsafe fn load(ptr: *const u8) -> Self::Raw {
+        // SAFETY: forwarded.
+        unsafe { load_vectors(ptr) }
+    }
+    #[inline(always)]
+    fn widen(raw: Self::Raw) -> [f32; 16] {
+        core::array::from_fn(|i| f32::from_bits(raw[i / 4][i % 4]))
     }
 }
 
-/// Two 16-bit elements per word, the first in the low half.
+/// Two 16-bit elements per word, the first in the low half, each widened by `widen`.
 #[inline(always)]
-unsafe fn load_halves(ptr: *const u8, widen: impl Fn(u16) -> f32) -> [f32; 16] {
-    let mut out = [0f32; 16];
-    for q in 0..2 {
-        // SAFETY: inside the block (caller).
-        let words = unsafe { mem::ld_global_nc_v4_b32((ptr as *const u32).add(4 * q)) };
-        for i in 0..4 {
-            out[8 * q + 2 * i] = widen(words[i] as u16);
-            out[8 * q + 2 * i + 1] = widen((words[i] >> 16) as u16);
-        }
-    }
-    out
+fn widen_halves(raw: [[u32; 4]; 2], widen: impl Fn(u16) -> f32) -> [f32; 16] {
+    core::array::from_fn(|i| {
+        let word = raw[i / 8][(i % 8) / 2];
+        widen(if i % 2 == 0 {
+            word as u16
+        } else {
+            (word >> 16) as u16
+        })
+    })
 }
 
 struct F16;
 impl InputElement for F16 {
     const BYTES: usize = 2;
+    type Raw = [[u32; 4]; 2];
     #[inline(always)]
-    unsafe fn load_block(ptr: *const u8) -> [f32; 16] {
+    unsafe fn load(ptr: *const u8) -> Self::Raw {
         // SAFETY: forwarded.
-        unsafe { load_halves(ptr, cvt::f16_to_f32) }
+        unsafe { load_vectors(ptr) }
+    }
+    #[inline(always)]
+    fn widen(raw: Self::Raw) -> [f32; 16] {
+        widen_halves(raw, cvt::f16_to_f32)
     }
 }
 
 struct Bf16;
 impl InputElement for Bf16 {
     const BYTES: usize = 2;
+    type Raw = [[u32; 4]; 2];
     #[inline(always)]
-    unsafe fn load_block(ptr: *const u8) -> [f32; 16] {
+    unsafe fn load(ptr: *const u8) -> Self::Raw {
         // SAFETY: forwarded.
-        unsafe { load_halves(ptr, |h| f32::from_bits((h as u32) << 16)) }
+        unsafe { load_vectors(ptr) }
+    }
+    #[inline(always)]
+    fn widen(raw: Self::Raw) -> [f32; 16] {
+        widen_halves(raw, |h| f32::from_bits((h as u32) << 16))
     }
 }
 
@@ -144,10 +169,23 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
     };
     let rows = RowDivider::new(blocks_per_row);
     let (mut block, stride) = grid_stride();
+    // SAFETY: the host validated the buffers: a `block` below `total_blocks` indexes 16 input
+    // elements, 8 data bytes and one scale byte inside them.
+    let load = |block: u32| unsafe { E::load(args.values.add(block as usize * SCALE_BLOCK_K * E::BYTES)) };
+    if block >= total_blocks {
+        return;
+    }
+    let mut raw = load(block);
     while block < total_blocks {
-        // SAFETY: the host validated the buffers: `block` indexes 16 input elements, 8 data
-        // bytes and one scale byte inside them.
-        let values = unsafe { E::load_block(args.values.add(block as usize * SCALE_BLOCK_K * E::BYTES)) };
+        // The next block's loads go out before this block is encoded (memory-level parallelism
+        // within each thread: one block's work alone does not cover the load latency).
+        let next_block = block + stride;
+        let next = if next_block < total_blocks {
+            load(next_block)
+        } else {
+            raw
+        };
+        let values = E::widen(raw);
         // Magnitudes compare as their f32 bits (non-negative floats order like unsigned
         // integers), and infinities and NaNs compare above every finite magnitude.
         let largest = values.iter().fold(0u32, |m, v| m.max(v.to_bits() & !SIGN_BIT));
@@ -184,7 +222,8 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
                 scale_code,
             );
         }
-        block += stride;
+        block = next_block;
+        raw = next;
     }
 }
 
