@@ -11,6 +11,6 @@
 //! [`Divisor`] is the GPU quantizer's division-free, bit-identical quotient.
 
 pub use nvfp4_kernel::codec::{
-    Divisor, E2M1_MAX, E4M3_MAX, E4M3_NAN, auto_global_scale, e2m1_magnitude_code, e2m1_magnitude_code_fma,
-    e2m1_sign_bit, e2m1_to_f32, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3,
+    Divisor, E2M1_MAX, E4M3_MAX, E4M3_NAN, auto_global_scale, e2m1_magnitude_code, e2m1_sign_bit,
+    e2m1_to_f32, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3,
 };

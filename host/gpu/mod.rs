@@ -95,8 +95,11 @@ pub(crate) struct LoadedKernel<A> {
 impl<A> LoadedKernel<A> {
     fn load(module: &Arc<CudaModule>, kernel: Kernel<A>) -> Result<Self> {
         let function = module.load_function(kernel.entry.name)?;
-        let resident_per_sm =
-            function.occupancy_max_active_blocks_per_multiprocessor(kernel.entry.threads_per_block, 0, None)?;
+        let resident_per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
+            kernel.entry.threads_per_block,
+            0,
+            None,
+        )?;
         Ok(Self {
             function,
             kernel,

@@ -17,10 +17,10 @@
 //!
 //! Kernel parameters: [`QuantizeArgs`], [`AmaxArgs`].
 
-use crate::codec::{Divisor, E2M1_MAX, auto_global_scale, e2m1_magnitude_code_fma, e2m1_sign_bit};
+use crate::codec::{Divisor, E2M1_MAX, auto_global_scale, e2m1_magnitude_code, e2m1_sign_bit};
 use crate::launch::{AmaxArgs, QuantizeArgs};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
-use crate::ptx::{cvt, float, mem, sreg, warp};
+use crate::ptx::{cvt, float, mem, simd, sreg, warp};
 
 /// An input element type: how a 16-element block is read, in two steps (the raw words, then
 /// the values) so that the quantizer can load the next block before it encodes this one.
@@ -33,6 +33,13 @@ trait InputElement {
     unsafe fn load(ptr: *const u8) -> Self::Raw;
     /// The block's 16 values, exactly as f32.
     fn widen(raw: Self::Raw) -> [f32; 16];
+    /// The f32 bits of the block's largest magnitude: non-negative floats order like unsigned
+    /// integers, and infinities and NaNs (their f32 widenings) above every finite magnitude.
+    fn largest_magnitude_bits(raw: Self::Raw) -> u32 {
+        Self::widen(raw)
+            .iter()
+            .fold(0, |m, v| m.max(v.to_bits() & !SIGN_BIT))
+    }
 
     /// The 16 values at `ptr` (16-byte aligned), exactly as f32.
     #[inline(always)]
@@ -64,6 +71,18 @@ impl InputElement for F32 {
     }
 }
 
+/// The largest of the 16-bit magnitudes in `raw`'s 16 halves (sign bits cleared), as bits:
+/// fp16 and bf16 magnitudes also order like their bits. Two halves per `max.u16x2`.
+#[inline(always)]
+fn largest_half_magnitude(raw: [[u32; 4]; 2]) -> u32 {
+    const MAGNITUDES: u32 = 0x7FFF_7FFF;
+    let pairs = raw
+        .iter()
+        .flatten()
+        .fold(0, |m, &w| simd::max_u16x2(m, w & MAGNITUDES));
+    (pairs & 0xFFFF).max(pairs >> 16)
+}
+
 /// Two 16-bit elements per word, the first in the low half, each widened by `widen`.
 #[inline(always)]
 fn widen_halves(raw: [[u32; 4]; 2], widen: impl Fn(u16) -> f32) -> [f32; 16] {
@@ -90,6 +109,10 @@ impl InputElement for F16 {
     fn widen(raw: Self::Raw) -> [f32; 16] {
         widen_halves(raw, cvt::f16_to_f32)
     }
+    #[inline(always)]
+    fn largest_magnitude_bits(raw: Self::Raw) -> u32 {
+        cvt::f16_to_f32(largest_half_magnitude(raw) as u16).to_bits()
+    }
 }
 
 struct Bf16;
@@ -104,6 +127,10 @@ impl InputElement for Bf16 {
     #[inline(always)]
     fn widen(raw: Self::Raw) -> [f32; 16] {
         widen_halves(raw, |h| f32::from_bits((h as u32) << 16))
+    }
+    #[inline(always)]
+    fn largest_magnitude_bits(raw: Self::Raw) -> u32 {
+        largest_half_magnitude(raw) << 16
     }
 }
 
@@ -179,16 +206,14 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
     while block < total_blocks {
         // The next block's loads go out before this block is encoded (memory-level parallelism
         // within each thread: one block's work alone does not cover the load latency).
-        let next_block = block + stride;
+        let next_block = block + stride; // below 2³²: both terms are below 2³¹
         let next = if next_block < total_blocks {
             load(next_block)
         } else {
             raw
         };
         let values = E::widen(raw);
-        // Magnitudes compare as their f32 bits (non-negative floats order like unsigned
-        // integers), and infinities and NaNs compare above every finite magnitude.
-        let largest = values.iter().fold(0u32, |m, v| m.max(v.to_bits() & !SIGN_BIT));
+        let largest = E::largest_magnitude_bits(raw);
         if largest >= INFINITY_BITS {
             let first_bad = values.iter().position(|v| !v.is_finite()).unwrap_or(0);
             let index = block as u64 * SCALE_BLOCK_K as u64 + first_bad as u64;
@@ -236,7 +261,7 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
 fn encode_block(values: &[f32; SCALE_BLOCK_K], quotient: impl Fn(f32) -> f32) -> [u32; 2] {
     let code = |i: usize| {
         let x = values[i];
-        let magnitude = e2m1_magnitude_code_fma(quotient(x), float::fma_rn);
+        let magnitude = e2m1_magnitude_code(quotient(x));
         (magnitude + e2m1_sign_bit(x)) << (4 * (i % 8))
     };
     [

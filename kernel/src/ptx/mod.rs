@@ -10,6 +10,7 @@ pub mod float;
 pub mod mbarrier;
 pub mod mem;
 pub mod reg;
+pub mod simd;
 pub mod smem;
 pub mod sreg;
 #[cfg(nvfp4_arch = "sm_100f")]
