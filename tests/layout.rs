@@ -25,6 +25,7 @@ fn offsets_match_the_task_formula_and_the_reference_permutation() {
         for i in 0..rows {
             for j in 0..k / 16 {
                 let off = layout.offset(i, j);
+                assert_eq!(layout.offset_u32(i as u32, j as u32) as usize, off, "32-bit form");
                 assert_eq!(
                     off,
                     task_formula(i, j, layout.k_blocks),

@@ -270,6 +270,14 @@ impl Gpu {
                 rows * k,
             ));
         }
+        let scale_bytes = BlockedScales::new(rows, k).checked_len().unwrap_or(usize::MAX);
+        if scale_bytes > u32::MAX as usize {
+            return Err(Error::invalid(
+                "rows × k",
+                "must give a blocked scale buffer below 4 GiB for the GPU quantizer (its offsets are 32-bit)",
+                scale_bytes,
+            ));
+        }
         let fixed = match global {
             GlobalScale::Fixed(g) => {
                 validate_global_scale(Some(g))?;

@@ -74,6 +74,14 @@ impl BlockedScales {
             + scale_col % ATOM_SCALE_COLS
     }
 
+    /// [`Self::offset`] in 32-bit arithmetic (a third of the instructions of the 64-bit form on
+    /// the GPU), for buffers whose [`Self::len`] is at most `u32::MAX` (callers check).
+    #[inline(always)]
+    pub const fn offset_u32(&self, row: u32, scale_col: u32) -> u32 {
+        let atom = (row / ATOM_ROWS as u32) * self.k_blocks as u32 + scale_col / ATOM_SCALE_COLS as u32;
+        atom * ATOM_BYTES as u32 + (row % 32) * 16 + ((row / 32) % 4) * 4 + scale_col % ATOM_SCALE_COLS as u32
+    }
+
     /// Byte offset of the atom of 128-row block `row_block` and 64-K block `k_block`.
     #[inline(always)]
     pub const fn atom_offset(&self, row_block: usize, k_block: usize) -> usize {

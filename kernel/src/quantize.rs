@@ -242,10 +242,7 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
                 args.data.add(block as usize * SCALE_BLOCK_K / 2) as *mut u32,
                 words,
             );
-            mem::st_global_b8(
-                args.scales.add(layout.offset(row as usize, col as usize)),
-                scale_code,
-            );
+            mem::st_global_b8(args.scales.add(layout.offset_u32(row, col) as usize), scale_code);
         }
         block = next_block;
         raw = next;
