@@ -226,6 +226,8 @@ pub struct DualGemmPlan {
     kernel: PlannedKernel,
     programmatic: bool,
     a_collector: sm100::ACollectorUse,
+    /// Test support (`Self::abort_next_launch`): 0, or the next launch's stop point.
+    abort_next: std::sync::atomic::AtomicU32,
 }
 
 /// The kernel a plan launches.
@@ -307,6 +309,7 @@ impl Gpu {
             kernel,
             programmatic,
             a_collector: sm100::ACollectorUse::default(),
+            abort_next: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -360,6 +363,32 @@ impl DualGemmPlan {
                 enabled,
             )),
             PlannedKernel::Sm100 { .. } => Ok(()),
+        }
+    }
+
+    /// Test support: makes the next launch (Hopper) stop mid-way on purpose, as an interrupted
+    /// launch would: every CTA takes its stream-K ticket, the `ctas` that started first compute
+    /// their shares and publish their partial sums, the others leave at once, and no reducer
+    /// waits (split tiles get no output). The launches after it must be right: flags carry
+    /// their launch's epoch and are never reset, so what a stopped launch leaves behind never
+    /// matches a later one (`tests/gpu_dual_gemm.rs`). `ctas` in `1..=grid`; the Blackwell
+    /// kernels take no tickets (an error there).
+    pub fn abort_next_launch(&self, ctas: u32) -> Result<()> {
+        match &self.kernel {
+            PlannedKernel::Sm90 { geometry, .. } if (1..=geometry.grid).contains(&ctas) => {
+                self.abort_next.store(ctas, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            PlannedKernel::Sm90 { geometry, .. } => Err(Error::invalid(
+                "ctas",
+                format!("must be in 1..={} (the launch's CTAs)", geometry.grid),
+                ctas,
+            )),
+            PlannedKernel::Sm100 { .. } => Err(Error::invalid(
+                "abort",
+                "only the sm_90a kernels take stream-K tickets",
+                ctas,
+            )),
         }
     }
 
@@ -450,6 +479,7 @@ impl DualGemmPlan {
                     k: k32,
                     alpha_gate: SM90_OPERAND_RESCALE * global(&a) * global(&b1),
                     alpha_up: SM90_OPERAND_RESCALE * global(&a) * global(&b2),
+                    abort: self.abort_next.swap(0, std::sync::atomic::Ordering::Relaxed),
                 };
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm90::dual_gemm`'s contract:
                 // shapes checked above and by the geometry, addresses 16-byte aligned (the

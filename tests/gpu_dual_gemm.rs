@@ -302,7 +302,86 @@ fn launch_rejects_operands_that_do_not_match_the_plan() {
     ));
 }
 
+/// Launches stopped mid-way on purpose (the plan's test hook: every CTA takes its ticket, the
+/// first `stop` compute and publish partial sums, the rest leave, no reducer waits) leave
+/// partial sums and flags of their epoch behind; the launches after them on the same plan must
+/// be right, direct and replayed from a CUDA graph captured before the stop. Stream-K shapes
+/// (tiles split over all SMs), several stop points.
+fn launches_after_a_launch_stopped_mid_way_are_right() {
+    use cudarc::driver::{DevicePtrMut, sys};
+    use nvfp4::gpu::{Arch, F16Mut};
+    let Some(gpu) = dual_gemm_gpu_or_skip("launches_after_a_launch_stopped_mid_way_are_right") else {
+        return;
+    };
+    for (m, n, k) in [(16, 4096, 7168), (100, 2048, 2880)] {
+        let shape = DualGemmShape { m, n, k };
+        let plan = gpu.plan_dual_gemm(shape).unwrap();
+        if gpu.arch() != Arch::Sm90a {
+            assert!(plan.abort_next_launch(1).is_err());
+            println!("{}: no stream-K tickets; the hook is refused", gpu.arch().name());
+            return;
+        }
+        let grid = plan.tile_and_grid().1;
+        assert!(plan.abort_next_launch(0).is_err() && plan.abort_next_launch(grid + 1).is_err());
+        let problem = Problem::random(shape, Distribution::FullRange, 23).unwrap();
+        let want = reference::dual_gemm(&problem.a, &problem.b1, &problem.b2).unwrap();
+        let (a, b1, b2) = (
+            gpu.upload(&problem.a).unwrap(),
+            gpu.upload(&problem.b1).unwrap(),
+            gpu.upload(&problem.b2).unwrap(),
+        );
+        let stream = gpu.stream();
+        let mut c: CudaSlice<f16> = stream.alloc_zeros(m * n).unwrap();
+        let c_ptr = c.device_ptr_mut(stream).0;
+        let poison = |c: &mut CudaSlice<f16>| stream.memcpy_htod(&vec![f16::NAN; m * n], c).unwrap();
+        // SAFETY: `c` holds m × n fp16 and outlives every launch below.
+        let launch = || {
+            plan.launch_views(&gpu, a.view(stream), b1.view(stream), b2.view(stream), unsafe {
+                F16Mut::from_raw(c_ptr, m * n).unwrap()
+            })
+        };
+        let check = |c: &CudaSlice<f16>, what: &str| {
+            let got = stream.clone_dtoh(c).unwrap();
+            let report = reference::check(&got, &want, n, TASK_TOLERANCE).unwrap();
+            println!("{m}×{n}×{k} (grid {grid}), {what}: {report}");
+            assert!(report.passed(), "{m}×{n}×{k}, {what}: {report}");
+        };
+        stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .unwrap();
+        launch().unwrap();
+        let graph = stream
+            .end_capture(sys::CUgraphInstantiate_flags(0))
+            .unwrap()
+            .expect("a captured graph");
+        for stop in [1, grid / 3, grid - 1, grid] {
+            plan.abort_next_launch(stop).unwrap();
+            poison(&mut c);
+            launch().unwrap();
+            let stopped = stream.clone_dtoh(&c).unwrap();
+            let written = stopped.iter().filter(|v| !v.is_nan()).count();
+            assert!(written < m * n, "a stopped launch leaves split tiles unwritten");
+            for i in 0..2 {
+                poison(&mut c);
+                launch().unwrap();
+                check(
+                    &c,
+                    &format!("stopped after {stop} CTAs ({written} outputs written), launch {i} after"),
+                );
+            }
+            plan.abort_next_launch(stop).unwrap();
+            launch().unwrap();
+            for i in 0..2 {
+                poison(&mut c);
+                graph.launch().unwrap();
+                check(&c, &format!("stopped after {stop} CTAs, graph replay {i} after"));
+            }
+        }
+    }
+}
+
 test_main!(
+    launches_after_a_launch_stopped_mid_way_are_right,
     a_collector_reuse_and_discard_both_match_the_reference,
     matches_the_reference_on_the_benchmark_shapes,
     matches_the_reference_on_the_reference_correctness_shapes,

@@ -426,6 +426,12 @@ pub struct DualGemmArgs {
     pub alpha_gate: f32,
     /// Scale of the up product.
     pub alpha_up: f32,
+    /// Test support, 0 in every real launch (`DualGemmPlan::abort_next_launch`): `n > 0` makes
+    /// the launch stop mid-way on purpose. Every CTA takes its ticket (its first global access);
+    /// those that started `n`-th or later then leave without a share, the others compute theirs
+    /// and publish their partial sums, but their reducers give up instead of waiting (no
+    /// output for split tiles). Partial sums and flags of this launch's epoch stay behind.
+    pub abort: u32,
 }
 
 /// Arguments of the token pre-decoder (`nvfp4_predecode_tokens_sm90`).

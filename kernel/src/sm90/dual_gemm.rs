@@ -129,7 +129,7 @@ unsafe fn dual_gemm<
     // consumers have no registers to spare for their bookkeeping (ptxas spills), and no task
     // shape has the two waves of tiles they need.
     let split = StreamK::new(space, sreg::grid_dim_x(), 0);
-    let work = Work::new(split, &shared, args.workspace, args.flags);
+    let work = Work::new(split, &shared, args.workspace, args.flags, args.abort);
     let problem = DenseProblem {
         args,
         grid,

@@ -164,7 +164,7 @@ unsafe fn grouped<
         groups,
     };
     let split = StreamK::new(GroupedTiles { table }, ctas, tile_stages);
-    let work = Work::new(split, &shared, args.workspace, args.flags);
+    let work = Work::new(split, &shared, args.workspace, args.flags, 0);
     let problem = GroupedProblem::<_, GATED> {
         args,
         table,

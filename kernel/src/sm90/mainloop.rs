@@ -120,17 +120,28 @@ pub(crate) struct Work<S> {
     pub ticket_offset: u32,
     pub workspace: *mut u32,
     pub flags: *mut u32,
+    /// Test support: the launch stops mid-way on purpose (see `DualGemmArgs::abort`).
+    pub aborting: bool,
 }
 
 impl<S: TileSpace + Copy> Work<S> {
     /// The CTA's share of `split`, given the ticket [`setup`] took (read by every thread).
-    pub fn new(split: StreamK<S>, shared: &Shared, workspace: *mut u32, flags: *mut u32) -> Self {
+    /// `abort`: 0, or the test hook's stop point (`DualGemmArgs::abort`): CTAs that started at
+    /// or after it get no share.
+    pub fn new(split: StreamK<S>, shared: &Shared, workspace: *mut u32, flags: *mut u32, abort: u32) -> Self {
+        let started = read_ticket(shared).started;
+        let aborting = abort != 0;
         Self {
             split,
-            cta: virtual_cta(read_ticket(shared).started, split.ctas),
+            cta: if aborting && started >= abort {
+                None
+            } else {
+                virtual_cta(started, split.ctas)
+            },
             ticket_offset: shared.plan.ticket,
             workspace,
             flags,
+            aborting,
         }
     }
 
@@ -988,6 +999,9 @@ unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
             unsafe { mem::st_relaxed_gpu_b32(flag(segment.index), work.epoch()) };
         }
         return false;
+    }
+    if work.aborting {
+        return false; // test support: a stopped launch's reducers give up (nothing written)
     }
     // One thread polls (an acquire at GPU scope), the barrier passes what it saw on to the
     // other consumer threads; the partial sums are then read from L2.
