@@ -310,9 +310,13 @@ fn launch_rejects_operands_that_do_not_match_the_plan() {
 fn launches_after_a_launch_stopped_mid_way_are_right() {
     use cudarc::driver::{DevicePtrMut, sys};
     use nvfp4::gpu::{Arch, F16Mut};
-    let Some(gpu) = dual_gemm_gpu_or_skip("launches_after_a_launch_stopped_mid_way_are_right") else {
+    let Some(mut gpu) = dual_gemm_gpu_or_skip("launches_after_a_launch_stopped_mid_way_are_right") else {
         return;
     };
+    // A stream that can be captured (the context's default stream cannot).
+    let owner = gpu.stream().context().new_stream().unwrap();
+    // SAFETY: `owner` is a stream of this context and outlives every launch below.
+    unsafe { gpu.set_borrowed_stream(owner.cu_stream() as u64) }.unwrap();
     for (m, n, k) in [(16, 4096, 7168), (100, 2048, 2880)] {
         let shape = DualGemmShape { m, n, k };
         let plan = gpu.plan_dual_gemm(shape).unwrap();
@@ -330,16 +334,25 @@ fn launches_after_a_launch_stopped_mid_way_are_right() {
             gpu.upload(&problem.b1).unwrap(),
             gpu.upload(&problem.b2).unwrap(),
         );
-        let stream = gpu.stream();
+        // The stopped launches run on other tokens: partial sums they leave behind that a later
+        // launch mistook for its own would change its results.
+        let other = gpu
+            .upload(&Problem::random(shape, Distribution::FullRange, 24).unwrap().a)
+            .unwrap();
+        let stream = &owner;
         let mut c: CudaSlice<f16> = stream.alloc_zeros(m * n).unwrap();
         let c_ptr = c.device_ptr_mut(stream).0;
         let poison = |c: &mut CudaSlice<f16>| stream.memcpy_htod(&vec![f16::NAN; m * n], c).unwrap();
+        // Views taken once, outside the capture (taking one records a stream event).
+        let (a_ref, b1_ref, b2_ref) = (a.view(stream), b1.view(stream), b2.view(stream));
+        let other_ref = other.view(stream);
         // SAFETY: `c` holds m × n fp16 and outlives every launch below.
-        let launch = || {
-            plan.launch_views(&gpu, a.view(stream), b1.view(stream), b2.view(stream), unsafe {
+        let launch_on = |a_ref| {
+            plan.launch_views(&gpu, a_ref, b1_ref, b2_ref, unsafe {
                 F16Mut::from_raw(c_ptr, m * n).unwrap()
             })
         };
+        let launch = || launch_on(a_ref);
         let check = |c: &CudaSlice<f16>, what: &str| {
             let got = stream.clone_dtoh(c).unwrap();
             let report = reference::check(&got, &want, n, TASK_TOLERANCE).unwrap();
@@ -357,7 +370,7 @@ fn launches_after_a_launch_stopped_mid_way_are_right() {
         for stop in [1, grid / 3, grid - 1, grid] {
             plan.abort_next_launch(stop).unwrap();
             poison(&mut c);
-            launch().unwrap();
+            launch_on(other_ref).unwrap();
             let stopped = stream.clone_dtoh(&c).unwrap();
             let written = stopped.iter().filter(|v| !v.is_nan()).count();
             assert!(written < m * n, "a stopped launch leaves split tiles unwritten");
@@ -370,7 +383,7 @@ fn launches_after_a_launch_stopped_mid_way_are_right() {
                 );
             }
             plan.abort_next_launch(stop).unwrap();
-            launch().unwrap();
+            launch_on(other_ref).unwrap();
             for i in 0..2 {
                 poison(&mut c);
                 graph.launch().unwrap();
