@@ -434,6 +434,87 @@ pub struct DualGemmArgs {
     pub abort: u32,
 }
 
+/// Warps per CTA of the decode-size dual GEMM (`sm90::decode`): each owns 16 weight rows.
+pub const DECODE_WARPS: u32 = 4;
+/// Weight rows (outputs) per warp of the decode-size dual GEMM (the MMA's M).
+pub const DECODE_ROWS_PER_WARP: u32 = 16;
+/// Tokens per MMA of the decode-size dual GEMM (the MMA's N).
+pub const DECODE_TOKEN_TILE: u32 = 8;
+/// Most tokens the decode-size dual GEMM takes (two token tiles).
+pub const DECODE_MAX_TOKENS: u32 = 16;
+/// f32 partial sums one warp writes per token tile and K split: 32 lanes × (4 gate + 4 up).
+pub const DECODE_PARTIAL_WORDS: u32 = 32 * 8;
+
+/// Arguments of the decode-size dual GEMM (`nvfp4_dual_gemm_decode_sm90`): for M ≤
+/// [`DECODE_MAX_TOKENS`], warps stream 16 rows of both weights over a range of 256-K stages and
+/// multiply them with `mma.sync` against the pre-decoded tokens; partial sums per K split go to
+/// `partials`, which `nvfp4_dual_gemm_reduce_sm90` adds in split order.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DecodeArgs {
+    /// The pre-decoded tokens (`sm90::tokens`): `m` rows of `padded_k(k)` fp16.
+    pub tokens: *const u32,
+    /// Gate weights B1, `n × k/2` bytes.
+    pub b1: *const u8,
+    /// B1's blocked scales.
+    pub b1_scales: *const u8,
+    /// Up weights B2, `n × k/2` bytes.
+    pub b2: *const u8,
+    /// B2's blocked scales.
+    pub b2_scales: *const u8,
+    /// Partial sums: `splits × (n/16) × tiles × DECODE_PARTIAL_WORDS` f32.
+    pub partials: *mut u32,
+    /// Tokens, at most [`DECODE_MAX_TOKENS`].
+    pub m: u32,
+    /// Outputs, a multiple of [`DECODE_ROWS_PER_WARP`].
+    pub n: u32,
+    /// Reduction length, a multiple of [`K_MULTIPLE`].
+    pub k: u32,
+    /// 256-K stages per split.
+    pub stages_per_split: u32,
+    /// K splits; the grid is `splits × ceil(n/16 / DECODE_WARPS)` CTAs.
+    pub splits: u32,
+}
+
+/// Arguments of `nvfp4_dual_gemm_reduce_sm90`: `C = silu(α_gate·Σ gate) ⊙ (α_up·Σ up)` from the
+/// decode-size dual GEMM's partial sums, added in split order (deterministic).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DecodeReduceArgs {
+    /// The decode kernel's partial sums (see [`DecodeArgs::partials`]).
+    pub partials: *const u32,
+    /// C, `m × n` fp16.
+    pub out: *mut u16,
+    /// Tokens.
+    pub m: u32,
+    /// Outputs.
+    pub n: u32,
+    /// K splits.
+    pub splits: u32,
+    /// Scale of the gate product (`2²⁸ · g_A · g_B1`, as the tiled kernel's).
+    pub alpha_gate: f32,
+    /// Scale of the up product.
+    pub alpha_up: f32,
+}
+
+/// Token tiles of the decode-size dual GEMM for `m` tokens.
+pub const fn decode_token_tiles(m: u32) -> u32 {
+    m.div_ceil(DECODE_TOKEN_TILE)
+}
+
+/// Bytes between consecutive token rows in the decode-size kernel's shared memory: the split's
+/// 64-K slices (128 bytes each) plus one 16-byte chunk, so that the eight token rows a warp
+/// reads at once start in different banks.
+pub const fn decode_token_pitch(stages_per_split: u32) -> u32 {
+    stages_per_split * SLICES_PER_STAGE * 2 * K_PER_SLICE + 16
+}
+
+/// Dynamic shared memory of the decode-size kernel: every token row of its tiles (rows past M
+/// are zeros) for one split.
+pub const fn decode_shared_bytes(m: u32, stages_per_split: u32) -> u32 {
+    decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(stages_per_split)
+}
+
 /// Arguments of the token pre-decoder (`nvfp4_predecode_tokens_sm90`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
