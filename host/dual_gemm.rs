@@ -240,8 +240,8 @@ enum PlannedKernel {
         stream_k: StreamKState,
         tokens: Option<Box<PredecodedTokens>>,
     },
-    /// Hopper, decode-size token counts (M ≤ `DECODE_MAX_TOKENS`): the pre-decoded tokens, the
-    /// K-split partial sums and the split (`nvfp4_kernel::sm90::decode`).
+    /// Hopper, decode-size token counts (M ≤ `DECODE_MAX_TOKENS`): the K-split partial sums
+    /// and the split (`nvfp4_kernel::sm90::decode`).
     Sm90Decode(Box<DecodeState>),
     /// Blackwell (never run here).
     Sm100 { geometry: Sm100Geometry },
@@ -253,7 +253,6 @@ pub(crate) const DECODE_MAX_STAGES_PER_SPLIT: u32 = 8;
 
 /// The device state and split of a decode-size Hopper plan.
 struct DecodeState {
-    tokens: DeviceBuffer<u16>,
     partials: DeviceBuffer<u32>,
     stages_per_split: u32,
     splits: u32,
@@ -316,7 +315,6 @@ impl Gpu {
                     * tiles
                     * DECODE_PARTIAL_WORDS as usize;
                 PlannedKernel::Sm90Decode(Box::new(DecodeState {
-                    tokens: DeviceBuffer::zeros(self.stream(), shape.m * padded_k(k) as usize)?,
                     partials: DeviceBuffer::zeros(self.stream(), partial_words)?,
                     stages_per_split,
                     splits,
@@ -547,10 +545,10 @@ impl DualGemmPlan {
             }
             PlannedKernel::Sm90Decode(decode) => {
                 let kernels = gpu.sm90_kernels("dual GEMM")?;
-                self.predecode_tokens(gpu, &a, &decode.tokens)?;
                 let partials = decode.partials.address() as *mut u32;
                 let args = sm90::DecodeArgs {
-                    tokens: decode.tokens.address() as *const u32,
+                    a: a.data_address() as *const u8,
+                    a_scales: a.scales_address() as *const u8,
                     b1: b1.data_address() as *const u8,
                     b1_scales: b1.scales_address() as *const u8,
                     b2: b2.data_address() as *const u8,
@@ -562,9 +560,8 @@ impl DualGemmPlan {
                     stages_per_split: decode.stages_per_split,
                     splits: decode.splits,
                 };
-                // SAFETY: `nvfp4_kernel::sm90::decode`'s contract: the tokens pre-decoded just
-                // before (stream order; the kernel waits for that kernel), weights of the
-                // planned shape, partial sums sized for this split.
+                // SAFETY: `nvfp4_kernel::sm90::decode`'s contract: operands of the planned shape
+                // (checked above), partial sums sized for this split.
                 unsafe {
                     kernels.decode.launch(
                         stream,

@@ -447,13 +447,16 @@ pub const DECODE_PARTIAL_WORDS: u32 = 32 * 8;
 
 /// Arguments of the decode-size dual GEMM (`nvfp4_dual_gemm_decode_sm90`): for M ≤
 /// [`DECODE_MAX_TOKENS`], warps stream 16 rows of both weights over a range of 256-K stages and
-/// multiply them with `mma.sync` against the pre-decoded tokens; partial sums per K split go to
+/// multiply them with `mma.sync` against the tokens, decoded per CTA into shared memory; partial
+/// sums per K split go to
 /// `partials`, which `nvfp4_dual_gemm_reduce_sm90` adds in split order.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DecodeArgs {
-    /// The pre-decoded tokens (`sm90::tokens`): `m` rows of `padded_k(k)` fp16.
-    pub tokens: *const u32,
+    /// A's packed e2m1 bytes, `m × k/2` (each CTA decodes its split's tokens itself).
+    pub a: *const u8,
+    /// A's blocked scales.
+    pub a_scales: *const u8,
     /// Gate weights B1, `n × k/2` bytes.
     pub b1: *const u8,
     /// B1's blocked scales.

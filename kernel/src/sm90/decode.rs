@@ -5,8 +5,9 @@
 //! `stage_block(j, t)` (the tiled kernel's K order, [`crate::sm90::config::stage_block`]),
 //! decodes them with the same scaled shift trick (`tokens::scaled_pairs`) into the A fragment
 //! of `mma.sync.m16n8k16` (weights are the 16-row operand), and multiplies them with the
-//! pre-decoded tokens (`tokens`, read from L2 in the same order) as the 8-column operand. All
-//! loads of a stage are in flight at once; nothing waits on another warp. Each warp writes its
+//! tokens as the 8-column operand: each CTA first decodes its split's tokens into shared memory
+//! in the same K order (`tokens::decode_slice_chunks`). The next stage's weight loads go out
+//! before a stage is decoded; nothing waits on another warp. Each warp writes its
 //! f32 partial sums per split; [`nvfp4_dual_gemm_reduce_sm90`] adds them in split order and
 //! applies `silu(α_gate·g)·(α_up·u)`, so results do not depend on timing.
 
@@ -18,10 +19,7 @@ use crate::sm90::config::{
     DecodeArgs, DecodeReduceArgs, K_PER_SLICE, K_PER_STAGE, SLICES_PER_STAGE, decode_token_pitch,
     decode_token_tiles, padded_k, stage_block,
 };
-use crate::sm90::tokens::scaled_pairs;
-
-/// u32 words of one token's decoded 64-K slice (128 bytes).
-const SLICE_WORDS: u32 = 2 * K_PER_SLICE / 4;
+use crate::sm90::tokens::{decode_slice_chunks, scaled_pairs};
 
 /// One weight row's two scale blocks of a stage half as loaded: the 16 packed bytes (`lo`,
 /// `hi` of each block) and the fp16x2 scales of both blocks (zeros past K).
@@ -84,13 +82,14 @@ impl RawBlocks {
 /// The decode-size dual GEMM's main kernel (see the module doc).
 ///
 /// # Safety
-/// Arguments must satisfy [`DecodeArgs`]' contract (pre-decoded tokens of this K, weights and
+/// Arguments must satisfy [`DecodeArgs`]' contract (tokens and weights of this K and their
 /// scales of `n × k`, a partial-sum buffer of `splits · n/16 · tiles` warp records), launched
 /// with `DECODE_WARPS · 32` threads per CTA.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_decode_sm90(args: DecodeArgs) {
     let DecodeArgs {
-        tokens,
+        a,
+        a_scales,
         b1,
         b1_scales,
         b2,
@@ -128,29 +127,42 @@ pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_decode_sm90(args: DecodeArgs) 
     } else {
         stages
     };
-    // The split's tokens into shared memory, once per CTA (rows past M zero): 16-byte chunks.
-    fence::grid_dependency_wait(); // the tokens come from the kernel before (no-op if plain)
-    let pitch = decode_token_pitch(stages_per_split);
+    // The split's tokens, decoded into shared memory once per CTA (rows past M zero): one
+    // thread per (token row, 64-K slice).
+    fence::grid_dependency_wait(); // A may come from the kernel before (no-op if plain)
     if first_stage >= last_stage {
         return; // the whole CTA (one split): never with a valid split
     }
-    // At least 8: the `max` only proves the divisions below cannot panic.
-    let slice_chunks = ((last_stage - first_stage) * SLICES_PER_STAGE * 8).max(1);
+    let pitch = decode_token_pitch(stages_per_split);
+    // At least 4: the `max` only proves the divisions below cannot panic.
+    let split_slices = ((last_stage - first_stage) * SLICES_PER_STAGE).max(1);
     let token_rows = tiles * DECODE_TOKEN_TILE;
-    let pitch_words = padded_k(k) / 2;
-    let mut chunk = sreg::thread_idx_x();
-    while chunk < token_rows * slice_chunks {
-        let (token, c) = (chunk / slice_chunks, chunk % slice_chunks);
-        let value = if token < m {
-            let at = (token * pitch_words + first_stage * SLICES_PER_STAGE * SLICE_WORDS + 4 * c) as usize;
-            // SAFETY: inside the token buffer (token < m, the split's slices).
-            unsafe { mem::ld_global_nc_v4_b32(tokens.add(at)) }
+    let a_layout = BlockedScales::new(m as usize, k as usize);
+    let mut item = sreg::thread_idx_x();
+    while item < token_rows * split_slices {
+        let (token, local_slice) = (item / split_slices, item % split_slices);
+        let out = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE;
+        if token < m {
+            // SAFETY: A's row `token` and its scales (contract); the slice's 128 bytes of shared
+            // memory are inside `decode_shared_bytes`.
+            unsafe {
+                decode_slice_chunks(
+                    a.add(token as usize * row_bytes),
+                    a_scales,
+                    a_layout,
+                    token as usize,
+                    k,
+                    first_stage * SLICES_PER_STAGE + local_slice,
+                    |p, chunk| smem::st_v4(out + 16 * p, chunk),
+                )
+            };
         } else {
-            [0; 4]
-        };
-        // SAFETY: inside the dynamic shared memory (`decode_shared_bytes`).
-        unsafe { smem::st_v4(smem::base() + token * pitch + 16 * c, value) };
-        chunk += sreg::block_dim_x();
+            for p in 0..8 {
+                // SAFETY: as above.
+                unsafe { smem::st_v4(out + 16 * p, [0; 4]) };
+            }
+        }
+        item += sreg::block_dim_x();
     }
     fence::sync_threads();
     if row_block >= row_blocks || split >= splits {
@@ -259,19 +271,33 @@ pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_reduce_sm90(args: DecodeReduce
     let (lane, record) = (item % 32, item / 32);
     let (row_block, tile) = (record / tiles, record % tiles);
     let mut sums = [0f32; 8];
-    for split in 0..splits {
+    let load = |split: u32| {
         let at = ((split * row_blocks + row_block) * tiles + tile) * DECODE_PARTIAL_WORDS + 8 * lane;
         // SAFETY: a record of the decode launch (contract).
-        let (gate, up) = unsafe {
-            (
+        unsafe {
+            [
                 mem::ld_global_v4_b32(partials.add(at as usize)),
                 mem::ld_global_v4_b32(partials.add(at as usize + 4)),
-            )
-        };
-        for i in 0..4 {
-            sums[i] += f32::from_bits(gate[i]);
-            sums[4 + i] += f32::from_bits(up[i]);
+            ]
         }
+    };
+    // Four splits' loads in flight at a time, added in split order (deterministic).
+    let mut split = 0;
+    while split < splits {
+        let group = [0, 1, 2, 3].map(|i| {
+            if split + i < splits {
+                load(split + i)
+            } else {
+                [[0; 4]; 2]
+            }
+        });
+        for [gate, up] in group {
+            for i in 0..4 {
+                sums[i] += f32::from_bits(gate[i]);
+                sums[4 + i] += f32::from_bits(up[i]);
+            }
+        }
+        split += 4;
     }
     let (g, t) = (lane / 4, lane % 4);
     for i in 0..4u32 {
