@@ -13,8 +13,7 @@ use half::f16;
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
-    self as sm90, DECODE_MAX_TOKENS, DECODE_PARTIAL_WORDS, DECODE_ROWS_PER_WARP, DECODE_WARPS, K_MULTIPLE,
-    K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, decode_shared_bytes, decode_token_tiles, padded_k,
+    self as sm90, K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, padded_k,
 };
 use nvfp4_kernel::sm100::config as sm100;
 
@@ -240,34 +239,8 @@ enum PlannedKernel {
         stream_k: StreamKState,
         tokens: Option<Box<PredecodedTokens>>,
     },
-    /// Hopper, decode-size token counts (M ≤ `DECODE_MAX_TOKENS`): the K-split partial sums
-    /// and the split (`nvfp4_kernel::sm90::decode`).
-    Sm90Decode(Box<DecodeState>),
     /// Blackwell (never run here).
     Sm100 { geometry: Sm100Geometry },
-}
-
-/// At most this many stages per split of the decode-size kernel, so that the split's tokens fit
-/// in shared memory (16 rows × 8 stages: 64 KiB).
-pub(crate) const DECODE_MAX_STAGES_PER_SPLIT: u32 = 8;
-
-/// The device state and split of a decode-size Hopper plan.
-struct DecodeState {
-    partials: DeviceBuffer<u32>,
-    stages_per_split: u32,
-    splits: u32,
-    /// CTAs of the decode kernel: `splits × ceil(n/16 / DECODE_WARPS)`.
-    grid: u32,
-}
-
-impl DecodeState {
-    /// The split of `shape`'s 256-K stages that fills the SMs with resident CTAs once:
-    /// `row_groups` CTAs per split, `capacity` CTAs resident at once.
-    fn split(stages: u32, row_groups: u32, capacity: u32) -> (u32, u32) {
-        let splits = (capacity / row_groups.max(1)).clamp(1, stages.max(1));
-        let stages_per_split = stages.div_ceil(splits).clamp(1, DECODE_MAX_STAGES_PER_SPLIT);
-        (stages_per_split, stages.div_ceil(stages_per_split).max(1))
-    }
 }
 
 /// The device state of a plan's stream-K fix-ups: partial-sum slots, their publication flags
@@ -300,27 +273,6 @@ impl Gpu {
     /// Plans `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` for `shape` on this GPU.
     pub fn plan_dual_gemm(&self, shape: DualGemmShape) -> Result<DualGemmPlan> {
         let kernel = match self.arch() {
-            Arch::Sm90a if shape.m <= DECODE_MAX_TOKENS as usize && shape.m > 0 => {
-                let kernels = self.sm90_kernels("dual GEMM")?;
-                // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
-                Sm90Geometry::new(shape, self.multiprocessors())?;
-                let (n, k) = (shape.n as u32, shape.k as u32);
-                let row_groups = (n / DECODE_ROWS_PER_WARP).div_ceil(DECODE_WARPS);
-                let capacity = self.multiprocessors() * kernels.decode.resident_per_sm();
-                let (stages_per_split, splits) =
-                    DecodeState::split(padded_k(k) / K_PER_STAGE, row_groups, capacity);
-                let tiles = decode_token_tiles(shape.m as u32) as usize;
-                let partial_words = splits as usize
-                    * (shape.n / DECODE_ROWS_PER_WARP as usize)
-                    * tiles
-                    * DECODE_PARTIAL_WORDS as usize;
-                PlannedKernel::Sm90Decode(Box::new(DecodeState {
-                    partials: DeviceBuffer::zeros(self.stream(), partial_words)?,
-                    stages_per_split,
-                    splits,
-                    grid: splits * row_groups,
-                }))
-            }
             Arch::Sm90a => {
                 self.sm90_kernels("dual GEMM")?;
                 let geometry = Sm90Geometry::new(shape, self.multiprocessors())?;
@@ -351,7 +303,7 @@ impl Gpu {
                 }
             }
         };
-        let programmatic = matches!(kernel, PlannedKernel::Sm90 { .. } | PlannedKernel::Sm90Decode(_));
+        let programmatic = matches!(kernel, PlannedKernel::Sm90 { .. });
         Ok(DualGemmPlan {
             shape,
             kernel,
@@ -401,7 +353,7 @@ impl DualGemmPlan {
     /// which times both). Blackwell plans launch plainly: asking for it there is an error.
     pub fn set_programmatic_launch(&mut self, enabled: bool) -> Result<()> {
         match self.kernel {
-            PlannedKernel::Sm90 { .. } | PlannedKernel::Sm90Decode(_) => {
+            PlannedKernel::Sm90 { .. } => {
                 self.programmatic = enabled;
                 Ok(())
             }
@@ -432,9 +384,9 @@ impl DualGemmPlan {
                 format!("must be in 1..={} (the launch's CTAs)", geometry.grid),
                 ctas,
             )),
-            PlannedKernel::Sm100 { .. } | PlannedKernel::Sm90Decode(_) => Err(Error::invalid(
+            PlannedKernel::Sm100 { .. } => Err(Error::invalid(
                 "abort",
-                "only the tiled sm_90a kernels take stream-K tickets",
+                "only the sm_90a kernels take stream-K tickets",
                 ctas,
             )),
         }
@@ -455,7 +407,6 @@ impl DualGemmPlan {
     pub fn tile_and_grid(&self) -> ((u32, u32), u32) {
         match &self.kernel {
             PlannedKernel::Sm90 { geometry, .. } => ((geometry.tile.tokens, TILE_N), geometry.grid),
-            PlannedKernel::Sm90Decode(decode) => ((DECODE_MAX_TOKENS, DECODE_ROWS_PER_WARP), decode.grid),
             PlannedKernel::Sm100 { geometry } => ((sm100::TILE_M, geometry.tile.n), geometry.grid),
         }
     }
@@ -539,55 +490,6 @@ impl DualGemmPlan {
                         geometry.grid,
                         geometry.shared_bytes,
                         &args,
-                        self.programmatic,
-                    )
-                }
-            }
-            PlannedKernel::Sm90Decode(decode) => {
-                let kernels = gpu.sm90_kernels("dual GEMM")?;
-                let partials = decode.partials.address() as *mut u32;
-                let args = sm90::DecodeArgs {
-                    a: a.data_address() as *const u8,
-                    a_scales: a.scales_address() as *const u8,
-                    b1: b1.data_address() as *const u8,
-                    b1_scales: b1.scales_address() as *const u8,
-                    b2: b2.data_address() as *const u8,
-                    b2_scales: b2.scales_address() as *const u8,
-                    partials,
-                    m: m32,
-                    n: n32,
-                    k: k32,
-                    stages_per_split: decode.stages_per_split,
-                    splits: decode.splits,
-                };
-                // SAFETY: `nvfp4_kernel::sm90::decode`'s contract: operands of the planned shape
-                // (checked above), partial sums sized for this split.
-                unsafe {
-                    kernels.decode.launch(
-                        stream,
-                        decode.grid,
-                        decode_shared_bytes(m32, decode.stages_per_split),
-                        &args,
-                        self.programmatic,
-                    )
-                }?;
-                let reduce = sm90::DecodeReduceArgs {
-                    partials,
-                    out,
-                    m: m32,
-                    n: n32,
-                    splits: decode.splits,
-                    alpha_gate: SM90_OPERAND_RESCALE * global(&a) * global(&b1),
-                    alpha_up: SM90_OPERAND_RESCALE * global(&a) * global(&b2),
-                };
-                let items = (n / DECODE_ROWS_PER_WARP as usize) as u32 * decode_token_tiles(m32) * 32;
-                // SAFETY: the partial sums of the launch above; C holds m × n fp16.
-                unsafe {
-                    kernels.decode_reduce.launch(
-                        stream,
-                        items.div_ceil(kernels.decode_reduce.kernel.entry.threads_per_block),
-                        0,
-                        &reduce,
                         self.programmatic,
                     )
                 }

@@ -107,12 +107,6 @@ impl<A> LoadedKernel<A> {
         })
     }
 
-    /// Blocks of the entry's size that fit on one SM at once (driver occupancy, no dynamic
-    /// shared memory).
-    pub(crate) fn resident_per_sm(&self) -> u32 {
-        self.resident_per_sm
-    }
-
     /// Allows up to `bytes` of dynamic shared memory per block.
     fn allow_shared_bytes(&self, bytes: u32) -> Result<()> {
         self.function.set_attribute(
@@ -218,8 +212,6 @@ pub(crate) struct Sm90Kernels {
     pub dual_gemm: Vec<(Tile, LoadedKernel<sm90::DualGemmArgs>)>,
     pub grouped: Vec<(Tile, bool, LoadedKernel<sm90::GroupedArgs>)>,
     pub predecode_tokens: LoadedKernel<sm90::PredecodeArgs>,
-    pub decode: LoadedKernel<sm90::DecodeArgs>,
-    pub decode_reduce: LoadedKernel<sm90::DecodeReduceArgs>,
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
@@ -241,16 +233,6 @@ impl Sm90Kernels {
             dual_gemm,
             grouped,
             predecode_tokens: LoadedKernel::load(module, launch::SM90_PREDECODE_TOKENS)?,
-            decode: {
-                let kernel = LoadedKernel::load(module, launch::SM90_DECODE)?;
-                // The most the plans ask for: 16 token rows of the largest split.
-                kernel.allow_shared_bytes(sm90::decode_shared_bytes(
-                    sm90::DECODE_MAX_TOKENS,
-                    crate::dual_gemm::DECODE_MAX_STAGES_PER_SPLIT,
-                ))?;
-                kernel
-            },
-            decode_reduce: LoadedKernel::load(module, launch::SM90_DECODE_REDUCE)?,
             grouped_prepare: LoadedKernel::load(module, launch::SM90_GROUPED_PREPARE)?,
         })
     }

@@ -219,9 +219,7 @@ pub const AMAX_BF16: Kernel<AmaxArgs> = Kernel::new("nvfp4_amax_bf16", 256, None
 pub const OCCUPY: Kernel<OccupyArgs> = Kernel::new("nvfp4_test_occupy", 32, None);
 
 use crate::grouped::GroupedPrepareArgs;
-use crate::sm90::config::{
-    self as sm90, DecodeArgs, DecodeReduceArgs, DualGemmArgs, GroupedArgs, PredecodeArgs,
-};
+use crate::sm90::config::{self as sm90, DualGemmArgs, GroupedArgs, PredecodeArgs};
 
 /// The sm_90a dual GEMM, one entry per token tile (`sm90::config::TILES`). `.minnctapersm 1`
 /// lets `setmaxnreg` move registers between its warpgroups.
@@ -237,14 +235,6 @@ pub const fn sm90_grouped(tile: sm90::Tile, gated: bool) -> Kernel<GroupedArgs> 
 /// Token pre-decoding for the sm_90a dual GEMM's large tiles (`sm90::tokens`).
 pub const SM90_PREDECODE_TOKENS: Kernel<PredecodeArgs> =
     Kernel::new("nvfp4_predecode_tokens_sm90", 256, None);
-
-/// The sm_90a decode-size dual GEMM (`sm90::decode`): `DECODE_WARPS` warps per CTA.
-pub const SM90_DECODE: Kernel<DecodeArgs> =
-    Kernel::new("nvfp4_dual_gemm_decode_sm90", sm90::DECODE_WARPS * 32, None);
-
-/// The split reduction and epilogue of the sm_90a decode-size dual GEMM (`sm90::decode`).
-pub const SM90_DECODE_REDUCE: Kernel<DecodeReduceArgs> =
-    Kernel::new("nvfp4_dual_gemm_reduce_sm90", 256, None);
 
 /// The preparation pass of the sm_90a grouped kernels (`sm90::grouped`).
 pub const SM90_GROUPED_PREPARE: Kernel<GroupedPrepareArgs> =
@@ -285,8 +275,6 @@ pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[
     sm90_grouped(SM90_TILES[3], false).entry,
     sm90_grouped(SM90_TILES[4], false).entry,
     SM90_PREDECODE_TOKENS.entry,
-    SM90_DECODE.entry,
-    SM90_DECODE_REDUCE.entry,
     SM90_GROUPED_PREPARE.entry,
 ];
 

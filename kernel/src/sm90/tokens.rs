@@ -60,29 +60,6 @@ pub unsafe fn decode_slice(
     slice: u32,
     out: *mut u32,
 ) {
-    // SAFETY: forwarded; chunk `p` is inside the slice's 128 bytes at `out`.
-    unsafe {
-        decode_slice_chunks(data, scales, layout, scale_row, k, slice, |p, chunk| {
-            mem::st_global_v4_b32(out.add(4 * p as usize), chunk)
-        })
-    }
-}
-
-/// [`decode_slice`] with its eight 16-byte chunks handed to `store(p, chunk)` (chunk `p` of the
-/// slice) instead of written to global memory.
-///
-/// # Safety
-/// As [`decode_slice`] for the reads.
-#[inline(always)]
-pub unsafe fn decode_slice_chunks(
-    data: *const u8,
-    scales: *const u8,
-    layout: BlockedScales,
-    scale_row: usize,
-    k: u32,
-    slice: u32,
-    store: impl Fn(u32, [u32; 4]),
-) {
     let (stage, j) = (slice / SLICES_PER_STAGE, slice % SLICES_PER_STAGE);
     let blocks_of_k = k / SCALE_BLOCK_K as u32;
     let block = |w: u32| -> [u32; 8] {
@@ -107,7 +84,8 @@ pub unsafe fn decode_slice_chunks(
     let (b0, b1, b2, b3) = (block(0), block(1), block(2), block(3));
     macro_rules! store_pair {
         ($($pair:literal)*) => {$(
-            store($pair, [b0[$pair], b1[$pair], b2[$pair], b3[$pair]]);
+            // SAFETY: inside the slice's 128 bytes.
+            unsafe { mem::st_global_v4_b32(out.add(4 * $pair), [b0[$pair], b1[$pair], b2[$pair], b3[$pair]]) };
         )*};
     }
     const _: () = assert!(CHUNKS_PER_SLICE == 8, "one store per pair of a 16-element block");
