@@ -18,7 +18,7 @@ pub const E4M3_MAX: f32 = 448.0;
 pub const E4M3_NAN: u8 = 0x7F;
 
 /// The sign bit of an f32.
-const SIGN_BIT: u32 = 0x8000_0000;
+pub const SIGN_BIT: u32 = 0x8000_0000;
 
 /// Magnitudes of e2m1 codes 0..7.
 const E2M1_MAGNITUDES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
@@ -143,11 +143,11 @@ pub fn f32_to_e4m3_not_nan(x: f32) -> u8 {
 /// first estimate is 8 or more in magnitude are returned unrefined (the exact quotient then
 /// exceeds 7.99…, and both round to the same saturated e2m1 code, which is all the quantizer
 /// reads from them). A zero quotient may have lost its sign (x = −0 gives +0: take the sign
-/// from `x`, as [`e2m1_sign_bit`] does). Below 2⁻³ in magnitude the refined quotient may differ from the division
-/// in its last bits when the residual underflows, but both stay below the first e2m1 midpoint
-/// 0.25: the same code. So [`f32_to_e2m1_not_nan`] of [`Divisor::quotient`] equals it of `x / d`
-/// for every finite `x`; the quotient itself equals `x / d` whenever `|x / d|` is in
-/// `[2⁻³, 8)` (host tests: `tests/codec.rs`).
+/// from `x`, as [`e2m1_sign_bit`] does). Below 2⁻³ in magnitude the refined quotient may differ
+/// from the division in its last bits when the residual underflows, but both stay below the
+/// first e2m1 midpoint 0.25: the same code. So [`e2m1_magnitude_code`] of [`Divisor::quotient`]
+/// equals it of `x / d` for every finite `x`; the quotient itself equals `x / d` whenever
+/// `|x / d|` is in `[2⁻³, 8)` (host tests: `tests/codec.rs`).
 #[derive(Clone, Copy, Debug)]
 pub struct Divisor {
     /// −d: the residual steps are `fma(q, −d, x)`.
@@ -178,8 +178,7 @@ impl Divisor {
     }
 
     /// `x / d` rounded to nearest even for finite `x` (see the type's doc for the exact range and
-    /// the sign of zero),
-    /// with `fma(a, b, c) = RN(a·b + c)`.
+    /// the sign of zero), with `fma(a, b, c) = RN(a·b + c)`.
     #[inline(always)]
     pub fn quotient(&self, x: f32, fma: impl Fn(f32, f32, f32) -> f32) -> f32 {
         let (negative_d, y) = (self.negative_d, self.reciprocal);

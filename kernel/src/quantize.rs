@@ -17,13 +17,14 @@
 //!
 //! Kernel parameters: [`QuantizeArgs`], [`AmaxArgs`].
 
-use crate::codec::{Divisor, E2M1_MAX, auto_global_scale, e2m1_magnitude_code, e2m1_sign_bit};
+use crate::codec::{Divisor, E2M1_MAX, SIGN_BIT, auto_global_scale, e2m1_magnitude_code, e2m1_sign_bit};
 use crate::launch::{AmaxArgs, QuantizeArgs};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, float, mem, simd, sreg, warp};
 
 /// An input element type: how a 16-element block is read, in two steps (the raw words, then
-/// the values) so that the quantizer can load the next block before it encodes this one.
+/// the values or their largest magnitude) so that the quantizer can load the next block before
+/// it encodes this one.
 trait InputElement {
     /// Bytes per element.
     const BYTES: usize;
@@ -39,13 +40,6 @@ trait InputElement {
         Self::widen(raw)
             .iter()
             .fold(0, |m, v| m.max(v.to_bits() & !SIGN_BIT))
-    }
-
-    /// The 16 values at `ptr` (16-byte aligned), exactly as f32.
-    #[inline(always)]
-    unsafe fn load_block(ptr: *const u8) -> [f32; 16] {
-        // SAFETY: forwarded.
-        Self::widen(unsafe { Self::load(ptr) })
     }
 }
 
@@ -134,8 +128,6 @@ impl InputElement for Bf16 {
     }
 }
 
-/// The sign bit of an f32.
-const SIGN_BIT: u32 = 0x8000_0000;
 /// The bits of +∞: magnitudes at or above are not finite.
 const INFINITY_BITS: u32 = 0x7F80_0000;
 
@@ -221,10 +213,9 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
             unsafe { mem::atom_max_relaxed_gpu_u64(args.status, u64::MAX - index) };
         }
         let amax = f32::from_bits(largest);
-        // The NaN tests of the codec are left out: a NaN can only come from a non-finite input,
-        // which makes the whole call an error (the codes are then never used).
         // The codec's `f32_to_e4m3` and `e4m3_to_f32` in hardware (the same rounding and
-        // saturation; the scale is never NaN or negative): 4 instructions instead of about 50.
+        // saturation; the scale is never negative, and NaN only for a non-finite input, which
+        // makes the whole call an error): 4 instructions instead of about 50.
         let scale_code = cvt::f32x2_to_e4m3x2_satfinite(0.0, amax / E2M1_MAX / g) as u8;
         let scale = cvt::f16_to_f32(cvt::e4m3x2_to_f16x2(scale_code as u16) as u16);
         let denominator = scale * g;
@@ -270,14 +261,11 @@ fn encode_block(values: &[f32; SCALE_BLOCK_K], quotient: impl Fn(f32) -> f32) ->
 #[inline(always)]
 unsafe fn amax<E: InputElement>(args: &AmaxArgs) {
     let (mut block, stride) = grid_stride();
-    // Magnitudes compare as their f32 bits (non-negative floats order like unsigned integers).
     let mut largest = 0u32;
     while block < args.blocks {
         // SAFETY: `block` indexes 16 elements inside `values` (host contract).
-        let values = unsafe { E::load_block(args.values.add(block as usize * SCALE_BLOCK_K * E::BYTES)) };
-        for v in values {
-            largest = largest.max(v.abs().to_bits());
-        }
+        let raw = unsafe { E::load(args.values.add(block as usize * SCALE_BLOCK_K * E::BYTES)) };
+        largest = largest.max(E::largest_magnitude_bits(raw));
         block += stride;
     }
     let largest = warp::max_u32(largest);

@@ -480,16 +480,7 @@ def grouped_gemm(a, b, a_sf, b_sf, row_offsets, scale_offsets, alpha=None, out=N
     host; invalid ones make the launch write nothing); ``b``: ``G × n × k/2``; ``b_sf``:
     ``G ×`` 2-D swizzled scales; ``alpha``: ``G`` float32 on the GPU or None. Rows past
     ``row_offsets[G]`` are not written (zeros in a new output)."""
-    n = b.shape[1]
-    if _eager():
-        if out is None:
-            out = torch.zeros((a.shape[0], n), dtype=torch.float16, device=a.device)
-        _grouped_out(a, b, None, a_sf, b_sf, None, row_offsets, scale_offsets, alpha, None, False, n, out)
-        return out
-    if out is not None:
-        torch.ops.nvfp4.grouped_out(a, b, None, a_sf, b_sf, None, row_offsets, scale_offsets, alpha, None, False, n, out)
-        return out
-    return torch.ops.nvfp4.grouped(a, b, None, a_sf, b_sf, None, row_offsets, scale_offsets, alpha, None, False, n)
+    return _grouped_call((a, b, None, a_sf, b_sf, None, row_offsets, scale_offsets, alpha, None, False, b.shape[1]), out)
 
 
 def grouped_dual_gemm(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1=None, alpha3=None, out=None):
@@ -497,15 +488,22 @@ def grouped_dual_gemm(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets,
     as :func:`grouped_gemm`. ``b3=None`` (and ``b3_sf=None``): ``b1`` is a concatenated
     ``w13`` of ``2n`` rows a group (gate rows, then up rows)."""
     n = b1.shape[1] if b3 is not None else b1.shape[1] // 2
+    return _grouped_call((a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, True, n), out)
+
+
+def _grouped_call(args, out):
+    """The grouped ops' dispatch: ``args`` as ``nvfp4::grouped`` takes them (``n`` last); eager
+    calls go to the implementation directly, traced ones through the custom ops."""
     if _eager():
         if out is None:
+            a, n = args[0], args[-1]
             out = torch.zeros((a.shape[0], n), dtype=torch.float16, device=a.device)
-        _grouped_out(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, True, n, out)
+        _grouped_out(*args, out)
         return out
     if out is not None:
-        torch.ops.nvfp4.grouped_out(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, True, n, out)
+        torch.ops.nvfp4.grouped_out(*args, out)
         return out
-    return torch.ops.nvfp4.grouped(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, True, n)
+    return torch.ops.nvfp4.grouped(*args)
 
 
 def device_info(device=None) -> tuple:
