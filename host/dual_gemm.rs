@@ -79,25 +79,46 @@ impl Sm90Geometry {
         };
         // C (M × N fp16) and, for pre-decoded tiles, the M × padded K token buffer are indexed in
         // 64 bits; the kernels' 32-bit counts are tiles, iterations and token items.
-        let tile = Tile::for_tokens(m32);
-        let tiles = TileGrid::new(m32, n32, tile.tokens, TILE_N)
-            .ok_or_else(|| too_large("m × n", "more than 2^32 tiles"))?;
         let stages = k32.div_ceil(K_PER_STAGE);
-        let space = UniformTiles::new(tiles.len(), stages)
-            .filter(|s| (s.tiles as u64) * (s.stages as u64) <= KERNEL_INDEX_LIMIT)
-            .ok_or_else(|| too_large("m × n × k", "tiles × K-stages ≥ 2^31"))?;
-        if tile.predecoded_tokens() && (m as u64) * (padded_k(k32) / K_PER_SLICE) as u64 > KERNEL_INDEX_LIMIT
+        let mut best: Option<(u64, Self)> = None;
+        for tile in [Tile::for_tokens(m32), WIDE_TILE] {
+            let wide = tile == WIDE_TILE;
+            if wide && m32 <= Tile::for_tokens(m32).tokens {
+                continue; // one narrower tile already covers M
+            }
+            let tiles = TileGrid::new(m32, n32, tile.tokens, TILE_N)
+                .ok_or_else(|| too_large("m × n", "more than 2^32 tiles"))?;
+            let space = UniformTiles::new(tiles.len(), stages)
+                .filter(|s| (s.tiles as u64) * (s.stages as u64) <= KERNEL_INDEX_LIMIT)
+                .ok_or_else(|| too_large("m × n × k", "tiles × K-stages ≥ 2^31"))?;
+            let data_parallel = nvfp4_kernel::schedule::data_parallel_ctas(tiles.len(), multiprocessors);
+            if wide && data_parallel.is_none() {
+                continue; // split wide tiles were slower (perf log entry 29)
+            }
+            let grid = grid_size(tiles.len(), stages, multiprocessors)?;
+            let split = StreamK::new(space, grid, 0);
+            let cost = stream_k_cost(&split) as u64 * slice_clocks(tile) as u64;
+            let geometry = Self {
+                tile,
+                tiles,
+                grid,
+                split,
+                shared_bytes: tile.shared().total,
+            };
+            if best.as_ref().is_none_or(|(fastest, _)| cost < *fastest) {
+                best = Some((cost, geometry));
+            }
+        }
+        // The first candidate is never skipped, so `best` is set (or an error returned above).
+        let Some((_, geometry)) = best else {
+            return Err(too_large("m × n", "no tile"));
+        };
+        if geometry.tile.predecoded_tokens()
+            && (m as u64) * (padded_k(k32) / K_PER_SLICE) as u64 > KERNEL_INDEX_LIMIT
         {
             return Err(too_large("m × k", "m × k / 64 ≥ 2^31 token slices"));
         }
-        let grid = grid_size(tiles.len(), stages, multiprocessors)?;
-        Ok(Self {
-            tile,
-            tiles,
-            grid,
-            split: StreamK::new(space, grid, 0),
-            shared_bytes: tile.shared().total,
-        })
+        Ok(geometry)
     }
 
     /// u32 words of the stream-K partial-sum workspace: two slots per CTA.
@@ -147,6 +168,21 @@ impl Sm100Geometry {
 /// Most multiprocessors a plan is made for (GPUs have at most a few hundred; the stream-K cost
 /// search is quadratic in this).
 pub const MAX_MULTIPROCESSORS: u32 = 1024;
+
+/// The 256-token tile the dense plan picks by cost ([`Sm90Geometry::new`]).
+const WIDE_TILE: Tile = Tile { tokens: 256 };
+
+/// Clocks a CTA spends per 64-K slice beyond its tensor work, fitted to one H100 run (perf log
+/// entry 29): at 512×4096×7168, both plans data-parallel on 128 CTAs, 128-token tiles (224
+/// slices per CTA) took 102.3 µs and 256-token tiles (112 slices) 87.8 µs, a ratio of 1.65
+/// per slice, where the tensor work alone doubles.
+const SLICE_OVERHEAD_CLOCKS: u32 = 270;
+
+/// Estimated clocks of one 64-K slice of `tile`: the tensor work (2 consumer warpgroups × 64
+/// rows × T tokens × 64 K at 2048 fp16 FMA per clock, = 4·T) and [`SLICE_OVERHEAD_CLOCKS`].
+fn slice_clocks(tile: Tile) -> u32 {
+    4 * tile.tokens + SLICE_OVERHEAD_CLOCKS
+}
 
 /// What a split segment costs its CTA on top of its own K-stages, in stages (see
 /// `stream_k_cost`).

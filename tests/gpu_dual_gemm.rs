@@ -136,7 +136,7 @@ fn matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage() {
         return;
     };
     // K = 2880 (gpt-oss: 11 stages + 64), 64 (one slice), 320 and 576 (a stage + 1 and + 2
-    // slices), 7232 (28 stages + 64); token tiles of 8 to 128 (in-kernel and pre-decoded tokens),
+    // slices), 7232 (28 stages + 64); token tiles of 8 to 256 (in-kernel and pre-decoded tokens),
     // whole tiles and stream-K splits.
     check_shapes(
         &gpu,
@@ -148,6 +148,7 @@ fn matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage() {
             (128, 2880, 2880),
             (300, 768, 2880),
             (33, 4096, 7232),
+            (1000, 4096, 2880), // 256-token tiles, the last one partial
         ],
     );
 }

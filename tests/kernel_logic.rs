@@ -320,6 +320,33 @@ fn sm90_geometry_keeps_whole_tiles_when_waves_are_full_and_splits_k_otherwise() 
 }
 
 #[test]
+fn sm90_geometry_picks_256_token_tiles_only_where_whole_waves_make_them_cheaper() {
+    // (m, n, k, tokens per tile): measured on an H100 (perf log entry 29), 256-token tiles won
+    // at 512×4096×7168 (102.3 → 87.8 µs) and lost at 384×4096×7168 (86.0 → 109.4), at
+    // 256×4096×7168 (54.3 → 56.3) and 256×3072×4096 (36.2 → 42.7), split by stream-K.
+    let cases = [
+        (512, 4096, 7168, 256),
+        (1024, 4096, 7168, 256),
+        (4096, 14336, 4096, 256),
+        (384, 4096, 7168, 128),
+        (256, 4096, 7168, 128),
+        (256, 3072, 4096, 128),
+        (512, 3072, 7168, 128), // 96 wide tiles: not whole waves
+        (128, 4096, 7168, 128),
+        (16, 4096, 7168, 16),
+    ];
+    for (m, n, k, tokens) in cases {
+        let g = Sm90Geometry::new(DualGemmShape { m, n, k }, 132).unwrap();
+        assert_eq!(g.tile.tokens, tokens, "{m}×{n}×{k}");
+        assert_eq!(g.shared_bytes, g.tile.shared().total);
+        if tokens == 256 {
+            let whole = nvfp4_kernel::schedule::data_parallel_ctas(g.tiles.len(), 132);
+            assert_eq!(whole, Some(g.grid), "{m}×{n}×{k}: wide tiles only as whole tiles");
+        }
+    }
+}
+
+#[test]
 fn sm90_geometry_rejects_shapes_naming_the_dimension_and_rule() {
     let bad = [
         ((0, 64, 256), "m"),

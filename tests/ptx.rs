@@ -236,7 +236,8 @@ fn ptxas_assembles_both_modules_without_local_memory() {
                 "{arch}: local memory in use: {line}"
             );
         }
-        // The setmaxnreg budget (sm90::config) assumes ptxas allocates ENTRY_REGISTERS at launch.
+        // The setmaxnreg budget (sm90::config) assumes ptxas allocates the tile's entry registers
+        // at launch.
         for tile in nvfp4_kernel::sm90::config::TILES
             .iter()
             .filter(|_| arch == "sm_90a")
@@ -244,7 +245,7 @@ fn ptxas_assembles_both_modules_without_local_memory() {
             let entry = report
                 .split("Compiling entry function")
                 .find(|r| r.contains(&format!("'{}'", tile.entry_name())));
-            let wanted = format!("Used {} registers", nvfp4_kernel::sm90::config::ENTRY_REGISTERS);
+            let wanted = format!("Used {} registers", tile.entry_registers());
             assert!(
                 entry.is_some_and(|r| r.contains(&wanted)),
                 "{}: expected `{wanted}`",

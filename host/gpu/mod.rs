@@ -223,6 +223,8 @@ impl Sm90Kernels {
             let kernel = LoadedKernel::load(module, launch::sm90_dual_gemm(tile))?;
             kernel.allow_shared_bytes(tile.shared().total)?;
             dual_gemm.push((tile, kernel));
+        }
+        for tile in sm90::GROUPED_TILES {
             for gated in [false, true] {
                 let kernel = LoadedKernel::load(module, launch::sm90_grouped(tile, gated))?;
                 kernel.allow_shared_bytes(tile.grouped_shared().total)?;

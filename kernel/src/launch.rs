@@ -224,12 +224,12 @@ use crate::sm90::config::{self as sm90, DualGemmArgs, GroupedArgs, PredecodeArgs
 /// The sm_90a dual GEMM, one entry per token tile (`sm90::config::TILES`). `.minnctapersm 1`
 /// lets `setmaxnreg` move registers between its warpgroups.
 pub const fn sm90_dual_gemm(tile: sm90::Tile) -> Kernel<DualGemmArgs> {
-    Kernel::new(tile.entry_name(), sm90::THREADS, Some(1))
+    Kernel::new(tile.entry_name(), tile.threads(), Some(1))
 }
 
 /// The sm_90a grouped GEMM (plain) or grouped dual GEMM (`gated`), one entry per token tile.
 pub const fn sm90_grouped(tile: sm90::Tile, gated: bool) -> Kernel<GroupedArgs> {
-    Kernel::new(tile.grouped_entry_name(gated), sm90::THREADS, Some(1))
+    Kernel::new(tile.grouped_entry_name(gated), tile.threads(), Some(1))
 }
 
 /// Token pre-decoding for the sm_90a dual GEMM's large tiles (`sm90::tokens`).
@@ -255,7 +255,7 @@ pub const COMMON_ENTRY_POINTS: &[EntryPoint] = &[
     OCCUPY.entry,
 ];
 
-const SM90_TILES: [sm90::Tile; 5] = sm90::TILES;
+const SM90_TILES: [sm90::Tile; 6] = sm90::TILES;
 
 /// Entry points of the sm_90a module only.
 pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[
@@ -264,6 +264,7 @@ pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[
     sm90_dual_gemm(SM90_TILES[2]).entry,
     sm90_dual_gemm(SM90_TILES[3]).entry,
     sm90_dual_gemm(SM90_TILES[4]).entry,
+    sm90_dual_gemm(SM90_TILES[5]).entry,
     sm90_grouped(SM90_TILES[0], true).entry,
     sm90_grouped(SM90_TILES[1], true).entry,
     sm90_grouped(SM90_TILES[2], true).entry,

@@ -9,41 +9,39 @@ use crate::layout::{ATOM_BYTES, SCALE_BLOCK_K};
 pub const WARPGROUP_THREADS: u32 = 128;
 /// Warpgroups that issue wgmma (0 and 1).
 pub const CONSUMER_WARPGROUPS: u32 = 2;
-/// Warpgroups that decode token tiles into shared memory (2 and 3); decoder `d` takes the
-/// slices `j` with `j % DECODER_WARPGROUPS == d` of each stage, one per half warpgroup. One
-/// warpgroup was the bottleneck (a single warp per scheduler decoding 64 values per slice along a
-/// dependent load → decode → store chain).
+/// Warpgroups that decode token tiles into shared memory (2 and 3) in the CTAs of tiles up to
+/// [`DECODER_TILE_MAX_TOKENS`]; decoder `d` takes the slices `j` with `j % DECODER_WARPGROUPS ==
+/// d` of each stage, one per half warpgroup. One warpgroup was the bottleneck (a single warp per
+/// scheduler decoding 64 values per slice along a dependent load → decode → store chain).
 pub const DECODER_WARPGROUPS: u32 = 2;
 /// The first decoder warpgroup.
 pub const FIRST_DECODER_WARPGROUP: u32 = CONSUMER_WARPGROUPS;
-/// The warpgroup whose first thread issues the bulk copies (its other warps idle).
-pub const PRODUCER_WARPGROUP: u32 = FIRST_DECODER_WARPGROUP + DECODER_WARPGROUPS;
-/// Threads per CTA.
-pub const THREADS: u32 = (PRODUCER_WARPGROUP + 1) * WARPGROUP_THREADS;
+/// The widest tile whose CTA has decoder warpgroups. Wider tiles take pre-decoded tokens only
+/// and have no decoder warpgroups: a 256-token wgmma holds 128 accumulators, and ptxas compiles
+/// it only when the kernel's launch register count is at least 158, which a 640-thread CTA
+/// (96 registers a thread) cannot have.
+pub const DECODER_TILE_MAX_TOKENS: u32 = 128;
 
-/// Registers per thread at launch: ptxas gives a `.maxntid THREADS, .minnctapersm 1` kernel
-/// 65536 / THREADS rounded down to a multiple of 8, and the CTA's `setmaxnreg` pool is exactly
-/// THREADS × this — not the whole register file. (Asking for more than the pool holds makes
-/// `setmaxnreg.inc` wait forever.)
-pub const ENTRY_REGISTERS: u32 = 65536 / THREADS / 8 * 8;
+/// Registers per thread at launch of a `.maxntid threads, .minnctapersm 1` kernel: ptxas gives
+/// it 65536 / threads rounded down to a multiple of 8, and the CTA's `setmaxnreg` pool is
+/// exactly threads × this — not the whole register file. (Asking for more than the pool holds
+/// makes `setmaxnreg.inc` wait forever.)
+pub const fn entry_registers(threads: u32) -> u32 {
+    65536 / threads / 8 * 8
+}
+
 /// Per-thread registers of each role after `setmaxnreg`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegisterSplit {
     /// Consumer warpgroups (accumulators, fragments, prefetched weights).
     pub consumer: u32,
-    /// Decoder warpgroups.
+    /// Decoder warpgroups (a valid count even where the tile's CTA has none: the role's
+    /// `setmaxnreg` is compiled, never run).
     pub decoder: u32,
     /// The producer warpgroup.
     pub producer: u32,
 }
 
-impl RegisterSplit {
-    /// Registers of the whole CTA under this split.
-    pub const fn total(&self) -> u32 {
-        WARPGROUP_THREADS
-            * (CONSUMER_WARPGROUPS * self.consumer + DECODER_WARPGROUPS * self.decoder + self.producer)
-    }
-}
 const _: () = assert!(
     DECODED_STAGES.is_multiple_of(SLICES_PER_STAGE) && SLICES_PER_STAGE == 2 * DECODER_WARPGROUPS,
     "each half decoder warpgroup decodes one slice per stage, always into the same decoded slots"
@@ -130,14 +128,20 @@ pub struct Tile {
     pub tokens: u32,
 }
 
-/// The tile shapes the kernel is built for, smallest first.
-pub const TILES: [Tile; 5] = [
+/// The tile shapes the dense kernel is built for, smallest first.
+pub const TILES: [Tile; 6] = [
     Tile { tokens: 8 },
     Tile { tokens: 16 },
     Tile { tokens: 32 },
     Tile { tokens: 64 },
     Tile { tokens: 128 },
+    Tile { tokens: 256 },
 ];
+
+/// The tile shapes the grouped kernels are built for: all but the 256-token tile, whose
+/// consumers spill with a grouped problem's per-group row pointers (ptxas, 240 registers), and
+/// which would only pay off for groups of more than 256 tokens with whole waves of tiles.
+pub const GROUPED_TILES: [Tile; 5] = [TILES[0], TILES[1], TILES[2], TILES[3], TILES[4]];
 
 /// Byte offsets of the regions of dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,16 +167,18 @@ pub struct SharedPlan {
 pub const GROUP_TABLE_BYTES: u32 = 16 * (HEADER_RECORDS + MAX_GROUPS);
 
 impl Tile {
-    /// The smallest tile that covers `m` tokens in one tile, else the largest.
+    /// The smallest tile of [`GROUPED_TILES`] that covers `m` tokens in one tile, else the
+    /// widest of them (128 tokens). The dense host plan may pick the 256-token tile instead, by
+    /// cost (`host/dual_gemm.rs`).
     pub const fn for_tokens(m: u32) -> Tile {
         let mut i = 0;
-        while i < TILES.len() {
-            if TILES[i].tokens >= m {
-                return TILES[i];
+        while i < GROUPED_TILES.len() {
+            if GROUPED_TILES[i].tokens >= m {
+                return GROUPED_TILES[i];
             }
             i += 1;
         }
-        TILES[TILES.len() - 1]
+        GROUPED_TILES[GROUPED_TILES.len() - 1]
     }
 
     /// Whether the dense kernel's tokens are pre-decoded for this tile (see
@@ -264,20 +270,61 @@ impl Tile {
         }
     }
 
-    /// Registers per role of the grouped kernels: their decoder warpgroups idle (tokens are
-    /// pre-decoded), so the consumers get what the decoders need elsewhere.
+    /// Decoder warpgroups of the tile's CTA (see [`DECODER_TILE_MAX_TOKENS`]).
+    pub const fn decoder_warpgroups(&self) -> u32 {
+        if self.tokens <= DECODER_TILE_MAX_TOKENS {
+            DECODER_WARPGROUPS
+        } else {
+            0
+        }
+    }
+
+    /// The warpgroup whose first thread issues the bulk copies (its other warps idle): the last.
+    pub const fn producer_warpgroup(&self) -> u32 {
+        CONSUMER_WARPGROUPS + self.decoder_warpgroups()
+    }
+
+    /// Threads of the tile's CTA: consumers, decoders (if any), producer.
+    pub const fn threads(&self) -> u32 {
+        (self.producer_warpgroup() + 1) * WARPGROUP_THREADS
+    }
+
+    /// Registers a thread of the tile's kernels has at launch ([`entry_registers`]).
+    pub const fn entry_registers(&self) -> u32 {
+        entry_registers(self.threads())
+    }
+
+    /// Registers of the whole CTA under `split`.
+    pub const fn registers_in_use(&self, split: RegisterSplit) -> u32 {
+        WARPGROUP_THREADS
+            * (CONSUMER_WARPGROUPS * split.consumer
+                + self.decoder_warpgroups() * split.decoder
+                + split.producer)
+    }
+
+    /// Registers per role of the grouped kernels: tokens are pre-decoded, so the consumers get
+    /// what decoders need elsewhere (a 640-thread CTA's decoder warpgroups idle at 24; a
+    /// 256-token CTA has none, and its consumers' 128 accumulators take the room).
     pub const fn grouped_registers(&self) -> RegisterSplit {
-        RegisterSplit {
-            consumer: 200,
-            decoder: 24,
-            producer: 32,
+        if self.decoder_warpgroups() == 0 {
+            RegisterSplit {
+                consumer: 240,
+                decoder: 24, // no such role; the smallest valid count
+                producer: 24,
+            }
+        } else {
+            RegisterSplit {
+                consumer: 200,
+                decoder: 24,
+                producer: 32,
+            }
         }
     }
 
     /// Registers per role of the dense kernel. Tiles with in-kernel token decoding (T < 64)
     /// give the decoders 48 and the consumers 176 (at most 32 accumulator, 2 × 16 fragment and
     /// 2 × 24 prefetched weight registers, the partial-stage load path; 168 spilled); tiles with
-    /// pre-decoded tokens have idle decoders and take the grouped kernels' split
+    /// pre-decoded tokens have idle (or no) decoders and take the grouped kernels' split
     /// ([`Tile::grouped_registers`]).
     pub const fn registers(&self) -> RegisterSplit {
         if self.predecoded_tokens() {
@@ -310,7 +357,8 @@ impl Tile {
             16 => "nvfp4_dual_gemm_sm90_t16",
             32 => "nvfp4_dual_gemm_sm90_t32",
             64 => "nvfp4_dual_gemm_sm90_t64",
-            _ => "nvfp4_dual_gemm_sm90_t128",
+            128 => "nvfp4_dual_gemm_sm90_t128",
+            _ => "nvfp4_dual_gemm_sm90_t256",
         }
     }
 
@@ -331,6 +379,16 @@ impl Tile {
     }
 }
 
+/// `setmaxnreg` counts are multiples of 8 in 24..=256.
+const fn split_is_valid(split: RegisterSplit) -> bool {
+    split.consumer.is_multiple_of(8)
+        && split.decoder.is_multiple_of(8)
+        && split.producer.is_multiple_of(8)
+        && split.producer >= 24
+        && split.decoder >= 24
+        && split.consumer <= 256
+}
+
 const fn check_tiles() {
     let mut i = 0;
     while i < TILES.len() {
@@ -341,8 +399,8 @@ const fn check_tiles() {
             "a tile's shared memory exceeds 227 KB"
         );
         assert!(
-            tile.tokens.is_multiple_of(8) && tile.tokens <= 128,
-            "wgmma N must be a multiple of 8, ≤ 128 here"
+            tile.tokens.is_multiple_of(8) && tile.tokens <= 256,
+            "wgmma N must be a multiple of 8, ≤ 256"
         );
         assert!(
             tile.decoded_slice_bytes().is_multiple_of(1024) && plan.raw_tokens.is_multiple_of(1024),
@@ -360,28 +418,20 @@ const fn check_tiles() {
             tile.grouped_shared().total <= MAX_SHARED_BYTES,
             "a grouped tile's shared memory exceeds 227 KB"
         );
-        let grouped = tile.grouped_registers();
         assert!(
-            grouped.total() <= THREADS * ENTRY_REGISTERS
-                && grouped.consumer.is_multiple_of(8)
-                && grouped.decoder >= 24
-                && grouped.producer >= 24,
-            "grouped setmaxnreg budget"
+            tile.predecoded_tokens() || tile.decoder_warpgroups() > 0,
+            "a tile that decodes its tokens needs decoder warpgroups"
         );
+        let budget = tile.threads() * tile.entry_registers();
+        let grouped = tile.grouped_registers();
         let registers = tile.registers();
         assert!(
-            registers.total() <= THREADS * ENTRY_REGISTERS,
+            tile.registers_in_use(grouped) <= budget && tile.registers_in_use(registers) <= budget,
             "setmaxnreg budget exceeds the CTA's launch allocation (setmaxnreg.inc would wait forever)"
         );
         assert!(
-            registers.consumer.is_multiple_of(8)
-                && registers.decoder.is_multiple_of(8)
-                && registers.producer.is_multiple_of(8),
-            "setmaxnreg counts are multiples of 8"
-        );
-        assert!(
-            registers.producer >= 24 && registers.consumer <= 256,
-            "setmaxnreg range is 24..=256"
+            split_is_valid(grouped) && split_is_valid(registers),
+            "setmaxnreg counts are multiples of 8 in 24..=256"
         );
         i += 1;
     }

@@ -60,7 +60,7 @@ impl<M: Fn() -> u64> Problem for DenseProblem<'_, M> {
     }
 
     #[inline(always)]
-    unsafe fn load_weights(&self, rows: &RowOffsets, stage: u32) -> WeightStage {
+    unsafe fn load_weight_chunk(&self, rows: &RowOffsets, stage: u32, h: usize, into: &mut WeightStage) {
         // The bases straight from the kernel parameters: no registers held for them.
         let a = self.args;
         let bases = WeightBases {
@@ -70,7 +70,7 @@ impl<M: Fn() -> u64> Problem for DenseProblem<'_, M> {
             up_scales: a.b2_scales,
         };
         // SAFETY: forwarded.
-        unsafe { rows.load(&bases, stage) }
+        unsafe { rows.at(&bases).load_chunk(stage, h, into) }
     }
 
     #[inline(always)]
@@ -179,3 +179,4 @@ entry_point!(nvfp4_dual_gemm_sm90_t16, 8, wgmma::m64n16k16);
 entry_point!(nvfp4_dual_gemm_sm90_t32, 16, wgmma::m64n32k16);
 entry_point!(nvfp4_dual_gemm_sm90_t64, 32, wgmma::m64n64k16);
 entry_point!(nvfp4_dual_gemm_sm90_t128, 64, wgmma::m64n128k16);
+entry_point!(nvfp4_dual_gemm_sm90_t256, 128, wgmma::m64n256k16);

@@ -8,7 +8,7 @@ use crate::layout::BlockedScales;
 use crate::prepare;
 use crate::ptx::{fence, mem, smem, sreg, wgmma};
 use crate::schedule::{GroupSchedule, GroupTable, GroupedTiles, StreamK, TileSpan};
-use crate::sm90::config::{self, GroupedArgs, K_PER_SLICE, THREADS, Tile, padded_k, tile_n};
+use crate::sm90::config::{self, GroupedArgs, K_PER_SLICE, Tile, padded_k, tile_n};
 use crate::sm90::mainloop::{
     self, ConsumerLane, PackedTokens, Problem, RowOffsets, RowPointers, Shared, TileJob, WeightBases,
     WeightStage, Work,
@@ -103,9 +103,9 @@ impl<M: Fn() -> u64, const GATED: bool> Problem for GroupedProblem<'_, M, GATED>
     }
 
     #[inline(always)]
-    unsafe fn load_weights(&self, rows: &RowPointers, stage: u32) -> WeightStage {
+    unsafe fn load_weight_chunk(&self, rows: &RowPointers, stage: u32, h: usize, into: &mut WeightStage) {
         // SAFETY: forwarded.
-        unsafe { rows.load(stage) }
+        unsafe { rows.load_chunk(stage, h, into) }
     }
 }
 
@@ -149,7 +149,7 @@ unsafe fn grouped<
             let words = mem::ld_global_v4_b32(args.schedule.add(4 * record as usize));
             smem::st_v4(shared.groups() + 16 * record, words);
         }
-        record += THREADS;
+        record += tile.threads();
     }
     fence::sync_threads();
     // SAFETY: copied above.

@@ -21,17 +21,17 @@ use crate::schedule::{
 };
 use crate::sm90::config::{
     self, BLOCKS_PER_SLICE, BLOCKS_PER_STAGE, DECODED_STAGES, DECODER_WARPGROUPS, FIRST_DECODER_WARPGROUP,
-    K_PER_SLICE, K_PER_STAGE, PRODUCER_WARPGROUP, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE,
-    SharedPlan, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS, WEIGHT_CHUNKS_PER_STAGE, stage_block,
+    K_PER_SLICE, K_PER_STAGE, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE, SharedPlan, TOKEN_BOX_ROWS,
+    Tile, WARPGROUP_THREADS, WEIGHT_CHUNKS_PER_STAGE, stage_block,
 };
 use crate::sm90::tokens::scaled_pairs;
 
 /// Runs `$body` with `$q` bound to the literals 0, 1, …, 15 while below `$limit`. Loops over
 /// the accumulators must use literal indices: LLVM does not fully unroll these loops, and a
 /// run-time index moves the accumulator array to local memory.
-macro_rules! unrolled16 {
+macro_rules! unrolled32 {
     ($limit:expr, |$q:ident| $body:block) => {
-        unrolled16!(@ $limit, $q, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+        unrolled32!(@ $limit, $q, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
     };
     (@ $limit:expr, $q:ident, $body:block; $($n:literal)*) => {
         $( if $n < $limit { let $q: usize = $n; $body } )*
@@ -101,11 +101,26 @@ pub(crate) trait Problem {
     type Rows: Copy;
     /// The rows of `lane` in `job`'s tile.
     fn weight_rows(&self, job: &TileJob, lane: &ConsumerLane) -> Self::Rows;
-    /// Issues the loads of stage `stage` of `rows` (see [`RowOffsets::load`]).
+    /// Issues the loads of chunk `h` (of [`WEIGHT_CHUNKS_PER_STAGE`]) of stage `stage` of
+    /// `rows` into `into` (see [`RowPointers::load_chunk`]).
     ///
     /// # Safety
-    /// `rows` of a tile of this launch; `stage` one of its stages.
-    unsafe fn load_weights(&self, rows: &Self::Rows, stage: u32) -> WeightStage;
+    /// `rows` of a tile of this launch; `stage` one of its stages; `h` < the chunks per stage.
+    unsafe fn load_weight_chunk(&self, rows: &Self::Rows, stage: u32, h: usize, into: &mut WeightStage);
+
+    /// Issues the loads of all chunks of stage `stage` of `rows`.
+    ///
+    /// # Safety
+    /// As [`Problem::load_weight_chunk`].
+    #[inline(always)]
+    unsafe fn load_weights(&self, rows: &Self::Rows, stage: u32) -> WeightStage {
+        let mut w = WeightStage::ZERO;
+        for h in 0..WEIGHT_CHUNKS {
+            // SAFETY: forwarded.
+            unsafe { self.load_weight_chunk(rows, stage, h, &mut w) };
+        }
+        w
+    }
 }
 
 /// The stream-K share of this CTA: the split, its virtual CTA (none: no share), where the
@@ -198,8 +213,6 @@ impl Shared {
     }
 }
 
-/// The thread that issues the producer's bulk copies: the first of its warpgroup.
-const PRODUCER_THREAD: u32 = PRODUCER_WARPGROUP * WARPGROUP_THREADS;
 /// Threads of the consumer warpgroups (they meet at [`FIXUP_BARRIER`]).
 const CONSUMER_THREADS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS;
 /// Named barrier of the stream-K fix-up (barrier 0 is the CTA-wide barrier of the setup).
@@ -291,9 +304,14 @@ pub(crate) unsafe fn roles<
 ) {
     let thread = sreg::thread_idx_x();
     let warpgroup = thread / WARPGROUP_THREADS;
-    if warpgroup == PRODUCER_WARPGROUP {
+    // The producer is the CTA's last warpgroup; its first thread issues the copies.
+    let producer_warpgroup = Tile {
+        tokens: 2 * ACC as u32,
+    }
+    .producer_warpgroup();
+    if warpgroup == producer_warpgroup {
         reg::decrease::<PRODUCER>();
-        if thread == PRODUCER_THREAD {
+        if thread == producer_warpgroup * WARPGROUP_THREADS {
             // SAFETY: the plan wrote the tensor map before any launch (no kernel writes it).
             unsafe { copy::prefetch_tensor_map(problem.token_map()) };
             fence::grid_dependency_wait();
@@ -698,17 +716,6 @@ impl RowOffsets {
         }
     }
 
-    /// Issues the loads of stage `stage` from `bases` (they complete while earlier stages
-    /// compute); see [`ChunkLimits`] for a partial last stage.
-    ///
-    /// # Safety
-    /// `bases` are the tile's matrices (host contract); `stage` is one of its stages.
-    #[inline(always)]
-    pub unsafe fn load(&self, bases: &WeightBases, stage: u32) -> WeightStage {
-        // SAFETY: forwarded.
-        unsafe { self.at(bases).load(stage) }
-    }
-
     /// The rows as pointers: `bases` plus the offsets.
     #[inline(always)]
     pub fn at(&self, bases: &WeightBases) -> RowPointers {
@@ -734,26 +741,23 @@ pub(crate) struct RowPointers {
 }
 
 impl RowPointers {
-    /// Issues the loads of stage `stage` (see [`RowOffsets::load`]).
+    /// Issues the loads of chunk `h` of stage `stage` into `w` (they complete while earlier
+    /// slices compute); see [`ChunkLimits`] for a partial last stage.
     ///
     /// # Safety
-    /// The rows of a tile of this launch; `stage` one of its stages.
+    /// The rows of a tile of this launch; `stage` one of its stages; `h` < [`WEIGHT_CHUNKS`].
     #[inline(always)]
-    pub unsafe fn load(&self, stage: u32) -> WeightStage {
-        let mut w = WeightStage::ZERO;
-        for h in 0..WEIGHT_CHUNKS {
-            let (data, scale) = self.limits.chunk(stage, h as u32);
-            // SAFETY: offsets inside the rows and their scales (host contract; clamped for a
-            // partial last stage); the chunks are 16-byte aligned, the scale pairs 2-byte
-            // aligned (even columns).
-            unsafe {
-                w.gate[h] = mem::ld_global_stream_v4_b32(self.gate.add(data) as *const u32);
-                w.up[h] = mem::ld_global_stream_v4_b32(self.up.add(data) as *const u32);
-                w.gate_scales[h] = mem::ld_global_nc_u16(self.gate_scales.add(scale) as *const u16) as u32;
-                w.up_scales[h] = mem::ld_global_nc_u16(self.up_scales.add(scale) as *const u16) as u32;
-            }
+    pub unsafe fn load_chunk(&self, stage: u32, h: usize, w: &mut WeightStage) {
+        let (data, scale) = self.limits.chunk(stage, h as u32);
+        // SAFETY: offsets inside the rows and their scales (host contract; clamped for a
+        // partial last stage); the chunks are 16-byte aligned, the scale pairs 2-byte aligned
+        // (even columns).
+        unsafe {
+            w.gate[h] = mem::ld_global_stream_v4_b32(self.gate.add(data) as *const u32);
+            w.up[h] = mem::ld_global_stream_v4_b32(self.up.add(data) as *const u32);
+            w.gate_scales[h] = mem::ld_global_nc_u16(self.gate_scales.add(scale) as *const u16) as u32;
+            w.up_scales[h] = mem::ld_global_nc_u16(self.up_scales.add(scale) as *const u16) as u32;
         }
-        w
     }
 }
 
@@ -842,6 +846,11 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
     let tile = shared.tile;
     let thread = sreg::thread_idx_x();
     let mut decoded = RingPosition::<DECODED_STAGES>::new();
+    // Wide tiles load each chunk of the next stage once the same chunk of this stage is
+    // decoded (after slices 0 and 2: its registers are free): with 128 accumulators the
+    // consumers have no room for two whole stages, and two of their slices take longer than a
+    // DRAM round trip.
+    let late_loads = tile.decoder_warpgroups() == 0;
     let mut segments = work.segments();
     let mut current = match segments.clone().next() {
         Some(first) => {
@@ -860,26 +869,38 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         let first = warp::shuffle_index(segment.first_stage, 0);
         let last = warp::shuffle_index(segment.first_stage + segment.stages - 1, 0);
         // What the last stage loads: the next segment's first stage (else its own stage again,
-        // unused), chosen here so that the loop body has one unconditional load.
-        let (tail_rows, tail_stage) = match segments.clone().next() {
+        // unused). Chosen here so that the loop body has one unconditional load; wide tiles
+        // (late loads) choose in the last stage instead, as they have no registers to carry
+        // the choice through the loop.
+        let tail = || match segments.clone().next() {
             Some(following) => (
                 problem.weight_rows(&problem.job(&following.tile, tile), lane),
                 warp::shuffle_index(following.first_stage, 0),
             ),
             None => (rows, last),
         };
+        let (tail_rows, tail_stage) = if late_loads { (rows, last) } else { tail() };
         // SETS independent accumulator sets, k16 step s into set s % SETS: small tiles' wgmmas
         // are latency-bound when chained through one accumulator (see `Tile::accumulator_sets`).
-        let mut sets = [[0f32; ACC]; SETS];
+        // A constant, not a repeat expression: rustc lowers `[0.0; 128]` to a loop that LLVM
+        // does not unroll, which keeps a 256-token tile's accumulators in local memory.
+        let mut sets = const { [[0f32; ACC]; SETS] };
         for stage in first..=last {
             // Loads in flight while this stage computes: the segment's next stage, else the tail.
             let (next_rows, next_stage) = if stage < last {
-                (&rows, stage + 1)
+                (rows, stage + 1)
+            } else if late_loads {
+                tail()
             } else {
-                (&tail_rows, tail_stage)
+                (tail_rows, tail_stage)
             };
-            // SAFETY: a stage of this segment's tile or of the next segment's.
-            let next = unsafe { problem.load_weights(next_rows, next_stage) };
+            let next_rows = &next_rows;
+            // SAFETY (all): a stage of this segment's tile or of the next segment's.
+            let mut next = if late_loads {
+                WeightStage::ZERO
+            } else {
+                unsafe { problem.load_weights(next_rows, next_stage) }
+            };
             // One 64-K slice; written out four times so that every fragment index is a constant
             // (a run-time index would move the fragment registers to local memory).
             macro_rules! slice {
@@ -917,8 +938,14 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                 }};
             }
             slice!(0, slice_fragments(&current, 1));
+            if late_loads {
+                unsafe { problem.load_weight_chunk(next_rows, next_stage, 0, &mut next) };
+            }
             slice!(1, slice_fragments(&current, 2));
             slice!(2, slice_fragments(&current, 3));
+            if late_loads {
+                unsafe { problem.load_weight_chunk(next_rows, next_stage, 1, &mut next) };
+            }
             slice!(3, slice_fragments(&next, 0));
             current = next;
         }
@@ -927,7 +954,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         // Constant indices only (an iterator over the sets moves them to local memory).
         let mut acc = sets[0];
         let mut add_set = |set: usize| {
-            unrolled16!(ACC / 4, |q| {
+            unrolled32!(ACC / 4, |q| {
                 for e in 0..4 {
                     acc[4 * q + e] += sets[set][4 * q + e];
                 }
@@ -982,7 +1009,7 @@ unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
     let element = |q: usize| (q * CONSUMER_THREADS as usize + thread as usize) * 4;
     if segment.index != REDUCER_SEGMENT {
         let mine = slot(segment.index);
-        unrolled16!(ACC / 4, |q| {
+        unrolled32!(ACC / 4, |q| {
             let words = [
                 acc[4 * q].to_bits(),
                 acc[4 * q + 1].to_bits(),
@@ -1021,8 +1048,8 @@ unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
         let both = pairs && index + 1 < segment.count;
         let first = slot(index);
         let second = if both { slot(index + 1) } else { first };
-        let mut words = [[[0u32; 4]; 2]; 16];
-        unrolled16!(ACC / 4, |q| {
+        let mut words = [[[0u32; 4]; 2]; 32];
+        unrolled32!(ACC / 4, |q| {
             // SAFETY: inside slots `index` and (when read) `index + 1`, written by their
             // segments before their release.
             unsafe {
@@ -1032,7 +1059,7 @@ unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
                 }
             }
         });
-        unrolled16!(ACC / 4, |q| {
+        unrolled32!(ACC / 4, |q| {
             for e in 0..4 {
                 acc[4 * q + e] += f32::from_bits(words[q][0][e]);
                 if both {
@@ -1089,5 +1116,5 @@ unsafe fn epilogue<const ACC: usize>(job: &TileJob, acc: &[f32; ACC], lane: &Con
             }
         }
     };
-    unrolled16!(ACC / 4, |q| { stores(q) });
+    unrolled32!(ACC / 4, |q| { stores(q) });
 }
