@@ -24,6 +24,7 @@ for tool in ${TOOLS:-memcheck racecheck}; do
   one $tool dual-16x4096x7168 $b/examples/dual_gemm --m 16 --n 4096 --k 7168 --check-only
   one $tool dual-30x2048x2304 $b/examples/dual_gemm --m 30 --n 2048 --k 2304 --check-only
   one $tool dual-64x512x1024 $b/examples/dual_gemm --m 64 --n 512 --k 1024 --check-only
+  one $tool dual-512x4096x320 $b/examples/dual_gemm --m 512 --n 4096 --k 320 --check-only # 256-token tiles
   one $tool moe-small $b/examples/moe --tokens 24 --experts 8 --top-k 2 --hidden 512 --intermediate 256
   one $tool grouped-benchmark-cases $b/tests/gpu_grouped --test-threads=1 --exact grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions
 done

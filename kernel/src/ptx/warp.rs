@@ -18,6 +18,14 @@ pub fn shuffle_up(v: u32, delta: u32) -> u32 {
     out
 }
 
+/// `bar.warp.sync 0xffffffff`: the lanes of the warp meet; memory accesses before it (shared
+/// memory included) are visible to every lane after it.
+#[inline(always)]
+pub fn sync() {
+    // SAFETY: a barrier of the full warp; every lane executes it.
+    unsafe { asm!("bar.warp.sync 0xffffffff;") };
+}
+
 /// `shfl.sync.idx.b32`: every lane gets `v` of lane `source`.
 #[inline(always)]
 pub fn shuffle_index(v: u32, source: u32) -> u32 {
