@@ -585,15 +585,7 @@ impl DualGemmPlan {
         // M = 64 36.4 → 48.2 µs). The dual GEMM after it is the programmatic one.
         // SAFETY: A has the planned shape (checked by the caller), `out` holds m × padded k
         // fp16, all 16-byte aligned.
-        unsafe {
-            kernel.launch(
-                stream,
-                gpu.grid_stride_blocks(kernel, items),
-                kernel.kernel.entry.shared_bytes,
-                &args,
-                false,
-            )
-        }
+        unsafe { kernel.launch(stream, gpu.grid_stride_blocks(kernel, items), 0, &args, false) }
     }
 }
 

@@ -87,9 +87,8 @@ pub fn driver_available() -> bool {
 pub(crate) struct LoadedKernel<A> {
     function: CudaFunction,
     pub(crate) kernel: Kernel<A>,
-    /// Blocks of the entry's size (and its fixed dynamic shared memory, if any) that fit on one
-    /// SM at once, as the driver's occupancy calculator says (registers, shared memory, block
-    /// limits).
+    /// Blocks of the entry's size (no dynamic shared memory) that fit on one SM at once, as
+    /// the driver's occupancy calculator says (registers, static shared memory, block limits).
     resident_per_sm: u32,
 }
 
@@ -98,7 +97,7 @@ impl<A> LoadedKernel<A> {
         let function = module.load_function(kernel.entry.name)?;
         let resident_per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
             kernel.entry.threads_per_block,
-            kernel.entry.shared_bytes as usize,
+            0,
             None,
         )?;
         Ok(Self {

@@ -23,9 +23,6 @@ pub struct EntryPoint {
     pub min_blocks_per_sm: Option<u32>,
     /// Bytes of the entry's one by-value parameter (its arguments struct).
     pub param_bytes: u32,
-    /// Dynamic shared memory every launch of the entry takes (0: none, or sized per launch as
-    /// the GEMMs' is); the host's occupancy figure for grid-stride grids counts it.
-    pub shared_bytes: u32,
 }
 
 /// An entry point whose one parameter is an `A`.
@@ -53,16 +50,9 @@ impl<A> Kernel<A> {
                 threads_per_block,
                 min_blocks_per_sm,
                 param_bytes: core::mem::size_of::<A>() as u32,
-                shared_bytes: 0,
             },
             args: PhantomData,
         }
-    }
-
-    /// The same entry, launched with `bytes` of dynamic shared memory every time.
-    pub const fn with_shared_bytes(mut self, bytes: u32) -> Self {
-        self.entry.shared_bytes = bytes;
-        self
     }
 }
 
@@ -244,8 +234,7 @@ pub const fn sm90_grouped(tile: sm90::Tile, gated: bool) -> Kernel<GroupedArgs> 
 
 /// Token pre-decoding for the sm_90a dual GEMM's large tiles (`sm90::tokens`).
 pub const SM90_PREDECODE_TOKENS: Kernel<PredecodeArgs> =
-    Kernel::new("nvfp4_predecode_tokens_sm90", sm90::PREDECODE_THREADS, None)
-        .with_shared_bytes(sm90::PREDECODE_SHARED_BYTES);
+    Kernel::new("nvfp4_predecode_tokens_sm90", 256, None);
 
 /// The preparation pass of the sm_90a grouped kernels (`sm90::grouped`).
 pub const SM90_GROUPED_PREPARE: Kernel<GroupedPrepareArgs> =

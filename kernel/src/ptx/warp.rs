@@ -18,12 +18,20 @@ pub fn shuffle_up(v: u32, delta: u32) -> u32 {
     out
 }
 
-/// `bar.warp.sync 0xffffffff`: the lanes of the warp meet; memory accesses before it (shared
-/// memory included) are visible to every lane after it.
+/// `shfl.sync.bfly.b32`: lane `i` gets `v` of lane `i ^ mask`.
 #[inline(always)]
-pub fn sync() {
-    // SAFETY: a barrier of the full warp; every lane executes it.
-    unsafe { asm!("bar.warp.sync 0xffffffff;") };
+pub fn shuffle_xor(v: u32, mask: u32) -> u32 {
+    let out: u32;
+    // SAFETY: a register exchange among the full warp; every lane executes it.
+    unsafe {
+        asm!(
+            "shfl.sync.bfly.b32 {o}, {v}, {m}, 31, 0xffffffff;",
+            o = out(reg32) out,
+            v = in(reg32) v,
+            m = in(reg32) mask,
+        )
+    };
+    out
 }
 
 /// `shfl.sync.idx.b32`: every lane gets `v` of lane `source`.

@@ -500,13 +500,6 @@ pub struct PredecodeArgs {
     pub k: u32,
 }
 
-/// Threads per block of the token pre-decoder (`sm90::tokens::nvfp4_predecode_tokens_sm90`).
-pub const PREDECODE_THREADS: u32 = 256;
-/// Shared memory one warp of the pre-decoder stages its 32 decoded slices in (4 KiB).
-pub const PREDECODE_WARP_BYTES: u32 = 32 * 2 * K_PER_SLICE;
-/// Dynamic shared memory of the pre-decoder: one staging area per warp.
-pub const PREDECODE_SHARED_BYTES: u32 = PREDECODE_THREADS / 32 * PREDECODE_WARP_BYTES;
-
 /// K rounded up to whole stages: the row length of the pre-decoded token buffers (the missing
 /// blocks of a partial last stage are zeros there).
 pub const fn padded_k(k: u32) -> u32 {

@@ -18,10 +18,9 @@
 
 use crate::fp4::e2m1x8_to_f16x2_pairs;
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
-use crate::ptx::{cvt, fence, mem, smem, sreg, warp};
+use crate::ptx::{cvt, fence, mem, sreg, warp};
 use crate::sm90::config::{
-    BLOCKS_PER_STAGE, K_PER_SLICE, PREDECODE_THREADS, PREDECODE_WARP_BYTES, PredecodeArgs, SLICES_PER_STAGE,
-    padded_k, stage_block,
+    BLOCKS_PER_STAGE, K_PER_SLICE, PredecodeArgs, SLICES_PER_STAGE, padded_k, stage_block,
 };
 
 /// 16-byte chunks of one token's decoded slice (128 bytes of fp16, one swizzle row).
@@ -111,31 +110,52 @@ pub unsafe fn decode_slice(
     }
 }
 
-/// Shared-memory offset of chunk `chunk` of slice `item` (0..32) in a warp's staging area: rows
-/// of 128 bytes with the chunks XOR-swizzled by the row, so that 8 lanes storing the same chunk
-/// of 8 rows, and 8 lanes loading 8 chunks of one row, each hit 8 distinct 16-byte bank groups.
+/// Transposes the 16-byte chunks of each group of 8 lanes: lane `8g + i` holds chunk `j` of
+/// item `8g + j` afterwards where it held chunk `j` of item `8g + i` (its own) before. Three
+/// butterfly exchanges (lane bits 1, 2, 4), each moving half of a lane's chunks; every index is
+/// a constant, so the chunks stay in registers.
 #[inline(always)]
-const fn staged_chunk(item: u32, chunk: u32) -> u32 {
-    item * 2 * K_PER_SLICE + 16 * (chunk ^ (item % 8))
+fn transpose_chunks_of_8_lanes(chunks: &mut [[u32; 4]; CHUNKS_PER_SLICE as usize], lane: u32) {
+    // Literal chunk indices (a computed index would need a bounds check, or local memory).
+    macro_rules! exchange {
+        ($mask:literal: $(($low:literal, $high:literal))*) => {{
+            let upper = lane & $mask != 0;
+            $(for w in 0..4 {
+                // The upper lane of a pair sends its low chunk and receives the partner's high
+                // one into it; the lower lane the other way round.
+                let send = if upper { chunks[$low][w] } else { chunks[$high][w] };
+                let got = warp::shuffle_xor(send, $mask);
+                if upper {
+                    chunks[$low][w] = got;
+                } else {
+                    chunks[$high][w] = got;
+                }
+            })*
+        }};
+    }
+    exchange!(1: (0, 1) (2, 3) (4, 5) (6, 7));
+    exchange!(2: (0, 2) (1, 3) (4, 6) (5, 7));
+    exchange!(4: (0, 4) (1, 5) (2, 6) (3, 7));
 }
 
 /// Decodes an NVFP4 token matrix into the operand format above: `out` row `r`
 /// ([`padded_k`]`(k)` fp16) holds its `j`-th 64-K slice at bytes `128·j .. 128·j + 128`, zeros
 /// past K. One thread per (row, slice), grid-stride by whole warps; the threads of a slice pair
 /// (`2h`, `2h + 1`) read the interleaved halves of the same 64 packed bytes. A warp's 32 items
-/// are 4 KiB of `out` in one piece: each thread stages its slice in shared memory and the warp
-/// then stores the piece 512 contiguous bytes per instruction (stored straight from each
-/// thread, every store instruction wrote 16 of each of 32 lines: twice the L2 traffic, and the
-/// kernel ran at ≈ 60 % of L2 throughput for 12 µs at M = 512, K = 7168). It lets the dual GEMM
-/// that follows start early (programmatic dependent launch) and, should it be launched that way
-/// itself, waits for the previous kernel before it touches memory.
+/// are 4 KiB of `out` in one piece; after a transpose among each 8 lanes
+/// ([`transpose_chunks_of_8_lanes`]) every store instruction writes 4 whole 128-byte lines.
+/// (Stored straight from each thread, every store instruction wrote 16 bytes of each of 32
+/// lines: the kernel was L2-bound, 12 µs at M = 512, K = 7168. Staging in shared memory instead
+/// halved that, but cost the small shapes ≈ 1–2 µs, likely through the shared-memory carve-out
+/// change between it and the GEMMs.) It lets the dual GEMM that follows start early
+/// (programmatic dependent launch) and, should it be launched that way itself, waits for the
+/// previous kernel before it touches memory.
 ///
 /// # Safety
 /// `data`: `rows × k/2` bytes, 16-byte aligned; `scales`: the blocked layout of `rows × k/16`
 /// codes, 4-byte aligned; `out`: `rows × padded_k(k)` fp16, 16-byte aligned; `k` a positive
-/// multiple of [`crate::sm90::config::K_MULTIPLE`] with `rows · padded_k(k) / 64 < 2^31`;
-/// [`PREDECODE_THREADS`] threads and [`crate::sm90::config::PREDECODE_SHARED_BYTES`] of
-/// dynamic shared memory.
+/// multiple of [`crate::sm90::config::K_MULTIPLE`] with `rows · padded_k(k) / 64 < 2^31`; a
+/// block size that is a multiple of 32.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(args: PredecodeArgs) {
     let PredecodeArgs {
@@ -154,16 +174,16 @@ pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(args: PredecodeArg
     let layout = BlockedScales::new(rows as usize, k as usize);
     let total = rows * slices_per_row;
     let lane = sreg::thread_idx_x() % 32;
-    let staging = smem::base() + sreg::thread_idx_x() / 32 * PREDECODE_WARP_BYTES;
-    let stride = sreg::grid_dim_x() * PREDECODE_THREADS;
-    // The warp's first item: the loop runs warp-uniformly (every lane takes the barriers).
-    let mut first = sreg::block_idx_x() * PREDECODE_THREADS + sreg::thread_idx_x() - lane;
+    let stride = sreg::grid_dim_x() * sreg::block_dim_x();
+    // The warp's first item: the loop runs warp-uniformly (every lane takes the shuffles).
+    let mut first = sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x() - lane;
     while first < total {
         let item = first + lane;
+        let mut chunks = [[0u32; 4]; CHUNKS_PER_SLICE as usize];
         if item < total {
             let (row, slice) = (item / slices_per_row, item % slices_per_row);
             // SAFETY: the contract above.
-            let chunks = unsafe {
+            chunks = unsafe {
                 decode_slice_chunks(
                     data.add(row as usize * (k as usize / 2)),
                     scales,
@@ -173,30 +193,24 @@ pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(args: PredecodeArg
                     slice,
                 )
             };
-            for (chunk, words) in chunks.iter().enumerate() {
-                // SAFETY: inside this warp's staging area (lane < 32, chunk < 8).
-                unsafe { smem::st_v4(staging + staged_chunk(lane, chunk as u32), *words) };
-            }
         }
-        warp::sync();
-        // Round r: lane l stores chunk l % 8 of the warp's item 4r + l / 8, i.e. bytes
-        // 512·r + 16·l of its 4 KiB.
-        for round in 0..CHUNKS_PER_SLICE {
-            let (local, chunk) = (4 * round + lane / 8, lane % 8);
-            if first + local < total {
-                // SAFETY: staged above by lane `local`; the item's 128 bytes are inside `out`.
+        transpose_chunks_of_8_lanes(&mut chunks, lane);
+        // Lane 8g + i now holds chunk i of the warp's items 8g .. 8g + 7; round r stores item
+        // 8g + r's chunk: 4 whole lines per instruction.
+        let group_first = first + lane / 8 * 8;
+        let chunk = (lane % 8) as usize;
+        for (r, words) in chunks.iter().enumerate() {
+            let item = group_first + r as u32;
+            if item < total {
+                // SAFETY: the item's 128 bytes are inside `out`.
                 unsafe {
-                    let words = smem::ld_v4(staging + staged_chunk(local, chunk));
                     mem::st_global_v4_b32(
-                        out.add(
-                            (first + local) as usize * 4 * CHUNKS_PER_SLICE as usize + 4 * chunk as usize,
-                        ),
-                        words,
-                    );
-                }
+                        out.add(item as usize * 4 * CHUNKS_PER_SLICE as usize + 4 * chunk),
+                        *words,
+                    )
+                };
             }
         }
-        warp::sync(); // the staging area is read before the next round overwrites it
         first += stride;
     }
 }
