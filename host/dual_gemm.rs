@@ -81,9 +81,10 @@ impl Sm90Geometry {
         // 64 bits; the kernels' 32-bit counts are tiles, iterations and token items.
         let stages = k32.div_ceil(K_PER_STAGE);
         let mut best: Option<(u64, Self)> = None;
-        for tile in [Tile::for_tokens(m32), WIDE_TILE] {
+        let narrow = Tile::for_tokens(m32);
+        for tile in [narrow, WIDE_TILE] {
             let wide = tile == WIDE_TILE;
-            if wide && m32 <= Tile::for_tokens(m32).tokens {
+            if wide && m32 <= narrow.tokens {
                 continue; // one narrower tile already covers M
             }
             let tiles = TileGrid::new(m32, n32, tile.tokens, TILE_N)

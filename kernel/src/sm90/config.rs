@@ -284,6 +284,15 @@ impl Tile {
         CONSUMER_WARPGROUPS + self.decoder_warpgroups()
     }
 
+    /// Whether the consumers load each chunk of the next weight stage only once the same chunk
+    /// of the current stage is decoded (after slices 0 and 2, when its registers are free),
+    /// instead of the whole next stage at the start of the current one: so in the 256-token
+    /// tile, whose 128 accumulators leave no room for two whole stages, and whose two slices
+    /// take longer than a DRAM round trip.
+    pub const fn late_weight_loads(&self) -> bool {
+        self.tokens > DECODER_TILE_MAX_TOKENS
+    }
+
     /// Threads of the tile's CTA: consumers, decoders (if any), producer.
     pub const fn threads(&self) -> u32 {
         (self.producer_warpgroup() + 1) * WARPGROUP_THREADS

@@ -846,11 +846,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
     let tile = shared.tile;
     let thread = sreg::thread_idx_x();
     let mut decoded = RingPosition::<DECODED_STAGES>::new();
-    // Wide tiles load each chunk of the next stage once the same chunk of this stage is
-    // decoded (after slices 0 and 2: its registers are free): with 128 accumulators the
-    // consumers have no room for two whole stages, and two of their slices take longer than a
-    // DRAM round trip.
-    let late_loads = tile.decoder_warpgroups() == 0;
+    let late_loads = tile.late_weight_loads();
     let mut segments = work.segments();
     let mut current = match segments.clone().next() {
         Some(first) => {
@@ -869,9 +865,9 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         let first = warp::shuffle_index(segment.first_stage, 0);
         let last = warp::shuffle_index(segment.first_stage + segment.stages - 1, 0);
         // What the last stage loads: the next segment's first stage (else its own stage again,
-        // unused). Chosen here so that the loop body has one unconditional load; wide tiles
-        // (late loads) choose in the last stage instead, as they have no registers to carry
-        // the choice through the loop.
+        // unused). Chosen here so that the loop body has one unconditional load; tiles with
+        // late loads choose in the last stage instead, as they have no registers to carry the
+        // choice through the loop.
         let tail = || match segments.clone().next() {
             Some(following) => (
                 problem.weight_rows(&problem.job(&following.tile, tile), lane),
@@ -879,7 +875,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             ),
             None => (rows, last),
         };
-        let (tail_rows, tail_stage) = if late_loads { (rows, last) } else { tail() };
+        let chosen_tail = (!late_loads).then(tail);
         // SETS independent accumulator sets, k16 step s into set s % SETS: small tiles' wgmmas
         // are latency-bound when chained through one accumulator (see `Tile::accumulator_sets`).
         // A constant, not a repeat expression: rustc lowers `[0.0; 128]` to a loop that LLVM
@@ -889,10 +885,8 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             // Loads in flight while this stage computes: the segment's next stage, else the tail.
             let (next_rows, next_stage) = if stage < last {
                 (rows, stage + 1)
-            } else if late_loads {
-                tail()
             } else {
-                (tail_rows, tail_stage)
+                chosen_tail.unwrap_or_else(tail)
             };
             let next_rows = &next_rows;
             // SAFETY (all): a stage of this segment's tile or of the next segment's.

@@ -110,8 +110,8 @@ pub unsafe fn decode_slice(
     }
 }
 
-/// Transposes the 16-byte chunks of each group of 8 lanes: lane `8g + i` holds chunk `j` of
-/// item `8g + j` afterwards where it held chunk `j` of item `8g + i` (its own) before. Three
+/// Transposes the 16-byte chunks of each group of 8 lanes: before, slot `j` of lane `8g + i`
+/// holds chunk `j` of its own item `8g + i`; after, chunk `i` of item `8g + j`. Three
 /// butterfly exchanges (lane bits 1, 2, 4), each moving half of a lane's chunks; every index is
 /// a constant, so the chunks stay in registers.
 #[inline(always)]
