@@ -13,7 +13,9 @@ use half::f16;
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
-    self as sm90, K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, padded_k,
+    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, K_MULTIPLE, K_PER_SLICE,
+    K_PER_STAGE, TILE_N, Tile, decode_partial_words, decode_shared_bytes, decode_steps, decode_token_tiles,
+    padded_k,
 };
 use nvfp4_kernel::sm100::config as sm100;
 
@@ -276,8 +278,48 @@ enum PlannedKernel {
         stream_k: StreamKState,
         tokens: Option<Box<PredecodedTokens>>,
     },
+    /// Hopper, decode-size token counts (M ≤ `DECODE_MAX_TOKENS`): the K-split partial sums
+    /// and the split (`nvfp4_kernel::sm90::decode`).
+    Sm90Decode(Box<DecodeState>),
     /// Blackwell (never run here).
     Sm100 { geometry: Sm100Geometry },
+}
+
+/// The device state and K split of a decode-size Hopper plan.
+struct DecodeState {
+    /// Every CTA's f32 partial sums ([`decode_partial_words`]).
+    partials: DeviceBuffer<u32>,
+    /// One arrival counter per row group, zero between launches (the last CTA resets it).
+    arrivals: DeviceBuffer<u32>,
+    split: DecodeSplit,
+}
+
+/// The K split of the decode-size kernel (`nvfp4_kernel::sm90::decode`) for one shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeSplit {
+    /// 128-K steps per split, at most `DECODE_MAX_STEPS_PER_SPLIT`.
+    pub steps_per_split: u32,
+    /// K splits, none of them empty.
+    pub splits: u32,
+    /// CTAs: `splits × n / DECODE_GROUP_N`.
+    pub grid: u32,
+}
+
+impl DecodeSplit {
+    /// The split of `k` that fills `capacity` resident CTAs once (one wave) with `n /
+    /// DECODE_GROUP_N` row groups per split, each split as long as the shared memory allows.
+    pub fn new(n: u32, k: u32, capacity: u32) -> Self {
+        let steps = decode_steps(k).max(1);
+        let groups = (n / DECODE_GROUP_N).max(1);
+        let splits = (capacity / groups).clamp(1, steps);
+        let steps_per_split = steps.div_ceil(splits).min(DECODE_MAX_STEPS_PER_SPLIT);
+        let splits = steps.div_ceil(steps_per_split);
+        Self {
+            steps_per_split,
+            splits,
+            grid: splits * groups,
+        }
+    }
 }
 
 /// The device state of a plan's stream-K fix-ups: partial-sum slots, their publication flags
@@ -310,6 +352,21 @@ impl Gpu {
     /// Plans `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` for `shape` on this GPU.
     pub fn plan_dual_gemm(&self, shape: DualGemmShape) -> Result<DualGemmPlan> {
         let kernel = match self.arch() {
+            Arch::Sm90a if shape.m <= DECODE_MAX_TOKENS as usize && shape.m > 0 => {
+                let kernels = self.sm90_kernels("dual GEMM")?;
+                // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
+                Sm90Geometry::new(shape, self.multiprocessors())?;
+                let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
+                let capacity = self.multiprocessors() * kernels.decode[0].resident_per_sm();
+                let split = DecodeSplit::new(n, k, capacity);
+                let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
+                    .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
+                PlannedKernel::Sm90Decode(Box::new(DecodeState {
+                    partials: DeviceBuffer::zeros(self.stream(), partial_words)?,
+                    arrivals: DeviceBuffer::zeros(self.stream(), (n / DECODE_GROUP_N) as usize)?,
+                    split,
+                }))
+            }
             Arch::Sm90a => {
                 self.sm90_kernels("dual GEMM")?;
                 let geometry = Sm90Geometry::new(shape, self.multiprocessors())?;
@@ -340,7 +397,7 @@ impl Gpu {
                 }
             }
         };
-        let programmatic = matches!(kernel, PlannedKernel::Sm90 { .. });
+        let programmatic = matches!(kernel, PlannedKernel::Sm90 { .. } | PlannedKernel::Sm90Decode(_));
         Ok(DualGemmPlan {
             shape,
             kernel,
@@ -390,7 +447,7 @@ impl DualGemmPlan {
     /// which times both). Blackwell plans launch plainly: asking for it there is an error.
     pub fn set_programmatic_launch(&mut self, enabled: bool) -> Result<()> {
         match self.kernel {
-            PlannedKernel::Sm90 { .. } => {
+            PlannedKernel::Sm90 { .. } | PlannedKernel::Sm90Decode(_) => {
                 self.programmatic = enabled;
                 Ok(())
             }
@@ -421,9 +478,9 @@ impl DualGemmPlan {
                 format!("must be in 1..={} (the launch's CTAs)", geometry.grid),
                 ctas,
             )),
-            PlannedKernel::Sm100 { .. } => Err(Error::invalid(
+            PlannedKernel::Sm100 { .. } | PlannedKernel::Sm90Decode(_) => Err(Error::invalid(
                 "abort",
-                "only the sm_90a kernels take stream-K tickets",
+                "only the tiled sm_90a kernels take stream-K tickets",
                 ctas,
             )),
         }
@@ -444,6 +501,13 @@ impl DualGemmPlan {
     pub fn tile_and_grid(&self) -> ((u32, u32), u32) {
         match &self.kernel {
             PlannedKernel::Sm90 { geometry, .. } => ((geometry.tile.tokens, TILE_N), geometry.grid),
+            PlannedKernel::Sm90Decode(decode) => (
+                (
+                    decode_token_tiles(self.shape.m as u32) * sm90::DECODE_TOKEN_TILE,
+                    DECODE_GROUP_N,
+                ),
+                decode.split.grid,
+            ),
             PlannedKernel::Sm100 { geometry } => ((sm100::TILE_M, geometry.tile.n), geometry.grid),
         }
     }
@@ -526,6 +590,44 @@ impl DualGemmPlan {
                         stream,
                         geometry.grid,
                         geometry.shared_bytes,
+                        &args,
+                        self.programmatic,
+                    )
+                }
+            }
+            PlannedKernel::Sm90Decode(decode) => {
+                let kernels = gpu.sm90_kernels("dual GEMM")?;
+                let DecodeSplit {
+                    steps_per_split,
+                    splits,
+                    grid,
+                } = decode.split;
+                let args = sm90::DecodeArgs {
+                    a: a.data_address() as *const u8,
+                    a_scales: a.scales_address() as *const u8,
+                    b1: b1.data_address() as *const u8,
+                    b1_scales: b1.scales_address() as *const u8,
+                    b2: b2.data_address() as *const u8,
+                    b2_scales: b2.scales_address() as *const u8,
+                    out,
+                    partials: decode.partials.address() as *mut u32,
+                    arrivals: decode.arrivals.address() as *mut u32,
+                    m: m32,
+                    n: n32,
+                    k: k32,
+                    steps_per_split,
+                    splits,
+                    alpha_gate: SM90_OPERAND_RESCALE * global(&a) * global(&b1),
+                    alpha_up: SM90_OPERAND_RESCALE * global(&a) * global(&b2),
+                };
+                // SAFETY: `nvfp4_kernel::sm90::decode`'s contract: operands of the planned shape
+                // (checked above), partial sums and counters sized for this split, the counters
+                // zero (allocated so, and every launch leaves them so).
+                unsafe {
+                    kernels.decode[decode_token_tiles(m32) as usize - 1].launch(
+                        stream,
+                        grid,
+                        decode_shared_bytes(m32, steps_per_split),
                         &args,
                         self.programmatic,
                     )

@@ -114,8 +114,8 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
     else {
         return;
     };
-    // Token tiles of 8, 16 and 32 (tokens decoded in the kernel), with whole tiles per CTA and
-    // stream-K splits of 1 to 29 stages.
+    // M ≤ 16 on Hopper: the decode-size kernel (K splits of 1 to 7 steps); M = 30, 32: token
+    // tiles of 32 (tokens decoded in the kernel), whole tiles per CTA and stream-K splits.
     check_shapes(
         &gpu,
         &[
@@ -307,7 +307,8 @@ fn launch_rejects_operands_that_do_not_match_the_plan() {
 /// first `stop` compute and publish partial sums, the rest leave, no reducer waits) leave
 /// partial sums and flags of their epoch behind; the launches after them on the same plan must
 /// be right, direct and replayed from a CUDA graph captured before the stop. Stream-K shapes
-/// (tiles split over all SMs), several stop points.
+/// (tiles split over all SMs; M above the decode-size path, which takes no tickets), several stop
+/// points.
 fn launches_after_a_launch_stopped_mid_way_are_right() {
     use cudarc::driver::{DevicePtrMut, sys};
     use nvfp4::gpu::{Arch, F16Mut};
@@ -318,7 +319,7 @@ fn launches_after_a_launch_stopped_mid_way_are_right() {
     let owner = gpu.stream().context().new_stream().unwrap();
     // SAFETY: `owner` is a stream of this context and outlives every launch below.
     unsafe { gpu.set_borrowed_stream(owner.cu_stream() as u64) }.unwrap();
-    for (m, n, k) in [(16, 4096, 7168), (100, 2048, 2880)] {
+    for (m, n, k) in [(32, 4096, 7168), (100, 2048, 2880)] {
         let shape = DualGemmShape { m, n, k };
         let plan = gpu.plan_dual_gemm(shape).unwrap();
         if gpu.arch() != Arch::Sm90a {

@@ -3,7 +3,7 @@
 
 use half::f16;
 use nvfp4::codec::e2m1_to_f32;
-use nvfp4::dual_gemm::Sm90Geometry;
+use nvfp4::dual_gemm::{DecodeSplit, Sm90Geometry};
 use nvfp4::{DualGemmShape, Error};
 use nvfp4_kernel::desc::{sw128_offset, wgmma_desc_sw128_k_major};
 use nvfp4_kernel::fp4::{PAIR_ELEMENTS, e2m1_to_f16_bits_scaled, e2m1x8_to_f16x2_pairs};
@@ -344,6 +344,39 @@ fn sm90_geometry_picks_256_token_tiles_only_where_whole_waves_make_them_cheaper(
             assert_eq!(whole, Some(g.grid), "{m}×{n}×{k}: wide tiles only as whole tiles");
         }
     }
+}
+
+#[test]
+fn decode_split_fills_one_wave_with_no_empty_split_and_fits_shared_memory() {
+    use nvfp4_kernel::sm90::config::{
+        DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, MAX_SHARED_BYTES, decode_shared_bytes,
+        decode_steps,
+    };
+    // (n, k, resident CTAs, splits): 4 CTAs on each of 132 SMs.
+    let cases = [
+        (4096, 7168, 528, 8),  // 64 row groups × 8 splits of 7 steps
+        (3072, 7168, 528, 10), // 48 row groups: 11 splits would leave one of 1 step; 6 each
+        (512, 64, 528, 1),     // one step
+        (64, 2880, 528, 23),   // one row group: a split per step (the last holds 64 K)
+        (32768, 7168, 528, 2), // 512 row groups: one split would exceed shared memory
+        (4096, 7168, 1, 2),    // one resident CTA: the longest splits
+    ];
+    for (n, k, capacity, splits) in cases {
+        let split = DecodeSplit::new(n, k, capacity);
+        let steps = decode_steps(k);
+        assert_eq!(split.splits, splits, "{n}×{k}");
+        assert_eq!(split.grid, split.splits * n / DECODE_GROUP_N, "{n}×{k}");
+        assert!(split.steps_per_split <= DECODE_MAX_STEPS_PER_SPLIT, "{n}×{k}");
+        assert!(
+            split.splits * split.steps_per_split >= steps,
+            "{n}×{k}: K covered"
+        );
+        assert!(
+            (split.splits - 1) * split.steps_per_split < steps,
+            "{n}×{k}: no empty split"
+        );
+    }
+    assert!(decode_shared_bytes(DECODE_MAX_TOKENS, DECODE_MAX_STEPS_PER_SPLIT) <= MAX_SHARED_BYTES);
 }
 
 #[test]

@@ -107,6 +107,12 @@ impl<A> LoadedKernel<A> {
         })
     }
 
+    /// Blocks of the entry's size that fit on one SM at once (driver occupancy, no dynamic
+    /// shared memory).
+    pub(crate) fn resident_per_sm(&self) -> u32 {
+        self.resident_per_sm
+    }
+
     /// Allows up to `bytes` of dynamic shared memory per block.
     fn allow_shared_bytes(&self, bytes: u32) -> Result<()> {
         self.function.set_attribute(
@@ -212,6 +218,8 @@ pub(crate) struct Sm90Kernels {
     pub dual_gemm: Vec<(Tile, LoadedKernel<sm90::DualGemmArgs>)>,
     pub grouped: Vec<(Tile, bool, LoadedKernel<sm90::GroupedArgs>)>,
     pub predecode_tokens: LoadedKernel<sm90::PredecodeArgs>,
+    /// The decode-size dual GEMM for 1 and 2 token tiles (`launch::SM90_DECODE`).
+    pub decode: [LoadedKernel<sm90::DecodeArgs>; 2],
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
@@ -235,6 +243,18 @@ impl Sm90Kernels {
             dual_gemm,
             grouped,
             predecode_tokens: LoadedKernel::load(module, launch::SM90_PREDECODE_TOKENS)?,
+            decode: {
+                let load = |kernel| -> Result<LoadedKernel<sm90::DecodeArgs>> {
+                    let kernel = LoadedKernel::load(module, kernel)?;
+                    // The most the plans ask for: 16 token rows of the longest split.
+                    kernel.allow_shared_bytes(sm90::decode_shared_bytes(
+                        sm90::DECODE_MAX_TOKENS,
+                        sm90::DECODE_MAX_STEPS_PER_SPLIT,
+                    ))?;
+                    Ok(kernel)
+                };
+                [load(launch::SM90_DECODE[0])?, load(launch::SM90_DECODE[1])?]
+            },
             grouped_prepare: LoadedKernel::load(module, launch::SM90_GROUPED_PREPARE)?,
         })
     }

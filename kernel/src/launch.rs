@@ -219,7 +219,7 @@ pub const AMAX_BF16: Kernel<AmaxArgs> = Kernel::new("nvfp4_amax_bf16", 256, None
 pub const OCCUPY: Kernel<OccupyArgs> = Kernel::new("nvfp4_test_occupy", 32, None);
 
 use crate::grouped::GroupedPrepareArgs;
-use crate::sm90::config::{self as sm90, DualGemmArgs, GroupedArgs, PredecodeArgs};
+use crate::sm90::config::{self as sm90, DecodeArgs, DualGemmArgs, GroupedArgs, PredecodeArgs};
 
 /// The sm_90a dual GEMM, one entry per token tile (`sm90::config::TILES`). `.minnctapersm 1`
 /// lets `setmaxnreg` move registers between its warpgroups.
@@ -235,6 +235,25 @@ pub const fn sm90_grouped(tile: sm90::Tile, gated: bool) -> Kernel<GroupedArgs> 
 /// Token pre-decoding for the sm_90a dual GEMM's large tiles (`sm90::tokens`).
 pub const SM90_PREDECODE_TOKENS: Kernel<PredecodeArgs> =
     Kernel::new("nvfp4_predecode_tokens_sm90", 256, None);
+
+/// The sm_90a decode-size dual GEMM (`sm90::decode`) for 1 or 2 token tiles of 8 (M ≤ 8, M ≤
+/// 16): `DECODE_WARPS` warps per CTA and [`SM90_DECODE_CTAS_PER_SM`] CTAs per SM, which holds
+/// ptxas to 64 registers per thread.
+pub const SM90_DECODE: [Kernel<DecodeArgs>; 2] = [
+    Kernel::new(
+        "nvfp4_dual_gemm_decode_sm90_m8",
+        sm90::DECODE_WARPS * 32,
+        Some(SM90_DECODE_CTAS_PER_SM),
+    ),
+    Kernel::new(
+        "nvfp4_dual_gemm_decode_sm90_m16",
+        sm90::DECODE_WARPS * 32,
+        Some(SM90_DECODE_CTAS_PER_SM),
+    ),
+];
+
+/// CTAs of the decode-size dual GEMM per SM (`.minnctapersm`): 32 warps.
+pub const SM90_DECODE_CTAS_PER_SM: u32 = 4;
 
 /// The preparation pass of the sm_90a grouped kernels (`sm90::grouped`).
 pub const SM90_GROUPED_PREPARE: Kernel<GroupedPrepareArgs> =
@@ -276,6 +295,8 @@ pub const SM90_ENTRY_POINTS: &[EntryPoint] = &[
     sm90_grouped(SM90_TILES[3], false).entry,
     sm90_grouped(SM90_TILES[4], false).entry,
     SM90_PREDECODE_TOKENS.entry,
+    SM90_DECODE[0].entry,
+    SM90_DECODE[1].entry,
     SM90_GROUPED_PREPARE.entry,
 ];
 

@@ -184,6 +184,26 @@ pub unsafe fn red_add_relaxed_gpu_u32(ptr: *mut u32, v: u32) {
     unsafe { asm!("red.relaxed.gpu.global.add.u32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v) };
 }
 
+/// `atom.acq_rel.gpu.global.add.u32`: adds `v` at `ptr` and returns the previous value; a
+/// release for this thread's earlier accesses and an acquire for its later ones, at GPU scope.
+///
+/// # Safety
+/// `ptr` must be a valid, 4-byte aligned global address.
+#[inline(always)]
+pub unsafe fn atom_add_acq_rel_gpu_u32(ptr: *mut u32, v: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!(
+            "atom.acq_rel.gpu.global.add.u32 {old}, [{p}], {v};",
+            p = in(reg64) ptr,
+            v = in(reg32) v,
+            old = out(reg32) old,
+        )
+    };
+    old
+}
+
 /// `atom.relaxed.gpu.global.add.u64`: adds `v` at `ptr` and returns the previous value.
 ///
 /// # Safety

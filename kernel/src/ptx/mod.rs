@@ -9,6 +9,7 @@ pub mod fence;
 pub mod float;
 pub mod mbarrier;
 pub mod mem;
+pub mod mma;
 pub mod reg;
 pub mod simd;
 pub mod smem;

@@ -493,6 +493,105 @@ pub struct DualGemmArgs {
     pub abort: u32,
 }
 
+/// Warps per matrix in a CTA of the decode-size dual GEMM (`sm90::decode`): warp `w` streams
+/// 16 rows of the gate weights, warp `w + DECODE_WARPS_PER_MATRIX` the same rows of up.
+pub const DECODE_WARPS_PER_MATRIX: u32 = 4;
+/// Warps per CTA of the decode-size dual GEMM.
+pub const DECODE_WARPS: u32 = 2 * DECODE_WARPS_PER_MATRIX;
+/// Weight rows per warp of the decode-size dual GEMM (the MMA's M).
+pub const DECODE_ROWS_PER_WARP: u32 = 16;
+/// Outputs per CTA (a *row group*) of the decode-size dual GEMM: N must be a multiple (it is,
+/// being one of [`TILE_N`]).
+pub const DECODE_GROUP_N: u32 = DECODE_WARPS_PER_MATRIX * DECODE_ROWS_PER_WARP;
+const _: () = assert!(TILE_N.is_multiple_of(DECODE_GROUP_N));
+/// Tokens per MMA of the decode-size dual GEMM (the MMA's N).
+pub const DECODE_TOKEN_TILE: u32 = 8;
+/// Most tokens the decode-size dual GEMM takes (two token tiles).
+pub const DECODE_MAX_TOKENS: u32 = 16;
+/// K per step of the decode-size dual GEMM: one 16-byte chunk (two scale blocks) of each row per
+/// quad lane, the first or second half of a 256-K stage in [`stage_block`] order.
+pub const DECODE_K_PER_STEP: u32 = K_PER_STAGE / 2;
+/// Scale blocks per decode step.
+pub const DECODE_BLOCKS_PER_STEP: u32 = DECODE_K_PER_STEP / SCALE_BLOCK_K as u32;
+/// 64-K slices per decode step.
+pub const DECODE_SLICES_PER_STEP: u32 = DECODE_K_PER_STEP / K_PER_SLICE;
+/// Most steps per K split (the split's token rows must fit in shared memory: 16 rows × 32 steps
+/// is 128 KiB; the plans choose far fewer).
+pub const DECODE_MAX_STEPS_PER_SPLIT: u32 = 32;
+/// f32 words of one warp's partial sums per token tile (its MMA accumulators: 32 lanes × 4).
+pub const DECODE_RECORD_WORDS: u32 = 32 * 4;
+
+/// Arguments of the decode-size dual GEMM (`nvfp4_dual_gemm_decode_sm90`; see `sm90::decode`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DecodeArgs {
+    /// A's packed e2m1 bytes, `m × k/2` (each CTA decodes its split's tokens itself).
+    pub a: *const u8,
+    /// A's blocked scales.
+    pub a_scales: *const u8,
+    /// Gate weights B1, `n × k/2` bytes.
+    pub b1: *const u8,
+    /// B1's blocked scales.
+    pub b1_scales: *const u8,
+    /// Up weights B2, `n × k/2` bytes.
+    pub b2: *const u8,
+    /// B2's blocked scales.
+    pub b2_scales: *const u8,
+    /// C, `m × n` fp16.
+    pub out: *mut u16,
+    /// Partial sums: [`decode_partial_words`]`(m, n, splits)` f32.
+    pub partials: *mut u32,
+    /// Arrival counters, one per row group (`n / DECODE_GROUP_N`), zero between launches.
+    pub arrivals: *mut u32,
+    /// Tokens, 1..=[`DECODE_MAX_TOKENS`].
+    pub m: u32,
+    /// Outputs, a multiple of [`DECODE_GROUP_N`].
+    pub n: u32,
+    /// Reduction length, a multiple of [`K_MULTIPLE`].
+    pub k: u32,
+    /// Steps ([`DECODE_K_PER_STEP`]) per split, at most [`DECODE_MAX_STEPS_PER_SPLIT`].
+    pub steps_per_split: u32,
+    /// K splits; the grid is `splits × n / DECODE_GROUP_N` CTAs, split slowest.
+    pub splits: u32,
+    /// Scale of the gate product (`2²⁸ · g_A · g_B1`, as the tiled kernel's).
+    pub alpha_gate: f32,
+    /// Scale of the up product.
+    pub alpha_up: f32,
+}
+
+/// Token tiles of the decode-size dual GEMM for `m` tokens.
+pub const fn decode_token_tiles(m: u32) -> u32 {
+    m.div_ceil(DECODE_TOKEN_TILE)
+}
+
+/// Decode steps of a K (a last step may hold only its first 64 K).
+pub const fn decode_steps(k: u32) -> u32 {
+    k.div_ceil(DECODE_K_PER_STEP)
+}
+
+/// f32 words of the decode-size kernel's partial sums: one record per (split, warp of each row
+/// group, token tile).
+pub const fn decode_partial_words(m: u32, n: u32, splits: u32) -> u64 {
+    splits as u64
+        * (n / DECODE_GROUP_N) as u64
+        * DECODE_WARPS as u64
+        * decode_token_tiles(m) as u64
+        * DECODE_RECORD_WORDS as u64
+}
+
+/// Bytes between consecutive token rows in the decode-size kernel's shared memory: the split's
+/// 64-K slices (128 bytes of fp16 each) plus 16 bytes, so that the two token rows read by one
+/// quarter-warp's 16-byte loads fall in different banks.
+pub const fn decode_token_pitch(steps_per_split: u32) -> u32 {
+    steps_per_split * DECODE_SLICES_PER_STEP * 2 * K_PER_SLICE + 16
+}
+
+/// Dynamic shared memory of the decode-size kernel: every token row of its tiles (rows past M
+/// are zeros) for one split, then one word (the CTA's "last to arrive" verdict).
+pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
+    decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(steps_per_split) + 16
+}
+
 /// Arguments of the token pre-decoder (`nvfp4_predecode_tokens_sm90`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

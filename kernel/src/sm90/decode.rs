@@ -1,0 +1,344 @@
+//! The decode-size dual GEMM for Hopper (M ≤ 16 tokens): no rings, no handoff between roles,
+//! the K split reduced inside the kernel.
+//!
+//! A CTA owns one *row group* ([`DECODE_GROUP_N`] outputs) and one K split. Its first
+//! [`DECODE_WARPS_PER_MATRIX`] warps stream 16 gate rows each, the others the same rows of up.
+//! Per 128-K step, lane `t` of each quad loads one 16-byte chunk (two scale blocks, the tiled
+//! kernel's [`stage_block`] order) of each of its two rows, decodes it with the shared shift
+//! trick ([`scaled_pairs`]) into the A fragment of `mma.sync.m16n8k16` (weights are the 16-row
+//! operand) and multiplies it with the tokens as the 8-column operand. The CTA first decodes
+//! its split's tokens into shared memory once, for all its warps; the next step's weight loads
+//! go out before a step is decoded. Nothing waits on another warp inside the loop.
+//!
+//! The split's reduction: every CTA stores its f32 partial sums, and the last CTA of a row group
+//! to arrive (an acq_rel counter per row group, which that CTA resets to zero) adds all splits'
+//! sums in split order and writes `silu(α_gate·g) ⊙ (α_up·u)` as fp16: the result does not
+//! depend on which CTA comes last, and no second launch is needed.
+
+use crate::epilogue::silu;
+use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
+use crate::ptx::{cvt, fence, mem, mma, smem, sreg};
+use crate::sm90::config::{
+    DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP,
+    DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
+    K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, stage_block,
+};
+use crate::sm90::tokens::{CHUNKS_PER_SLICE, decode_slice_chunks, scaled_pairs};
+
+/// One weight row's 16-byte chunk of a decode step as loaded: the packed codes of two scale
+/// blocks and the word holding their scale codes (zero when the blocks lie past K, so that they
+/// decode to zeros).
+#[derive(Clone, Copy)]
+struct RowChunk {
+    words: [u32; 4],
+    codes: u32,
+}
+
+impl RowChunk {
+    /// Loads the chunk at byte `data_offset` of `data` and its scale word at byte
+    /// `scale_offset` of `scales`; `exists` false loads `fallback` (the row's first chunk and
+    /// scale word, always there) and gives it zero scales. Branch-free.
+    ///
+    /// # Safety
+    /// Each offset pair is that of a chunk of a row of the weight matrix and of its scale word:
+    /// 16 bytes and 4 bytes, aligned, inside the matrices.
+    #[inline(always)]
+    unsafe fn load(
+        data: *const u8,
+        scales: *const u8,
+        offsets: [u32; 2],
+        fallback: [u32; 2],
+        exists: bool,
+    ) -> Self {
+        let [data_offset, scale_offset] = if exists { offsets } else { fallback };
+        // SAFETY: the contract above.
+        let (words, codes) = unsafe {
+            (
+                mem::ld_global_nc_v4_b32(data.add(data_offset as usize) as *const u32),
+                mem::ld_global_nc_b32(scales.add(scale_offset as usize) as *const u32),
+            )
+        };
+        Self {
+            words,
+            codes: if exists { codes } else { 0 },
+        }
+    }
+
+    /// Block `j` (0 or 1) of the chunk decoded: its eight scaled fp16x2 pairs. `byte` is the
+    /// first block's code in `codes` (`first_block % 4`).
+    #[inline(always)]
+    fn pairs(&self, j: u32, byte: u32) -> [u32; 8] {
+        let scale = cvt::e4m3_byte_to_f16x2_broadcast(self.codes, byte + j);
+        scaled_pairs(self.words[2 * j as usize], self.words[2 * j as usize + 1], scale)
+    }
+}
+
+/// Decode steps whose weight loads are in flight while a step is decoded.
+const STEPS_AHEAD: usize = 1;
+
+/// The decode-size dual GEMM for up to 8 tokens (see the module doc).
+///
+/// # Safety
+/// Arguments must satisfy [`DecodeArgs`]' contract with `m ≤ 8`, launched with
+/// `DECODE_WARPS · 32` threads per CTA and [`crate::sm90::config::decode_shared_bytes`] of
+/// dynamic shared memory.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_decode_sm90_m8(args: DecodeArgs) {
+    // SAFETY: forwarded.
+    unsafe { decode::<1>(args) }
+}
+
+/// The decode-size dual GEMM for 9 to 16 tokens (see the module doc).
+///
+/// # Safety
+/// As [`nvfp4_dual_gemm_decode_sm90_m8`], with `8 < m ≤ 16`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_decode_sm90_m16(args: DecodeArgs) {
+    // SAFETY: forwarded.
+    unsafe { decode::<2>(args) }
+}
+
+/// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`).
+///
+/// # Safety
+/// As the entry points.
+#[inline(always)]
+unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
+    let DecodeArgs {
+        a,
+        a_scales,
+        b1,
+        b1_scales,
+        b2,
+        b2_scales,
+        out,
+        partials,
+        arrivals,
+        m,
+        n,
+        k,
+        steps_per_split,
+        splits,
+        alpha_gate,
+        alpha_up,
+    } = args;
+    let (groups, tiles) = (n / DECODE_GROUP_N, TILES as u32);
+    if groups == 0 || splits == 0 || decode_token_tiles(m) != tiles {
+        return; // never with a valid launch; also proves the divisions cannot panic
+    }
+    let thread = sreg::thread_idx_x();
+    let (warp, lane) = (thread / 32, thread % 32);
+    let (g, t) = (lane / 4, lane % 4);
+    let (split, group) = (sreg::block_idx_x() / groups, sreg::block_idx_x() % groups);
+    let gate = warp < DECODE_WARPS_PER_MATRIX;
+    let (data, scales) = if gate { (b1, b1_scales) } else { (b2, b2_scales) };
+    let first_row = group * DECODE_GROUP_N + (warp % DECODE_WARPS_PER_MATRIX) * DECODE_ROWS_PER_WARP;
+    let rows = [first_row + g, first_row + g + 8];
+    let layout = BlockedScales::new(n as usize, k as usize);
+    let blocks_of_k = k / SCALE_BLOCK_K as u32;
+    let first_step = split * steps_per_split;
+    let end_step = (first_step + steps_per_split).min(decode_steps(k));
+
+    // Step `q` is half `q % 2` of 256-K stage `q / 2`, so this lane's blocks in it are
+    // `DECODE_BLOCKS_PER_STEP · q + stage_block(0, t)` and the next (`stage_block`'s order): its
+    // chunk is 64 bytes further per step and its scale word one 512-byte atom per 4 blocks
+    // further, with its first code at byte `stage_block(0, t) % 4`.
+    const _: () = assert!(
+        stage_block(DECODE_SLICES_PER_STEP, 1) == DECODE_BLOCKS_PER_STEP + stage_block(0, 1)
+            && DECODE_BLOCKS_PER_STEP.is_multiple_of(ATOM_SCALE_COLS as u32)
+    );
+    let lane_block = stage_block(0, t);
+    let byte = lane_block % ATOM_SCALE_COLS as u32;
+    let row_bytes = k / 2;
+    let (fallbacks, offsets) = (
+        rows.map(|row| [row * row_bytes, layout.offset_u32(row, 0)]),
+        rows.map(|row| {
+            [
+                row * row_bytes + 8 * lane_block,
+                layout.offset_u32(row, lane_block - byte),
+            ]
+        }),
+    );
+    const CHUNK_STRIDE: u32 = DECODE_BLOCKS_PER_STEP * 8;
+    const SCALE_STRIDE: u32 = DECODE_BLOCKS_PER_STEP / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32;
+    let load = |q: u32| {
+        let exists = DECODE_BLOCKS_PER_STEP * q + lane_block < blocks_of_k;
+        [0, 1].map(|r| {
+            let [data_offset, scale_offset] = offsets[r];
+            let at = [data_offset + CHUNK_STRIDE * q, scale_offset + SCALE_STRIDE * q];
+            // SAFETY: the contract above: blocks below K are inside the row; past K the row's
+            // first chunk is read instead.
+            unsafe { RowChunk::load(data, scales, at, fallbacks[r], exists) }
+        })
+    };
+
+    fence::grid_dependency_wait(); // A may come from the kernel before (no-op if plain)
+    // The first steps' weights are on their way while the tokens are decoded.
+    let mut ahead = [load(first_step); STEPS_AHEAD];
+    for (i, chunks) in ahead.iter_mut().enumerate().skip(1) {
+        let q = first_step + i as u32;
+        if q < end_step {
+            *chunks = load(q);
+        }
+    }
+
+    // The split's tokens, decoded into shared memory once per CTA (rows past M zero), one item
+    // per (64-K slice, token row), token fastest. A token row holds, per slice, four 32-byte
+    // runs: run `w` is word `w` of the slice's chunks 0..8 (the pairs of quad lane `w`'s block),
+    // so that a lane reads its eight pairs with two 16-byte loads.
+    let pitch = decode_token_pitch(steps_per_split);
+    // At least 1: the `max`es only prove the divisions below cannot panic.
+    let token_rows = (tiles * DECODE_TOKEN_TILE).max(1);
+    let split_slices = (end_step.saturating_sub(first_step) * DECODE_SLICES_PER_STEP).max(1);
+    let a_layout = BlockedScales::new(m as usize, k as usize);
+    let mut item = thread;
+    while item < token_rows * split_slices {
+        let (token, local_slice) = (item % token_rows, item / token_rows);
+        let at = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE;
+        let chunks = if token < m {
+            // SAFETY: A's row `token` and its scales (contract).
+            unsafe {
+                decode_slice_chunks(
+                    a.add(token as usize * row_bytes as usize),
+                    a_scales,
+                    a_layout,
+                    token as usize,
+                    k,
+                    first_step * DECODE_SLICES_PER_STEP + local_slice,
+                )
+            }
+        } else {
+            [[0; 4]; CHUNKS_PER_SLICE as usize]
+        };
+        for w in 0..4 {
+            let run = |first: usize| [0, 1, 2, 3].map(|p| chunks[first + p][w]);
+            // SAFETY: the slice's 128 bytes of this token row, inside `decode_shared_bytes`.
+            unsafe {
+                smem::st_v4(at + 32 * w as u32, run(0));
+                smem::st_v4(at + 32 * w as u32 + 16, run(4));
+            }
+        }
+        item += sreg::block_dim_x();
+    }
+    fence::sync_threads();
+
+    // This lane's eight token pairs of a slice: token row `g` of tile `tile`, quad lane `t`'s run.
+    let lane_tokens = smem::base() + g * pitch + 32 * t;
+    let tokens = |tile: u32, local_slice: u32| {
+        let at = lane_tokens + tile * DECODE_TOKEN_TILE * pitch + local_slice * 2 * K_PER_SLICE;
+        // SAFETY: inside the staged tokens.
+        let (lo, hi) = unsafe { (smem::ld_v4(at), smem::ld_v4(at + 16)) };
+        [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]
+    };
+    // The MMA's C fragments, one per token tile.
+    let mut sums = [[0f32; 4]; TILES];
+    let mut q = first_step;
+    while q < end_step {
+        let next_q = q + STEPS_AHEAD as u32;
+        let next = if next_q < end_step {
+            load(next_q)
+        } else {
+            ahead[STEPS_AHEAD - 1]
+        };
+        let chunks = ahead[0];
+        for i in 0..STEPS_AHEAD - 1 {
+            ahead[i] = ahead[i + 1];
+        }
+        ahead[STEPS_AHEAD - 1] = next;
+        for j in 0..DECODE_SLICES_PER_STEP {
+            let weights = [chunks[0].pairs(j, byte), chunks[1].pairs(j, byte)];
+            let local_slice = (q - first_step) * DECODE_SLICES_PER_STEP + j;
+            let b: [[u32; 8]; TILES] = core::array::from_fn(|tile| tokens(tile as u32, local_slice));
+            for step in 0..4 {
+                let a = [
+                    weights[0][2 * step],
+                    weights[1][2 * step],
+                    weights[0][2 * step + 1],
+                    weights[1][2 * step + 1],
+                ];
+                for tile in 0..TILES {
+                    sums[tile] =
+                        mma::m16n8k16_f32_f16(sums[tile], a, [b[tile][2 * step], b[tile][2 * step + 1]]);
+                }
+            }
+        }
+        q += 1;
+    }
+    fence::launch_dependents();
+
+    // Publish this warp's partial sums, then count the CTA in.
+    let record = |split: u32, warp: u32, tile: u32| {
+        (((split * groups + group) * DECODE_WARPS + warp) * tiles + tile) * DECODE_RECORD_WORDS + 4 * lane
+    };
+    for (tile, sums) in sums.iter().enumerate() {
+        // SAFETY: this warp's record, inside the partial-sum buffer (contract).
+        unsafe {
+            mem::st_global_v4_b32(
+                partials.add(record(split, warp, tile as u32) as usize),
+                sums.map(f32::to_bits),
+            )
+        };
+    }
+    fence::acq_rel_gpu();
+    fence::sync_threads();
+    let verdict = smem::base() + token_rows * pitch;
+    if thread == 0 {
+        // SAFETY: the row group's counter (contract); only the last CTA of this launch writes
+        // it back to zero, after every split has counted in.
+        let last = unsafe { mem::atom_add_acq_rel_gpu_u32(arrivals.add(group as usize), 1) } == splits - 1;
+        if last {
+            // SAFETY: as above.
+            unsafe { mem::st_relaxed_gpu_b32(arrivals.add(group as usize), 0) };
+        }
+        // SAFETY: the verdict word after the tokens, inside `decode_shared_bytes`.
+        unsafe { smem::st_b32(verdict, last as u32) };
+    }
+    fence::sync_threads();
+    // SAFETY: as above.
+    if unsafe { smem::ld_b32(verdict) } == 0 {
+        return;
+    }
+    fence::acq_rel_gpu();
+
+    // The last CTA: one thread per (warp of a matrix, token tile, lane) adds the splits in order.
+    let (tile, warp) = ((thread / 32) % tiles, thread / 32 / tiles);
+    if warp >= DECODE_WARPS_PER_MATRIX {
+        return;
+    }
+    let load = |split: u32, warp: u32| {
+        // SAFETY: a record of this launch, published before the arrival count (acquired).
+        unsafe { mem::ld_global_cg_v4_b32(partials.add(record(split, warp, tile) as usize)) }
+    };
+    let (mut gate, mut up) = ([0f32; 4], [0f32; 4]);
+    let mut split = 0;
+    // Four splits' loads in flight at a time, added in split order (deterministic).
+    while split < splits {
+        let group = [0, 1, 2, 3].map(|i| {
+            if split + i < splits {
+                [
+                    load(split + i, warp),
+                    load(split + i, warp + DECODE_WARPS_PER_MATRIX),
+                ]
+            } else {
+                [[0; 4]; 2]
+            }
+        });
+        for [g, u] in group {
+            for i in 0..4 {
+                gate[i] += f32::from_bits(g[i]);
+                up[i] += f32::from_bits(u[i]);
+            }
+        }
+        split += 4;
+    }
+    let first_row = group * DECODE_GROUP_N + warp * DECODE_ROWS_PER_WARP;
+    for i in 0..4u32 {
+        let row = first_row + g + 8 * (i / 2);
+        let token = tile * DECODE_TOKEN_TILE + 2 * t + i % 2;
+        if token < m {
+            let value = silu(alpha_gate * gate[i as usize]) * (alpha_up * up[i as usize]);
+            // SAFETY: inside C (token < m, row < n).
+            unsafe { mem::st_global_b16(out.add((token * n + row) as usize), cvt::f32_to_f16_rn(value)) };
+        }
+    }
+}
