@@ -162,6 +162,21 @@ fn sm90_dual_gemm_sass_uses_hgmma_for_every_tile() {
     }
 }
 
+fn sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory() {
+    let test = "sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory";
+    let Some(sass) = sass_of("sm_90a", PTX_SM90A, test) else {
+        return;
+    };
+    for kernel in nvfp4_kernel::launch::SM90_DECODE {
+        let (name, body) = (kernel.entry.name, function_sass(&sass, kernel.entry.name));
+        assert!(body.contains("HMMA.16816.F32"), "{name}: no HMMA.16816.F32");
+        assert!(
+            !body.contains("LDL") && !body.contains("STL"),
+            "{name}: local memory"
+        );
+    }
+}
+
 fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
     let test = "sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory";
     let Some(sass) = sass_of("sm_100f", PTX_SM100F, test) else {
@@ -261,6 +276,7 @@ test_main!(
     every_entry_point_has_launch_bounds_and_one_parameter_of_its_arguments_size,
     sm90_module_has_a_dual_gemm_entry_for_every_tile,
     sm90_dual_gemm_sass_uses_hgmma_for_every_tile,
+    sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory,
     sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory,
     modules_call_no_external_functions,
     ptxas_assembles_both_modules_without_local_memory,

@@ -23,7 +23,7 @@ use crate::sm90::config::{
     DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
     K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, stage_block,
 };
-use crate::sm90::tokens::{CHUNKS_PER_SLICE, decode_slice_chunks, scaled_pairs};
+use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
 
 /// One weight row's 16-byte chunk of a decode step as loaded: the packed codes of two scale
 /// blocks and the word holding their scale codes (zero when the blocks lie past K, so that they
@@ -184,8 +184,8 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
 
     // The split's tokens, decoded into shared memory once per CTA (rows past M zero), one item
     // per (64-K slice, token row), token fastest. A token row holds, per slice, four 32-byte
-    // runs: run `w` is word `w` of the slice's chunks 0..8 (the pairs of quad lane `w`'s block),
-    // so that a lane reads its eight pairs with two 16-byte loads.
+    // runs: run `w` holds the eight pairs of quad lane `w`'s block (word `w` of the slice's
+    // chunks 0..8 in `decode_slice_chunks`), so that a lane reads them with two 16-byte loads.
     let pitch = decode_token_pitch(steps_per_split);
     // At least 1: the `max`es only prove the divisions below cannot panic.
     let token_rows = (tiles * DECODE_TOKEN_TILE).max(1);
@@ -195,27 +195,28 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     while item < token_rows * split_slices {
         let (token, local_slice) = (item % token_rows, item / token_rows);
         let at = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE;
-        let chunks = if token < m {
-            // SAFETY: A's row `token` and its scales (contract).
-            unsafe {
-                decode_slice_chunks(
-                    a.add(token as usize * row_bytes as usize),
-                    a_scales,
-                    a_layout,
-                    token as usize,
-                    k,
-                    first_step * DECODE_SLICES_PER_STEP + local_slice,
-                )
-            }
-        } else {
-            [[0; 4]; CHUNKS_PER_SLICE as usize]
-        };
         for w in 0..4 {
-            let run = |first: usize| [0, 1, 2, 3].map(|p| chunks[first + p][w]);
-            // SAFETY: the slice's 128 bytes of this token row, inside `decode_shared_bytes`.
+            let pairs = if token < m {
+                // SAFETY: A's row `token` and its scales (contract).
+                unsafe {
+                    decode_slice_block(
+                        a.add(token as usize * row_bytes as usize),
+                        a_scales,
+                        a_layout,
+                        token as usize,
+                        k,
+                        first_step * DECODE_SLICES_PER_STEP + local_slice,
+                        w,
+                    )
+                }
+            } else {
+                [0; 8]
+            };
+            // SAFETY: run `w` of the slice's 128 bytes of this token row, inside
+            // `decode_shared_bytes`.
             unsafe {
-                smem::st_v4(at + 32 * w as u32, run(0));
-                smem::st_v4(at + 32 * w as u32 + 16, run(4));
+                smem::st_v4(at + 32 * w, [pairs[0], pairs[1], pairs[2], pairs[3]]);
+                smem::st_v4(at + 32 * w + 16, [pairs[4], pairs[5], pairs[6], pairs[7]]);
             }
         }
         item += sreg::block_dim_x();

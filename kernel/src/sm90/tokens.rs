@@ -58,25 +58,8 @@ pub unsafe fn decode_slice_chunks(
     k: u32,
     slice: u32,
 ) -> [[u32; 4]; CHUNKS_PER_SLICE as usize] {
-    let (stage, j) = (slice / SLICES_PER_STAGE, slice % SLICES_PER_STAGE);
-    let blocks_of_k = k / SCALE_BLOCK_K as u32;
-    let block = |w: u32| -> [u32; 8] {
-        let block = stage * BLOCKS_PER_STAGE + stage_block(j, w);
-        // A block past K reads block 0 (always there) and scales it by zero: branch-free, so the
-        // per-block values stay in registers.
-        let exists = block < blocks_of_k;
-        let column = if exists { block as usize } else { 0 };
-        // SAFETY: the contract above: block `column` is 8 bytes inside the row (8-byte aligned),
-        // and the word holding its scale code (4-aligned, the atom's 4 codes of this row) is
-        // inside `scales`.
-        unsafe {
-            let [lo, hi] = mem::ld_global_nc_v2_b32(data.add(8 * column) as *const u32);
-            let codes =
-                mem::ld_global_nc_b32(scales.add(layout.offset(scale_row, column & !3)) as *const u32);
-            let scale = cvt::e4m3_byte_to_f16x2_broadcast(codes, (column % 4) as u32);
-            scaled_pairs(lo, hi, if exists { scale } else { 0 })
-        }
-    };
+    // SAFETY (all four): forwarded.
+    let block = |w: u32| unsafe { decode_slice_block(data, scales, layout, scale_row, k, slice, w) };
     // Four named blocks and literal indices: an array of them indexed in a loop went to local
     // memory in the grouped preparation pass.
     let (b0, b1, b2, b3) = (block(0), block(1), block(2), block(3));
@@ -86,6 +69,38 @@ pub unsafe fn decode_slice_chunks(
         *chunk = [b0[pair], b1[pair], b2[pair], b3[pair]];
     }
     chunks
+}
+
+/// Word `w` of every chunk of [`decode_slice_chunks`]: the eight scaled pairs of the scale block
+/// of quad lane `w` ([`stage_block`]) in the token's slice `slice`, zeros past `k`.
+///
+/// # Safety
+/// As [`decode_slice_chunks`].
+#[inline(always)]
+pub unsafe fn decode_slice_block(
+    data: *const u8,
+    scales: *const u8,
+    layout: BlockedScales,
+    scale_row: usize,
+    k: u32,
+    slice: u32,
+    w: u32,
+) -> [u32; 8] {
+    let (stage, j) = (slice / SLICES_PER_STAGE, slice % SLICES_PER_STAGE);
+    let block = stage * BLOCKS_PER_STAGE + stage_block(j, w);
+    // A block past K reads block 0 (always there) and scales it by zero: branch-free, so the
+    // per-block values stay in registers.
+    let exists = block < k / SCALE_BLOCK_K as u32;
+    let column = if exists { block as usize } else { 0 };
+    // SAFETY: the contract above: block `column` is 8 bytes inside the row (8-byte aligned), and
+    // the word holding its scale code (4-aligned, the atom's 4 codes of this row) is inside
+    // `scales`.
+    unsafe {
+        let [lo, hi] = mem::ld_global_nc_v2_b32(data.add(8 * column) as *const u32);
+        let codes = mem::ld_global_nc_b32(scales.add(layout.offset(scale_row, column & !3)) as *const u32);
+        let scale = cvt::e4m3_byte_to_f16x2_broadcast(codes, (column % 4) as u32);
+        scaled_pairs(lo, hi, if exists { scale } else { 0 })
+    }
 }
 
 /// [`decode_slice_chunks`], stored at `out` (128 bytes, 16-byte aligned).
