@@ -4,8 +4,9 @@
 //! A [`DualGemmPlan`] is built once per (M, N, K) on a [`Gpu`]: it checks the shape against the
 //! kernel's rules, picks the tile and the persistent grid, and holds the kernel function. Each
 //! [`DualGemmPlan::launch`] checks the operands against the plan and enqueues the kernel (on
-//! Hopper with 64 or more tokens per tile, after the token pre-decoding kernel) on the GPU's
-//! stream, without synchronizing the host. On Hopper the kernels are programmatic dependent
+//! Hopper with 64 or more tokens per tile, after the token pre-decoding kernel; on Hopper with
+//! M ≤ 16, the decode-size kernel with its in-kernel K-split reduction) on the GPU's stream,
+//! without synchronizing the host. On Hopper the kernels are programmatic dependent
 //! launches by default (see [`DualGemmPlan::set_programmatic_launch`]).
 
 use cudarc::driver::CudaSlice;
