@@ -101,7 +101,8 @@ fn sm90_module_has_a_dual_gemm_entry_for_every_tile() {
 fn sass_of(arch: &str, ptx: &str, test: &str) -> Option<String> {
     let ptxas = common::cuda_tool_or_skip("ptxas", test)?;
     let cuobjdump = common::cuda_tool_or_skip("cuobjdump", test)?;
-    let dir = std::env::temp_dir().join(format!("nvfp4-sass-{arch}-{}", std::process::id()));
+    // One directory per test: tests of one process run in parallel, and each removes its own.
+    let dir = std::env::temp_dir().join(format!("nvfp4-sass-{arch}-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (source, cubin) = (dir.join("module.ptx"), dir.join("module.cubin"));
     std::fs::write(&source, ptx).unwrap();
