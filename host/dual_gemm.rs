@@ -543,6 +543,8 @@ impl DualGemmPlan {
         c.expect_len("c", m * n)?;
         let stream = gpu.stream();
         let global = |x: &NvFp4Ref| x.global_scale().unwrap_or(1.0);
+        // sm_90a's fp16 operands carry 2⁻¹⁴ each (see SM90_OPERAND_RESCALE).
+        let sm90_alpha = |a: &NvFp4Ref, b: &NvFp4Ref| SM90_OPERAND_RESCALE * global(a) * global(b);
         let (m32, n32, k32) = (m as u32, n as u32, k as u32);
         let out = c.address() as *mut u16;
         match &self.kernel {
@@ -564,7 +566,6 @@ impl DualGemmPlan {
                     stream_k.flags.address(),
                     stream_k.tickets.address(),
                 );
-                // sm_90a's fp16 operands carry 2⁻¹⁴ each (see SM90_OPERAND_RESCALE).
                 let args = sm90::DualGemmArgs {
                     a_map,
                     a_scales: a.scales_address() as *const u8,
@@ -579,8 +580,8 @@ impl DualGemmPlan {
                     m: m32,
                     n: n32,
                     k: k32,
-                    alpha_gate: SM90_OPERAND_RESCALE * global(&a) * global(&b1),
-                    alpha_up: SM90_OPERAND_RESCALE * global(&a) * global(&b2),
+                    alpha_gate: sm90_alpha(&a, &b1),
+                    alpha_up: sm90_alpha(&a, &b2),
                     abort: self.abort_next.swap(0, std::sync::atomic::Ordering::Relaxed),
                 };
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm90::dual_gemm`'s contract:
@@ -618,8 +619,8 @@ impl DualGemmPlan {
                     k: k32,
                     steps_per_split,
                     splits,
-                    alpha_gate: SM90_OPERAND_RESCALE * global(&a) * global(&b1),
-                    alpha_up: SM90_OPERAND_RESCALE * global(&a) * global(&b2),
+                    alpha_gate: sm90_alpha(&a, &b1),
+                    alpha_up: sm90_alpha(&a, &b2),
                 };
                 // SAFETY: `nvfp4_kernel::sm90::decode`'s contract: operands of the planned shape
                 // (checked above), partial sums and counters sized for this split, the counters

@@ -508,21 +508,16 @@ const _: () = assert!(TILE_N.is_multiple_of(DECODE_GROUP_N));
 pub const DECODE_TOKEN_TILE: u32 = 8;
 /// Most tokens the decode-size dual GEMM takes (two token tiles).
 pub const DECODE_MAX_TOKENS: u32 = 16;
-/// K per chunk of the decode-size dual GEMM: one 16-byte chunk (two scale blocks) of each row
-/// per quad lane, the first or second half of a 256-K stage in [`stage_block`] order.
-pub const DECODE_K_PER_CHUNK: u32 = K_PER_STAGE / 2;
-/// Scale blocks per chunk.
-pub const DECODE_BLOCKS_PER_CHUNK: u32 = DECODE_K_PER_CHUNK / SCALE_BLOCK_K as u32;
-/// Chunks of each row a lane loads per step of the decode-size dual GEMM. Two (whole 128-byte
-/// lines per row and step) need more than 64 registers; with 3 CTAs per SM they were 3 % faster
-/// at M = 1 and 6 % slower at M = 16 (perf log entry 31).
-pub const DECODE_CHUNKS_PER_STEP: u32 = 1;
-/// K per step of the decode-size dual GEMM (the unit of its K split).
-pub const DECODE_K_PER_STEP: u32 = DECODE_CHUNKS_PER_STEP * DECODE_K_PER_CHUNK;
-/// 64-K slices per chunk.
-pub const DECODE_SLICES_PER_CHUNK: u32 = DECODE_K_PER_CHUNK / K_PER_SLICE;
+/// K per step of the decode-size dual GEMM (the unit of its K split): one 16-byte chunk (two
+/// scale blocks) of each row per quad lane, the first or second half of a 256-K stage in
+/// [`stage_block`] order. (Whole 256-K stages per step, so that a warp requests both halves of
+/// each 128-byte line at once, need more than 64 registers; with 3 CTAs per SM they were 3 %
+/// faster at M = 1 and 6 % slower at M = 16: perf log entry 31.)
+pub const DECODE_K_PER_STEP: u32 = K_PER_STAGE / 2;
+/// Scale blocks per decode step.
+pub const DECODE_BLOCKS_PER_STEP: u32 = DECODE_K_PER_STEP / SCALE_BLOCK_K as u32;
 /// 64-K slices per decode step.
-pub const DECODE_SLICES_PER_STEP: u32 = DECODE_CHUNKS_PER_STEP * DECODE_SLICES_PER_CHUNK;
+pub const DECODE_SLICES_PER_STEP: u32 = DECODE_K_PER_STEP / K_PER_SLICE;
 /// Most steps per K split (the split's token rows must fit in shared memory: 16 rows × 32 steps
 /// is 128 KiB; the plans choose far fewer).
 pub const DECODE_MAX_STEPS_PER_SPLIT: u32 = 32;

@@ -19,10 +19,9 @@ use crate::epilogue::silu;
 use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, fence, mem, mma, smem, sreg};
 use crate::sm90::config::{
-    DECODE_BLOCKS_PER_CHUNK, DECODE_CHUNKS_PER_STEP, DECODE_GROUP_N, DECODE_RECORD_WORDS,
-    DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_CHUNK, DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS,
-    DECODE_WARPS_PER_MATRIX, DecodeArgs, K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles,
-    stage_block,
+    DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP,
+    DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
+    K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, stage_block,
 };
 use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
 
@@ -139,14 +138,13 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     let first_step = split * steps_per_split;
     let end_step = (first_step + steps_per_split).min(decode_steps(k));
 
-    // Chunk `h` (the 128-K chunks of K, `DECODE_CHUNKS_PER_STEP` per step) is half `h % 2` of
-    // 256-K stage `h / 2`, so this lane's blocks in it are `DECODE_BLOCKS_PER_CHUNK · h +
-    // stage_block(0, t)` and the next (`stage_block`'s order): each row's chunk is 64 bytes
-    // further per chunk and its scale word one 512-byte atom per 4 blocks further, with its
-    // first code at byte `stage_block(0, t) % 4`.
+    // Step `q` is half `q % 2` of 256-K stage `q / 2`, so this lane's blocks in it are
+    // `DECODE_BLOCKS_PER_STEP · q + stage_block(0, t)` and the next (`stage_block`'s order): each
+    // row's chunk is 64 bytes further per step and its scale word one 512-byte atom per 4 blocks
+    // further, with its first code at byte `stage_block(0, t) % 4`.
     const _: () = assert!(
-        stage_block(DECODE_SLICES_PER_CHUNK, 1) == DECODE_BLOCKS_PER_CHUNK + stage_block(0, 1)
-            && DECODE_BLOCKS_PER_CHUNK.is_multiple_of(ATOM_SCALE_COLS as u32)
+        stage_block(DECODE_SLICES_PER_STEP, 1) == DECODE_BLOCKS_PER_STEP + stage_block(0, 1)
+            && DECODE_BLOCKS_PER_STEP.is_multiple_of(ATOM_SCALE_COLS as u32)
     );
     let lane_block = stage_block(0, t);
     let byte = lane_block % ATOM_SCALE_COLS as u32;
@@ -160,20 +158,17 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
             ]
         }),
     );
-    const CHUNK_STRIDE: u32 = DECODE_BLOCKS_PER_CHUNK * 8;
-    const SCALE_STRIDE: u32 = DECODE_BLOCKS_PER_CHUNK / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32;
-    // Step `q`'s chunks: `[chunk][row g, row g + 8]`.
+    const CHUNK_STRIDE: u32 = DECODE_BLOCKS_PER_STEP * 8;
+    const SCALE_STRIDE: u32 = DECODE_BLOCKS_PER_STEP / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32;
+    // Step `q`'s chunks of rows `g` and `g + 8`.
     let load = |q: u32| {
-        core::array::from_fn::<_, { DECODE_CHUNKS_PER_STEP as usize }, _>(|c| {
-            let h = q * DECODE_CHUNKS_PER_STEP + c as u32;
-            let exists = DECODE_BLOCKS_PER_CHUNK * h + lane_block < blocks_of_k;
-            [0, 1].map(|r| {
-                let [data_offset, scale_offset] = offsets[r];
-                let at = [data_offset + CHUNK_STRIDE * h, scale_offset + SCALE_STRIDE * h];
-                // SAFETY: the contract above: blocks below K are inside the row; past K the
-                // row's first chunk is read instead.
-                unsafe { RowChunk::load(data, scales, at, fallbacks[r], exists) }
-            })
+        let exists = DECODE_BLOCKS_PER_STEP * q + lane_block < blocks_of_k;
+        [0, 1].map(|r| {
+            let [data_offset, scale_offset] = offsets[r];
+            let at = [data_offset + CHUNK_STRIDE * q, scale_offset + SCALE_STRIDE * q];
+            // SAFETY: the contract above: blocks below K are inside the row; past K the row's
+            // first chunk is read instead.
+            unsafe { RowChunk::load(data, scales, at, fallbacks[r], exists) }
         })
     };
 
@@ -237,9 +232,9 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
         // The next step's loads go out before this one is decoded.
         let next = if q + 1 < end_step { load(q + 1) } else { chunks };
         // Each slice of the step: decode its block for both rows, then four K16 MMAs per tile.
-        let mut slice = |rows: &[RowChunk; 2], j: u32, slice: u32| {
-            let weights = [rows[0].pairs(j, byte), rows[1].pairs(j, byte)];
-            let local_slice = (q - first_step) * DECODE_SLICES_PER_STEP + slice;
+        for j in 0..DECODE_SLICES_PER_STEP {
+            let weights = [chunks[0].pairs(j, byte), chunks[1].pairs(j, byte)];
+            let local_slice = (q - first_step) * DECODE_SLICES_PER_STEP + j;
             let b: [[u32; 8]; TILES] = core::array::from_fn(|tile| tokens(tile as u32, local_slice));
             for step in 0..4 {
                 let a = [
@@ -253,18 +248,7 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
                         mma::m16n8k16_f32_f16(sums[tile], a, [b[tile][2 * step], b[tile][2 * step + 1]]);
                 }
             }
-        };
-        // Literal chunk indices: a loop over them put the step's chunks in local memory.
-        const _: () = assert!(DECODE_CHUNKS_PER_STEP <= 2 && DECODE_SLICES_PER_CHUNK == 2);
-        macro_rules! chunk {
-            ($($c:literal)*) => {$(
-                if let Some(rows) = chunks.get($c) {
-                    slice(rows, 0, 2 * $c);
-                    slice(rows, 1, 2 * $c + 1);
-                }
-            )*};
         }
-        chunk!(0 1);
         chunks = next;
         q += 1;
     }
