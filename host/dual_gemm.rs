@@ -14,9 +14,9 @@ use half::f16;
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
-    self as sm90, DECODE_GROUP_N, DECODE_MAX_SPLITS, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS,
-    K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, decode_shared_bytes, decode_steps,
-    decode_token_tiles, padded_k,
+    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, K_MULTIPLE, K_PER_SLICE,
+    K_PER_STAGE, TILE_N, Tile, decode_partial_words, decode_shared_bytes, decode_steps, decode_token_tiles,
+    padded_k,
 };
 use nvfp4_kernel::sm100::config as sm100;
 
@@ -279,12 +279,20 @@ enum PlannedKernel {
         stream_k: StreamKState,
         tokens: Option<Box<PredecodedTokens>>,
     },
-    /// Hopper, decode-size token counts (M ≤ `DECODE_MAX_TOKENS`, K at most
-    /// `DECODE_MAX_SPLITS × DECODE_MAX_STEPS_PER_SPLIT` steps): the K split
-    /// (`nvfp4_kernel::sm90::decode`).
-    Sm90Decode(DecodeSplit),
+    /// Hopper, decode-size token counts (M ≤ `DECODE_MAX_TOKENS`): the K-split partial sums
+    /// and the split (`nvfp4_kernel::sm90::decode`).
+    Sm90Decode(Box<DecodeState>),
     /// Blackwell (never run here).
     Sm100 { geometry: Sm100Geometry },
+}
+
+/// The device state and K split of a decode-size Hopper plan.
+struct DecodeState {
+    /// Every CTA's f32 partial sums ([`decode_partial_words`]).
+    partials: DeviceBuffer<u32>,
+    /// One arrival counter per row group, zero between launches (the last CTA resets it).
+    arrivals: DeviceBuffer<u32>,
+    split: DecodeSplit,
 }
 
 /// The K split of the decode-size kernel (`nvfp4_kernel::sm90::decode`) for one shape.
@@ -294,31 +302,24 @@ pub struct DecodeSplit {
     pub steps_per_split: u32,
     /// K splits, none of them empty.
     pub splits: u32,
-    /// CTAs: `splits × n / DECODE_GROUP_N`, one cluster of `splits` per row group.
+    /// CTAs: `splits × n / DECODE_GROUP_N`.
     pub grid: u32,
 }
 
 impl DecodeSplit {
-    /// The most splits (at most `DECODE_MAX_SPLITS`, one cluster per row group) for which
-    /// `fits` says the launch is one wave, each split as long as it must be (at most
-    /// `DECODE_MAX_STEPS_PER_SPLIT` steps) and none empty; the fewest such splits when no count
-    /// fits. `None` when K is too long for the decode-size kernel (more than
-    /// `DECODE_MAX_SPLITS × DECODE_MAX_STEPS_PER_SPLIT` steps): the plan takes the tiled kernel.
-    pub fn new(n: u32, k: u32, mut fits: impl FnMut(&DecodeSplit) -> bool) -> Option<Self> {
+    /// The split of `k` that fills `capacity` resident CTAs once (one wave) with `n /
+    /// DECODE_GROUP_N` row groups per split, each split as long as the shared memory allows.
+    pub fn new(n: u32, k: u32, capacity: u32) -> Self {
         let steps = decode_steps(k).max(1);
         let groups = (n / DECODE_GROUP_N).max(1);
-        let at_most = |splits: u32| {
-            let steps_per_split = steps.div_ceil(splits);
-            let splits = steps.div_ceil(steps_per_split);
-            (steps_per_split <= DECODE_MAX_STEPS_PER_SPLIT).then_some(Self {
-                steps_per_split,
-                splits,
-                grid: splits * groups,
-            })
-        };
-        let candidates = (1..=DECODE_MAX_SPLITS.min(steps)).rev().filter_map(at_most);
-        let mut fitting = candidates.clone().filter(|split| fits(split));
-        fitting.next().or_else(|| candidates.clone().next_back())
+        let splits = (capacity / groups).clamp(1, steps);
+        let steps_per_split = steps.div_ceil(splits).min(DECODE_MAX_STEPS_PER_SPLIT);
+        let splits = steps.div_ceil(steps_per_split);
+        Self {
+            steps_per_split,
+            splits,
+            grid: splits * groups,
+        }
     }
 }
 
@@ -357,28 +358,39 @@ impl Gpu {
                 // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
                 Sm90Geometry::new(shape, self.multiprocessors())?;
                 let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
-                let kernel = &kernels.decode[decode_token_tiles(m) as usize - 1];
-                // One wave: every row group's cluster resident at once (the driver's occupancy
-                // calculator knows how clusters fit into the GPU's processing clusters).
-                let groups = n / DECODE_GROUP_N;
-                let mut query = Ok(());
-                let split = DecodeSplit::new(n, k, |split| {
-                    let shared = decode_shared_bytes(m, split.steps_per_split, split.splits);
-                    match kernel.max_active_clusters(self.stream(), split.splits, shared) {
-                        Ok(clusters) => clusters >= groups,
-                        Err(e) => {
-                            query = Err(e);
-                            false
-                        }
-                    }
-                });
-                query?;
-                match split {
-                    Some(split) => PlannedKernel::Sm90Decode(split),
-                    None => self.plan_sm90_tiled(shape)?,
+                let capacity = self.multiprocessors() * kernels.decode[0].resident_per_sm();
+                let split = DecodeSplit::new(n, k, capacity);
+                let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
+                    .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
+                PlannedKernel::Sm90Decode(Box::new(DecodeState {
+                    partials: DeviceBuffer::zeros(self.stream(), partial_words)?,
+                    arrivals: DeviceBuffer::zeros(self.stream(), (n / DECODE_GROUP_N) as usize)?,
+                    split,
+                }))
+            }
+            Arch::Sm90a => {
+                self.sm90_kernels("dual GEMM")?;
+                let geometry = Sm90Geometry::new(shape, self.multiprocessors())?;
+                let stream_k = StreamKState::new(self, geometry.workspace_words(), geometry.flag_words())?;
+                let tokens = if geometry.tile.predecoded_tokens() {
+                    let pitch = padded_k(shape.k as u32) as usize;
+                    let buffer = DeviceBuffer::zeros(self.stream(), shape.m * pitch)?;
+                    let map = tensor_map::predecoded_tokens(
+                        buffer.address(),
+                        shape.m,
+                        pitch,
+                        geometry.tile.tokens,
+                    )?;
+                    Some(Box::new(PredecodedTokens { buffer, map }))
+                } else {
+                    None
+                };
+                PlannedKernel::Sm90 {
+                    geometry,
+                    stream_k,
+                    tokens,
                 }
             }
-            Arch::Sm90a => self.plan_sm90_tiled(shape)?,
             Arch::Sm100f => {
                 self.sm100_kernels("dual GEMM")?;
                 PlannedKernel::Sm100 {
@@ -393,26 +405,6 @@ impl Gpu {
             programmatic,
             a_collector: sm100::ACollectorUse::default(),
             abort_next: std::sync::atomic::AtomicU32::new(0),
-        })
-    }
-
-    /// The tiled Hopper plan (`nvfp4_kernel::sm90::dual_gemm`) for `shape`.
-    fn plan_sm90_tiled(&self, shape: DualGemmShape) -> Result<PlannedKernel> {
-        self.sm90_kernels("dual GEMM")?;
-        let geometry = Sm90Geometry::new(shape, self.multiprocessors())?;
-        let stream_k = StreamKState::new(self, geometry.workspace_words(), geometry.flag_words())?;
-        let tokens = if geometry.tile.predecoded_tokens() {
-            let pitch = padded_k(shape.k as u32) as usize;
-            let buffer = DeviceBuffer::zeros(self.stream(), shape.m * pitch)?;
-            let map = tensor_map::predecoded_tokens(buffer.address(), shape.m, pitch, geometry.tile.tokens)?;
-            Some(Box::new(PredecodedTokens { buffer, map }))
-        } else {
-            None
-        };
-        Ok(PlannedKernel::Sm90 {
-            geometry,
-            stream_k,
-            tokens,
         })
     }
 
@@ -510,12 +502,12 @@ impl DualGemmPlan {
     pub fn tile_and_grid(&self) -> ((u32, u32), u32) {
         match &self.kernel {
             PlannedKernel::Sm90 { geometry, .. } => ((geometry.tile.tokens, TILE_N), geometry.grid),
-            PlannedKernel::Sm90Decode(split) => (
+            PlannedKernel::Sm90Decode(decode) => (
                 (
                     decode_token_tiles(self.shape.m as u32) * sm90::DECODE_TOKEN_TILE,
                     DECODE_GROUP_N,
                 ),
-                split.grid,
+                decode.split.grid,
             ),
             PlannedKernel::Sm100 { geometry } => ((sm100::TILE_M, geometry.tile.n), geometry.grid),
         }
@@ -605,13 +597,13 @@ impl DualGemmPlan {
                     )
                 }
             }
-            PlannedKernel::Sm90Decode(split) => {
+            PlannedKernel::Sm90Decode(decode) => {
                 let kernels = gpu.sm90_kernels("dual GEMM")?;
                 let DecodeSplit {
                     steps_per_split,
                     splits,
                     grid,
-                } = *split;
+                } = decode.split;
                 let args = sm90::DecodeArgs {
                     a: a.data_address() as *const u8,
                     a_scales: a.scales_address() as *const u8,
@@ -620,6 +612,8 @@ impl DualGemmPlan {
                     b2: b2.data_address() as *const u8,
                     b2_scales: b2.scales_address() as *const u8,
                     out,
+                    partials: decode.partials.address() as *mut u32,
+                    arrivals: decode.arrivals.address() as *mut u32,
                     m: m32,
                     n: n32,
                     k: k32,
@@ -629,13 +623,13 @@ impl DualGemmPlan {
                     alpha_up: sm90_alpha(&a, &b2),
                 };
                 // SAFETY: `nvfp4_kernel::sm90::decode`'s contract: operands of the planned shape
-                // (checked above), one cluster of `splits` CTAs per row group.
+                // (checked above), partial sums and counters sized for this split, the counters
+                // zero (allocated so, and every launch leaves them so).
                 unsafe {
-                    kernels.decode[decode_token_tiles(m32) as usize - 1].launch_clustered(
+                    kernels.decode[decode_token_tiles(m32) as usize - 1].launch(
                         stream,
                         grid,
-                        splits,
-                        decode_shared_bytes(m32, steps_per_split, splits),
+                        decode_shared_bytes(m32, steps_per_split),
                         &args,
                         self.programmatic,
                     )

@@ -349,25 +349,22 @@ fn sm90_geometry_picks_256_token_tiles_only_where_whole_waves_make_them_cheaper(
 #[test]
 fn decode_split_fills_one_wave_with_no_empty_split_and_fits_shared_memory() {
     use nvfp4_kernel::sm90::config::{
-        DECODE_GROUP_N, DECODE_MAX_SPLITS, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, MAX_SHARED_BYTES,
-        decode_shared_bytes, decode_steps,
+        DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, MAX_SHARED_BYTES, decode_shared_bytes,
+        decode_steps,
     };
-    // (n, k, resident CTAs, splits), with "one wave" modelled as grid ≤ resident CTAs (the plans
-    // ask the driver's cluster occupancy calculator): 4 CTAs on each of 132 SMs.
+    // (n, k, resident CTAs, splits): 4 CTAs on each of 132 SMs.
     let cases = [
-        (4096, 7168, 528, 8),   // 64 row groups × 8 splits of 7 steps
-        (3072, 7168, 528, 10),  // 48 row groups: 11 splits would leave one of 1 step; 6 each
-        (512, 64, 528, 1),      // one step
-        (64, 2880, 528, 12),    // one row group: at most 16 splits (a cluster), 2 steps each
-        (32768, 7168, 528, 2),  // 512 row groups: one split would exceed shared memory
-        (4096, 7168, 1, 2),     // nothing fits: the longest splits
-        (4096, 65536, 528, 16), // the longest K: 16 splits of 32 steps
+        (4096, 7168, 528, 8),  // 64 row groups × 8 splits of 7 steps
+        (3072, 7168, 528, 10), // 48 row groups: 11 splits would leave one of 1 step; 6 each
+        (512, 64, 528, 1),     // one step
+        (64, 2880, 528, 23),   // one row group: a split per step (the last holds 64 K)
+        (32768, 7168, 528, 2), // 512 row groups: one split would exceed shared memory
+        (4096, 7168, 1, 2),    // one resident CTA: the longest splits
     ];
     for (n, k, capacity, splits) in cases {
-        let split = DecodeSplit::new(n, k, |split| split.grid <= capacity).expect("K fits");
+        let split = DecodeSplit::new(n, k, capacity);
         let steps = decode_steps(k);
         assert_eq!(split.splits, splits, "{n}×{k}");
-        assert!(split.splits <= DECODE_MAX_SPLITS, "{n}×{k}");
         assert_eq!(split.grid, split.splits * n / DECODE_GROUP_N, "{n}×{k}");
         assert!(split.steps_per_split <= DECODE_MAX_STEPS_PER_SPLIT, "{n}×{k}");
         assert!(
@@ -379,12 +376,7 @@ fn decode_split_fills_one_wave_with_no_empty_split_and_fits_shared_memory() {
             "{n}×{k}: no empty split"
         );
     }
-    // One step more than 16 splits of 32 steps: the tiled kernel's.
-    assert_eq!(DecodeSplit::new(4096, 65536 + 128, |_| true), None);
-    assert!(
-        decode_shared_bytes(DECODE_MAX_TOKENS, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_SPLITS)
-            <= MAX_SHARED_BYTES
-    );
+    assert!(decode_shared_bytes(DECODE_MAX_TOKENS, DECODE_MAX_STEPS_PER_SPLIT) <= MAX_SHARED_BYTES);
 }
 
 #[test]

@@ -89,7 +89,7 @@ pub(crate) struct LoadedKernel<A> {
     pub(crate) kernel: Kernel<A>,
     /// Blocks of the entry's size (no dynamic shared memory) that fit on one SM at once, as
     /// the driver's occupancy calculator says (registers, static shared memory, block limits).
-    pub(crate) resident_per_sm: u32,
+    resident_per_sm: u32,
 }
 
 impl<A> LoadedKernel<A> {
@@ -107,58 +107,10 @@ impl<A> LoadedKernel<A> {
         })
     }
 
-    /// Allows clusters of up to 16 blocks (8 is the portable limit).
-    fn allow_large_clusters(&self) -> Result<()> {
-        self.function.set_attribute(
-            CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-            1,
-        )?;
-        Ok(())
-    }
-
-    /// Clusters of `cluster` blocks with `shared_bytes` of dynamic shared memory each that can
-    /// be resident on the GPU at once (the driver's occupancy calculator; 0 when none fits).
-    pub(crate) fn max_active_clusters(
-        &self,
-        stream: &CudaStream,
-        cluster: u32,
-        shared_bytes: u32,
-    ) -> Result<u32> {
-        let mut attributes = launch_attributes(cluster, false);
-        let config = self.launch_config(cluster, shared_bytes, &mut attributes);
-        let mut clusters = 0i32;
-        stream.context().bind_to_thread()?;
-        // SAFETY: the config and its attributes outlive the call; the driver only reads them.
-        unsafe {
-            cudarc::driver::sys::cuOccupancyMaxActiveClusters(
-                &mut clusters,
-                self.function.cu_function(),
-                &config,
-            )
-        }
-        .result()?;
-        Ok(clusters.max(0) as u32)
-    }
-
-    /// The launch configuration of `blocks` blocks (no stream) with `attributes`.
-    fn launch_config(
-        &self,
-        blocks: u32,
-        shared_bytes: u32,
-        attributes: &mut LaunchAttributes,
-    ) -> cudarc::driver::sys::CUlaunchConfig {
-        cudarc::driver::sys::CUlaunchConfig {
-            gridDimX: blocks,
-            gridDimY: 1,
-            gridDimZ: 1,
-            blockDimX: self.kernel.entry.threads_per_block,
-            blockDimY: 1,
-            blockDimZ: 1,
-            sharedMemBytes: shared_bytes,
-            hStream: std::ptr::null_mut(),
-            attrs: attributes.list.as_mut_ptr(),
-            numAttrs: attributes.count,
-        }
+    /// Blocks of the entry's size that fit on one SM at once (driver occupancy, no dynamic
+    /// shared memory).
+    pub(crate) fn resident_per_sm(&self) -> u32 {
+        self.resident_per_sm
     }
 
     /// Allows up to `bytes` of dynamic shared memory per block.
@@ -187,36 +139,35 @@ impl<A> LoadedKernel<A> {
         args: &A,
         dependent: bool,
     ) -> Result<()> {
-        // SAFETY: forwarded (no cluster).
-        unsafe { self.launch_clustered(stream, blocks, 1, shared_bytes, args, dependent) }
-    }
-
-    /// As [`Self::launch`], with the grid's blocks grouped into thread-block clusters of
-    /// `cluster` consecutive blocks (`blocks` a multiple of it; 1: no cluster). Above 8 the
-    /// kernel must have been loaded with [`Self::allow_large_clusters`].
-    ///
-    /// # Safety
-    /// As [`Self::launch`].
-    pub(crate) unsafe fn launch_clustered(
-        &self,
-        stream: &CudaStream,
-        blocks: u32,
-        cluster: u32,
-        shared_bytes: u32,
-        args: &A,
-        dependent: bool,
-    ) -> Result<()> {
+        use cudarc::driver::sys;
         // The kernel's one parameter is an `A` by value: the driver copies its bytes.
         let mut params = [(args as *const A).cast_mut().cast::<std::ffi::c_void>()];
-        let mut attributes = launch_attributes(cluster, dependent);
-        let mut config = self.launch_config(blocks, shared_bytes, &mut attributes);
-        config.hStream = stream.cu_stream();
+        // SAFETY: a plain C union; all-zero is a valid value of every member.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        value.programmaticStreamSerializationAllowed = 1;
+        let mut attribute = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value,
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: blocks,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: self.kernel.entry.threads_per_block,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: shared_bytes,
+            hStream: stream.cu_stream(),
+            attrs: &mut attribute,
+            numAttrs: u32::from(dependent),
+        };
         stream.context().bind_to_thread()?;
         // SAFETY: the config, the attribute and the argument bytes outlive the call (the driver
         // copies them); the caller guarantees that the arguments satisfy the kernel's contract,
         // and `A` is the kernel's parameter type by construction.
         unsafe {
-            cudarc::driver::sys::cuLaunchKernelEx(
+            sys::cuLaunchKernelEx(
                 &config,
                 self.function.cu_function(),
                 params.as_mut_ptr(),
@@ -226,50 +177,6 @@ impl<A> LoadedKernel<A> {
         .result()?;
         Ok(())
     }
-}
-
-/// The launch attributes of a launch: a cluster shape (when `cluster > 1`) and the programmatic
-/// dependency (when `dependent`), the first `count` of `list`.
-struct LaunchAttributes {
-    list: [cudarc::driver::sys::CUlaunchAttribute; 2],
-    count: u32,
-}
-
-fn launch_attributes(cluster: u32, dependent: bool) -> LaunchAttributes {
-    use cudarc::driver::sys;
-    let attribute = |id, fill: &dyn Fn(&mut sys::CUlaunchAttributeValue)| {
-        // SAFETY: a plain C union; all-zero is a valid value of every member.
-        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
-        fill(&mut value);
-        sys::CUlaunchAttribute {
-            id,
-            pad: [0; 4],
-            value,
-        }
-    };
-    let mut list = [
-        attribute(
-            sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-            &|value| {
-                value.clusterDim.x = cluster;
-                value.clusterDim.y = 1;
-                value.clusterDim.z = 1;
-            },
-        ),
-        attribute(
-            sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-            &|value| value.programmaticStreamSerializationAllowed = 1,
-        ),
-    ];
-    let count = match (cluster > 1, dependent) {
-        (true, dependent) => 1 + u32::from(dependent),
-        (false, true) => {
-            list.swap(0, 1);
-            1
-        }
-        (false, false) => 0,
-    };
-    LaunchAttributes { list, count }
 }
 
 /// An open GPU: its context, a stream, and the kernel module for its architecture.
@@ -343,10 +250,7 @@ impl Sm90Kernels {
                     kernel.allow_shared_bytes(sm90::decode_shared_bytes(
                         sm90::DECODE_MAX_TOKENS,
                         sm90::DECODE_MAX_STEPS_PER_SPLIT,
-                        sm90::DECODE_MAX_SPLITS,
                     ))?;
-                    // A row group's splits are one cluster, up to 16 CTAs.
-                    kernel.allow_large_clusters()?;
                     Ok(kernel)
                 };
                 [load(launch::SM90_DECODE[0])?, load(launch::SM90_DECODE[1])?]

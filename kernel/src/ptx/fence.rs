@@ -59,29 +59,3 @@ pub fn launch_dependents() {
     // SAFETY: no operands.
     unsafe { asm!("griddepcontrol.launch_dependents;") };
 }
-
-/// `barrier.cluster.arrive.relaxed`: this thread arrives at the cluster barrier without ordering
-/// its memory accesses (pair it with [`cluster_wait`]). The non-`.aligned` form, as
-/// [`sync_threads`].
-#[inline(always)]
-pub fn cluster_arrive_relaxed() {
-    // SAFETY: a barrier has no memory operands.
-    unsafe { asm!("barrier.cluster.arrive.relaxed;") };
-}
-
-/// `barrier.cluster.arrive.release`: this thread arrives at the cluster barrier; its earlier
-/// memory accesses (shared memory of other CTAs of the cluster included) become visible to the
-/// threads that then complete [`cluster_wait`].
-#[inline(always)]
-pub fn cluster_arrive_release() {
-    // SAFETY: a barrier has no memory operands.
-    unsafe { asm!("barrier.cluster.arrive.release;") };
-}
-
-/// `barrier.cluster.wait.acquire`: waits until every thread of every CTA of the cluster has
-/// arrived (once per arrive), acquiring what released arrivals made visible.
-#[inline(always)]
-pub fn cluster_wait() {
-    // SAFETY: a barrier has no memory operands.
-    unsafe { asm!("barrier.cluster.wait.acquire;") };
-}

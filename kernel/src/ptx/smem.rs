@@ -102,38 +102,3 @@ pub unsafe fn st_v2(addr: u32, v: [u32; 2]) {
         asm!("st.shared.v2.b32 [{p}], {{{a}, {b}}};", p = in(reg32) addr, a = in(reg32) v[0], b = in(reg32) v[1])
     };
 }
-
-/// `mapa.shared::cluster.u32`: the `shared::cluster` address of shared address `addr` of this
-/// CTA in the CTA of cluster rank `rank` (same offset in that CTA's shared memory).
-///
-/// # Safety
-/// `rank` must be a rank of this launch's cluster.
-#[inline(always)]
-pub unsafe fn map_to_rank(addr: u32, rank: u32) -> u32 {
-    let mapped: u32;
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        asm!("mapa.shared::cluster.u32 {d}, {a}, {r};", d = out(reg32) mapped, a = in(reg32) addr, r = in(reg32) rank)
-    };
-    mapped
-}
-
-/// `st.shared::cluster.v4.b32`: 16 bytes into the shared memory of a CTA of this cluster.
-///
-/// # Safety
-/// `addr` must be a 16-byte aligned [`map_to_rank`] address inside that CTA's allocation, and
-/// that CTA must still be running (a cluster barrier both sides pass before and after).
-#[inline(always)]
-pub unsafe fn st_cluster_v4(addr: u32, v: [u32; 4]) {
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        asm!(
-            "st.shared::cluster.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
-            p = in(reg32) addr,
-            a = in(reg32) v[0],
-            b = in(reg32) v[1],
-            c = in(reg32) v[2],
-            d = in(reg32) v[3],
-        )
-    };
-}

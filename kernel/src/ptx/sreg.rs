@@ -38,21 +38,3 @@ pub fn lane_id() -> u32 {
     unsafe { core::arch::asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane) };
     lane
 }
-
-/// `%cluster_ctarank`: this block's rank in its cluster (0 without a cluster launch).
-#[inline(always)]
-pub fn cluster_ctarank() -> u32 {
-    let rank: u32;
-    // SAFETY: reading a special register has no side effects.
-    unsafe { core::arch::asm!("mov.u32 {r}, %cluster_ctarank;", r = out(reg32) rank) };
-    rank
-}
-
-/// `%cluster_nctarank`: blocks per cluster (1 without a cluster launch).
-#[inline(always)]
-pub fn cluster_nctarank() -> u32 {
-    let ranks: u32;
-    // SAFETY: reading a special register has no side effects.
-    unsafe { core::arch::asm!("mov.u32 {r}, %cluster_nctarank;", r = out(reg32) ranks) };
-    ranks
-}

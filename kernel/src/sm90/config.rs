@@ -521,12 +521,8 @@ pub const DECODE_SLICES_PER_STEP: u32 = DECODE_K_PER_STEP / K_PER_SLICE;
 /// Most steps per K split (the split's token rows must fit in shared memory: 16 rows × 32 steps
 /// is 128 KiB; the plans choose far fewer).
 pub const DECODE_MAX_STEPS_PER_SPLIT: u32 = 32;
-/// Most K splits: a row group's splits are one thread-block cluster (16 is the largest cluster
-/// Hopper allows, as a non-portable size), which reduces them in shared memory.
-pub const DECODE_MAX_SPLITS: u32 = 16;
-/// Bytes of one slot of the decode-size kernel's split exchange: a lane's four gate sums, then
-/// its four up sums (f32), of one token tile and warp of a matrix.
-pub const DECODE_SLOT_BYTES: u32 = 32;
+/// f32 words of one warp's partial sums per token tile (its MMA accumulators: 32 lanes × 4).
+pub const DECODE_RECORD_WORDS: u32 = 32 * 4;
 
 /// Arguments of the decode-size dual GEMM (`nvfp4_dual_gemm_decode_sm90`; see `sm90::decode`).
 #[repr(C)]
@@ -546,6 +542,10 @@ pub struct DecodeArgs {
     pub b2_scales: *const u8,
     /// C, `m × n` fp16.
     pub out: *mut u16,
+    /// Partial sums: [`decode_partial_words`]`(m, n, splits)` f32.
+    pub partials: *mut u32,
+    /// Arrival counters, one per row group (`n / DECODE_GROUP_N`), zero between launches.
+    pub arrivals: *mut u32,
     /// Tokens, 1..=[`DECODE_MAX_TOKENS`].
     pub m: u32,
     /// Outputs, a multiple of [`DECODE_GROUP_N`].
@@ -554,8 +554,7 @@ pub struct DecodeArgs {
     pub k: u32,
     /// Steps ([`DECODE_K_PER_STEP`]) per split, at most [`DECODE_MAX_STEPS_PER_SPLIT`].
     pub steps_per_split: u32,
-    /// K splits, at most [`DECODE_MAX_SPLITS`]: the grid is `n / DECODE_GROUP_N` clusters (one
-    /// per row group) of `splits` CTAs (one per split, its cluster rank).
+    /// K splits; the grid is `splits × n / DECODE_GROUP_N` CTAs, split slowest.
     pub splits: u32,
     /// Scale of the gate product (`2²⁸ · g_A · g_B1`, as the tiled kernel's).
     pub alpha_gate: f32,
@@ -573,17 +572,14 @@ pub const fn decode_steps(k: u32) -> u32 {
     k.div_ceil(DECODE_K_PER_STEP)
 }
 
-/// Exchange slots of one row group: one per (token tile, warp of a matrix, lane), token tile
-/// slowest. Slot `s` is reduced by the CTA of cluster rank `s % splits`.
-pub const fn decode_slots(m: u32) -> u32 {
-    decode_token_tiles(m) * DECODE_WARPS_PER_MATRIX * 32
-}
-
-/// Bytes of a CTA's split exchange: for each slot it reduces, one [`DECODE_SLOT_BYTES`] entry
-/// per split, at entry `(s / splits) · splits + split` (its `s / splits`-th slot).
-pub const fn decode_exchange_bytes(m: u32, splits: u32) -> u32 {
-    let splits = if splits == 0 { 1 } else { splits };
-    decode_slots(m).div_ceil(splits) * splits * DECODE_SLOT_BYTES
+/// f32 words of the decode-size kernel's partial sums: one record per (split, warp of each row
+/// group, token tile).
+pub const fn decode_partial_words(m: u32, n: u32, splits: u32) -> u64 {
+    splits as u64
+        * (n / DECODE_GROUP_N) as u64
+        * DECODE_WARPS as u64
+        * decode_token_tiles(m) as u64
+        * DECODE_RECORD_WORDS as u64
 }
 
 /// Bytes between consecutive token rows in the decode-size kernel's shared memory: the split's
@@ -594,10 +590,9 @@ pub const fn decode_token_pitch(steps_per_split: u32) -> u32 {
 }
 
 /// Dynamic shared memory of the decode-size kernel: every token row of its tiles (rows past M
-/// are zeros) for one split, then the split exchange ([`decode_exchange_bytes`]).
-pub const fn decode_shared_bytes(m: u32, steps_per_split: u32, splits: u32) -> u32 {
-    decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(steps_per_split)
-        + decode_exchange_bytes(m, splits)
+/// are zeros) for one split, then one word (the CTA's "last to arrive" verdict).
+pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
+    decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(steps_per_split) + 16
 }
 
 /// Arguments of the token pre-decoder (`nvfp4_predecode_tokens_sm90`).

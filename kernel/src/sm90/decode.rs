@@ -10,20 +10,18 @@
 //! its split's tokens into shared memory once, for all its warps; the next step's weight loads
 //! go out before a step is decoded. Nothing waits on another warp inside the loop.
 //!
-//! The split's reduction stays on chip: a row group's splits are one thread-block cluster (split
-//! = cluster rank). Each CTA sends every lane's f32 sums to the shared memory of the CTA that
-//! reduces them (slot `s` of [`decode_slots`] to rank `s % splits`), one release/acquire
-//! cluster barrier later each CTA adds its slots' sums in split order and writes
-//! `silu(α_gate·g) ⊙ (α_up·u)` as fp16: deterministic, with no global scratch memory, no
-//! counters and no second launch.
+//! The split's reduction: every CTA stores its f32 partial sums, and the last CTA of a row group
+//! to arrive (an acq_rel counter per row group, which that CTA resets to zero) adds all splits'
+//! sums in split order and writes `silu(α_gate·g) ⊙ (α_up·u)` as fp16: the result does not
+//! depend on which CTA comes last, and no second launch is needed.
 
 use crate::epilogue::silu;
 use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, fence, mem, mma, smem, sreg};
 use crate::sm90::config::{
-    DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_MAX_SPLITS, DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP,
-    DECODE_SLOT_BYTES, DECODE_TOKEN_TILE, DECODE_WARPS_PER_MATRIX, DecodeArgs, K_PER_SLICE, decode_slots,
-    decode_steps, decode_token_pitch, decode_token_tiles, stage_block,
+    DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP,
+    DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
+    K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, stage_block,
 };
 use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
 
@@ -113,6 +111,8 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
         b2,
         b2_scales,
         out,
+        partials,
+        arrivals,
         m,
         n,
         k,
@@ -121,28 +121,14 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
         alpha_gate,
         alpha_up,
     } = args;
-    let tiles = TILES as u32;
-    if n < DECODE_GROUP_N
-        || splits == 0
-        || splits > DECODE_MAX_SPLITS
-        || sreg::cluster_nctarank() != splits
-        || decode_token_tiles(m) != tiles
-    {
+    let (groups, tiles) = (n / DECODE_GROUP_N, TILES as u32);
+    if groups == 0 || splits == 0 || decode_token_tiles(m) != tiles {
         return; // never with a valid launch; also proves the divisions cannot panic
     }
-    // Pairs the wait before the first store into another CTA's shared memory: every CTA of the
-    // cluster has started by then.
-    fence::cluster_arrive_relaxed();
     let thread = sreg::thread_idx_x();
     let (warp, lane) = (thread / 32, thread % 32);
     let (g, t) = (lane / 4, lane % 4);
-    // A row group's splits are consecutive CTAs, one cluster: the split is the cluster rank.
-    // (Derived from `%ctaid`, which ptxas re-reads where it needs it; the cluster registers
-    // held through the loop cost registers: spills at 2 token tiles.)
-    let (split, group) = (sreg::block_idx_x() % splits, sreg::block_idx_x() / splits);
-    if sreg::cluster_ctarank() != split {
-        return; // never with a valid launch (clusters of `splits` consecutive CTAs)
-    }
+    let (split, group) = (sreg::block_idx_x() / groups, sreg::block_idx_x() % groups);
     let gate = warp < DECODE_WARPS_PER_MATRIX;
     let (data, scales) = if gate { (b1, b1_scales) } else { (b2, b2_scales) };
     let first_row = group * DECODE_GROUP_N + (warp % DECODE_WARPS_PER_MATRIX) * DECODE_ROWS_PER_WARP;
@@ -163,12 +149,15 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     let lane_block = stage_block(0, t);
     let byte = lane_block % ATOM_SCALE_COLS as u32;
     let row_bytes = k / 2;
-    let offsets = rows.map(|row| {
-        [
-            row * row_bytes + 8 * lane_block,
-            layout.offset_u32(row, lane_block - byte),
-        ]
-    });
+    let (fallbacks, offsets) = (
+        rows.map(|row| [row * row_bytes, layout.offset_u32(row, 0)]),
+        rows.map(|row| {
+            [
+                row * row_bytes + 8 * lane_block,
+                layout.offset_u32(row, lane_block - byte),
+            ]
+        }),
+    );
     const CHUNK_STRIDE: u32 = DECODE_BLOCKS_PER_STEP * 8;
     const SCALE_STRIDE: u32 = DECODE_BLOCKS_PER_STEP / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32;
     // Step `q`'s chunks of rows `g` and `g + 8`.
@@ -177,15 +166,9 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
         [0, 1].map(|r| {
             let [data_offset, scale_offset] = offsets[r];
             let at = [data_offset + CHUNK_STRIDE * q, scale_offset + SCALE_STRIDE * q];
-            // The row's first chunk and scale word (block 0; `lane_block - byte` is a whole
-            // number of atoms' columns), derived here rather than held through the loop.
-            let first = [
-                data_offset - 8 * lane_block,
-                scale_offset - (lane_block - byte) / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32,
-            ];
             // SAFETY: the contract above: blocks below K are inside the row; past K the row's
             // first chunk is read instead.
-            unsafe { RowChunk::load(data, scales, at, first, exists) }
+            unsafe { RowChunk::load(data, scales, at, fallbacks[r], exists) }
         })
     };
 
@@ -271,40 +254,72 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     }
     fence::launch_dependents();
 
-    // Send each lane's sums to the CTA of the cluster that reduces its slot. (The special
-    // registers are read again: holding them through the loop cost a register.)
-    let exchange = smem::base() + token_rows * pitch;
-    fence::cluster_wait();
-    let matrix_warp = warp % DECODE_WARPS_PER_MATRIX;
+    // Publish this warp's partial sums, then count the CTA in.
+    let record = |split: u32, warp: u32, tile: u32| {
+        (((split * groups + group) * DECODE_WARPS + warp) * tiles + tile) * DECODE_RECORD_WORDS + 4 * lane
+    };
     for (tile, sums) in sums.iter().enumerate() {
-        let slot = (tile as u32 * DECODE_WARPS_PER_MATRIX + matrix_warp) * 32 + lane;
-        let entry = slot / splits * splits + split;
-        let at = exchange + entry * DECODE_SLOT_BYTES + if gate { 0 } else { 16 };
-        // SAFETY: an entry of rank `slot % splits`'s exchange (`decode_exchange_bytes`); every
-        // CTA of the cluster runs until it has passed the barrier below.
-        unsafe { smem::st_cluster_v4(smem::map_to_rank(at, slot % splits), sums.map(f32::to_bits)) };
+        // SAFETY: this warp's record, inside the partial-sum buffer (contract).
+        unsafe {
+            mem::st_global_v4_b32(
+                partials.add(record(split, warp, tile as u32) as usize),
+                sums.map(f32::to_bits),
+            )
+        };
     }
-    fence::cluster_arrive_release();
-    fence::cluster_wait();
-
-    // This CTA's slots, one per thread: the splits' sums added in split order.
-    let slot = thread * splits + split;
-    if slot >= decode_slots(m) {
+    fence::acq_rel_gpu();
+    fence::sync_threads();
+    let verdict = smem::base() + token_rows * pitch;
+    if thread == 0 {
+        // SAFETY: the row group's counter (contract); only the last CTA of this launch writes
+        // it back to zero, after every split has counted in.
+        let last = unsafe { mem::atom_add_acq_rel_gpu_u32(arrivals.add(group as usize), 1) } == splits - 1;
+        if last {
+            // SAFETY: as above.
+            unsafe { mem::st_relaxed_gpu_b32(arrivals.add(group as usize), 0) };
+        }
+        // SAFETY: the verdict word after the tokens, inside `decode_shared_bytes`.
+        unsafe { smem::st_b32(verdict, last as u32) };
+    }
+    fence::sync_threads();
+    // SAFETY: as above.
+    if unsafe { smem::ld_b32(verdict) } == 0 {
         return;
     }
-    let (mut gate, mut up) = ([0f32; 4], [0f32; 4]);
-    for source in 0..splits {
-        let at = exchange + (thread * splits + source) * DECODE_SLOT_BYTES;
-        // SAFETY: this CTA's exchange entries, written before the barrier above.
-        let (g, u) = unsafe { (smem::ld_v4(at), smem::ld_v4(at + 16)) };
-        for i in 0..4 {
-            gate[i] += f32::from_bits(g[i]);
-            up[i] += f32::from_bits(u[i]);
-        }
+    fence::acq_rel_gpu();
+
+    // The last CTA: one thread per (warp of a matrix, token tile, lane) adds the splits in order.
+    let (tile, warp) = ((thread / 32) % tiles, thread / 32 / tiles);
+    if warp >= DECODE_WARPS_PER_MATRIX {
+        return;
     }
-    let (tile, lane) = (slot / (DECODE_WARPS_PER_MATRIX * 32), slot % 32);
-    let (g, t) = (lane / 4, lane % 4);
-    let first_row = group * DECODE_GROUP_N + (slot / 32 % DECODE_WARPS_PER_MATRIX) * DECODE_ROWS_PER_WARP;
+    let load = |split: u32, warp: u32| {
+        // SAFETY: a record of this launch, published before the arrival count (acquired).
+        unsafe { mem::ld_global_cg_v4_b32(partials.add(record(split, warp, tile) as usize)) }
+    };
+    let (mut gate, mut up) = ([0f32; 4], [0f32; 4]);
+    let mut split = 0;
+    // Four splits' loads in flight at a time, added in split order (deterministic).
+    while split < splits {
+        let group = [0, 1, 2, 3].map(|i| {
+            if split + i < splits {
+                [
+                    load(split + i, warp),
+                    load(split + i, warp + DECODE_WARPS_PER_MATRIX),
+                ]
+            } else {
+                [[0; 4]; 2]
+            }
+        });
+        for [g, u] in group {
+            for i in 0..4 {
+                gate[i] += f32::from_bits(g[i]);
+                up[i] += f32::from_bits(u[i]);
+            }
+        }
+        split += 4;
+    }
+    let first_row = group * DECODE_GROUP_N + warp * DECODE_ROWS_PER_WARP;
     for i in 0..4u32 {
         let row = first_row + g + 8 * (i / 2);
         let token = tile * DECODE_TOKEN_TILE + 2 * t + i % 2;
