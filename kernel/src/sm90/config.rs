@@ -589,10 +589,26 @@ pub const fn decode_token_pitch(steps_per_split: u32) -> u32 {
     steps_per_split * DECODE_SLICES_PER_STEP * 2 * K_PER_SLICE + 16
 }
 
-/// Dynamic shared memory of the decode-size kernel: every token row of its tiles (rows past M
-/// are zeros) for one split, then one word (the CTA's "last to arrive" verdict).
+/// Bytes at the start of the decode-size kernel's shared memory that its last CTA's reduction
+/// reuses (after the loop) when it adds the splits in two halves (one token tile): 32 bytes per
+/// reducer thread.
+pub const DECODE_HALVES_BYTES: u32 = DECODE_WARPS_PER_MATRIX * 32 * 32;
+
+/// Byte offset of the decode-size kernel's "last to arrive" verdict word: after every token
+/// row of its tiles for one split (rows past M are zeros) and after the reduction's halves.
+pub const fn decode_verdict_offset(m: u32, steps_per_split: u32) -> u32 {
+    let tokens = decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(steps_per_split);
+    if tokens > DECODE_HALVES_BYTES {
+        tokens
+    } else {
+        DECODE_HALVES_BYTES
+    }
+}
+
+/// Dynamic shared memory of the decode-size kernel: the token rows (or the reduction's
+/// halves), then the verdict word ([`decode_verdict_offset`]).
 pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
-    decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(steps_per_split) + 16
+    decode_verdict_offset(m, steps_per_split) + 16
 }
 
 /// Arguments of the token pre-decoder (`nvfp4_predecode_tokens_sm90`).

@@ -21,7 +21,7 @@ use crate::ptx::{cvt, fence, mem, mma, smem, sreg};
 use crate::sm90::config::{
     DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP,
     DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
-    K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, stage_block,
+    K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset, stage_block,
 };
 use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
 
@@ -269,7 +269,7 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     }
     fence::acq_rel_gpu();
     fence::sync_threads();
-    let verdict = smem::base() + token_rows * pitch;
+    let verdict = smem::base() + decode_verdict_offset(m, steps_per_split);
     if thread == 0 {
         // SAFETY: the row group's counter (contract); only the last CTA of this launch writes
         // it back to zero, after every split has counted in.
@@ -286,23 +286,28 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     if unsafe { smem::ld_b32(verdict) } == 0 {
         return;
     }
-    fence::acq_rel_gpu();
+    // No fence here: thread 0's acq_rel RMW acquired every split's release, and the barrier
+    // above orders this CTA's loads after it (the loads bypass L1).
 
-    // The last CTA: one thread per (warp of a matrix, token tile, lane) adds the splits in order.
-    let (tile, warp) = ((thread / 32) % tiles, thread / 32 / tiles);
-    if warp >= DECODE_WARPS_PER_MATRIX {
-        return;
-    }
+    // The last CTA: each reducer (warp of a matrix, token tile, lane) adds the splits in order.
+    // With one token tile the CTA has two threads per reducer: each adds half of the splits
+    // (all of a half's loads in flight at once up to 4 splits), then the second half's sums go
+    // through shared memory to the first: a fixed order, so still deterministic.
+    let reducers = DECODE_WARPS_PER_MATRIX * tiles * 32;
+    let halves = (DECODE_WARPS * 32 / reducers).max(1);
+    let (half, reducer) = (thread / reducers, thread % reducers);
+    let (tile, warp) = ((reducer / 32) % tiles, reducer / 32 / tiles);
     let load = |split: u32, warp: u32| {
         // SAFETY: a record of this launch, published before the arrival count (acquired).
         unsafe { mem::ld_global_cg_v4_b32(partials.add(record(split, warp, tile) as usize)) }
     };
+    let per_half = splits.div_ceil(halves);
+    let (mut split, end_split) = (half * per_half, ((half + 1) * per_half).min(splits));
     let (mut gate, mut up) = ([0f32; 4], [0f32; 4]);
-    let mut split = 0;
-    // Four splits' loads in flight at a time, added in split order (deterministic).
-    while split < splits {
+    // Four splits' loads in flight at a time, added in split order.
+    while split < end_split {
         let group = [0, 1, 2, 3].map(|i| {
-            if split + i < splits {
+            if split + i < end_split {
                 [
                     load(split + i, warp),
                     load(split + i, warp + DECODE_WARPS_PER_MATRIX),
@@ -318,6 +323,28 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
             }
         }
         split += 4;
+    }
+    if halves > 1 {
+        // The token rows are no longer read: every warp finished its loop before the arrival
+        // barrier (the verdict word lies past these bytes).
+        let at = smem::base() + reducer * 32;
+        if half == 1 {
+            // SAFETY: `reducers · 32` = `DECODE_HALVES_BYTES`, before the verdict word.
+            unsafe {
+                smem::st_v4(at, gate.map(f32::to_bits));
+                smem::st_v4(at + 16, up.map(f32::to_bits));
+            }
+        }
+        fence::sync_threads();
+        if half != 0 {
+            return;
+        }
+        // SAFETY: as above, written before the barrier.
+        let (g, u) = unsafe { (smem::ld_v4(at), smem::ld_v4(at + 16)) };
+        for i in 0..4 {
+            gate[i] += f32::from_bits(g[i]);
+            up[i] += f32::from_bits(u[i]);
+        }
     }
     let first_row = group * DECODE_GROUP_N + warp * DECODE_ROWS_PER_WARP;
     for i in 0..4u32 {
