@@ -31,6 +31,7 @@ done
 
 cp scripts/gpu-run.sh "$bundle/run.sh"
 cp scripts/sanitize.sh "$bundle/sanitize.sh"
+cp scripts/ab-bench.sh "$bundle/ab.sh"
 git rev-parse --short HEAD > "$bundle/REVISION"
 echo "bundled $(find "$bundle" -type f | wc -l) files, $(du -sh "$bundle" | cut -f1), revision $(cat "$bundle/REVISION"):"
 find "$bundle" -type f | sort | sed 's/^/  /'
