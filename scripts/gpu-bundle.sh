@@ -2,8 +2,19 @@
 # Builds the test, example and bench binaries here (the GPU machine has no Rust) and bundles them
 # with scripts/gpu-run.sh into .gpu-bundle/ (git-ignored). Then, with the device tool:
 #   run(command="bash .gpu-bundle/run.sh [tests|examples|benches|all] [FILTER]", carry=[".gpu-bundle"])
+# Each REV of `--baseline REV` (repeatable) adds that revision's dual_gemm bench, built in a
+# temporary worktree, as .gpu-bundle/baseline/dual_gemm-REV, for side-by-side timing with
+# .gpu-bundle/ab.sh. Host-only test binaries are left out (they need no GPU; the bundle must
+# stay under the device tool's 64 MiB).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
+baselines=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --baseline) baselines+=("$(git rev-parse --short "$2")"); shift 2 ;;
+    *) echo "usage: $0 [--baseline REV]..." >&2; exit 2 ;;
+  esac
+done
 bundle=.gpu-bundle
 rm -rf "$bundle"
 mkdir -p "$bundle/tests" "$bundle/examples" "$bundle/benches"
@@ -27,6 +38,25 @@ for line in sys.stdin:
   cargo bench --no-run --message-format=json-render-diagnostics
 } | executables | sort -u | while IFS=$'\t' read -r kind name path; do
   case "$kind" in tests|examples|benches) cp "$path" "$bundle/$kind/$name" ;; esac
+done
+
+# Tests that never touch a GPU (the GPU tests are gpu*.rs and the PTX check needs ptxas here).
+for host_only in codec layout matrix properties reference sm100_emulation kernel_logic ptx; do
+  rm -f "$bundle/tests/$host_only"
+done
+
+for rev in "${baselines[@]}"; do
+  tree="${TMPDIR:-/tmp}/nvfp4-baseline-$rev"
+  rm -rf "$tree"
+  git worktree add -f --detach "$tree" "$rev" >/dev/null
+  mkdir -p "$bundle/baseline"
+  (cd "$tree" && CARGO_TARGET_DIR="${TMPDIR:-/tmp}/nvfp4-baseline-target" \
+    cargo bench --no-run --bench dual_gemm --message-format=json-render-diagnostics) |
+    executables | while IFS=$'\t' read -r kind name path; do
+      [ "$kind/$name" = benches/dual_gemm ] && cp "$path" "$bundle/baseline/dual_gemm-$rev"
+    done
+  git worktree remove --force "$tree"
+  [ -f "$bundle/baseline/dual_gemm-$rev" ] || { echo "no dual_gemm bench built at $rev" >&2; exit 1; }
 done
 
 cp scripts/gpu-run.sh "$bundle/run.sh"
