@@ -2,9 +2,10 @@
 # Builds the test, example and bench binaries here (the GPU machine has no Rust) and bundles them
 # with scripts/gpu-run.sh into .gpu-bundle/ (git-ignored). Then, with the device tool:
 #   run(command="bash .gpu-bundle/run.sh [tests|examples|benches|all] [FILTER]", carry=[".gpu-bundle"])
-# Each REV of `--baseline REV` (repeatable) adds that revision's dual_gemm bench, built in a
-# temporary worktree, as .gpu-bundle/baseline/dual_gemm-REV, for side-by-side timing with
-# .gpu-bundle/ab.sh. Host-only test binaries are left out (they need no GPU; the bundle must
+# Each REV of `--baseline REV` (repeatable) adds that revision's dual_gemm bench and example,
+# built in a temporary worktree, as .gpu-bundle/baseline/dual_gemm-REV (for side-by-side timing
+# with .gpu-bundle/ab.sh) and .gpu-bundle/baseline/example-dual_gemm-REV (its reference check:
+# `--m M --n N --k K --check-only`). Host-only test binaries are left out (they need no GPU; the bundle must
 # stay under the device tool's 64 MiB).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -50,13 +51,21 @@ for rev in "${baselines[@]}"; do
   rm -rf "$tree"
   git worktree add -f --detach "$tree" "$rev" >/dev/null
   mkdir -p "$bundle/baseline"
-  (cd "$tree" && CARGO_TARGET_DIR="${TMPDIR:-/tmp}/nvfp4-baseline-target" \
-    cargo bench --no-run --bench dual_gemm --message-format=json-render-diagnostics) |
-    executables | while IFS=$'\t' read -r kind name path; do
-      [ "$kind/$name" = benches/dual_gemm ] && cp "$path" "$bundle/baseline/dual_gemm-$rev"
-    done
+  (
+    cd "$tree"
+    export CARGO_TARGET_DIR="${TMPDIR:-/tmp}/nvfp4-baseline-target"
+    cargo bench --no-run --bench dual_gemm --message-format=json-render-diagnostics
+    cargo build --release --example dual_gemm --message-format=json-render-diagnostics
+  ) | executables | while IFS=$'\t' read -r kind name path; do
+    case "$kind/$name" in
+      benches/dual_gemm) cp "$path" "$bundle/baseline/dual_gemm-$rev" ;;
+      examples/dual_gemm) cp "$path" "$bundle/baseline/example-dual_gemm-$rev" ;;
+    esac
+  done
   git worktree remove --force "$tree"
-  [ -f "$bundle/baseline/dual_gemm-$rev" ] || { echo "no dual_gemm bench built at $rev" >&2; exit 1; }
+  for built in dual_gemm example-dual_gemm; do
+    [ -f "$bundle/baseline/$built-$rev" ] || { echo "no $built built at $rev" >&2; exit 1; }
+  done
 done
 
 cp scripts/gpu-run.sh "$bundle/run.sh"
