@@ -1112,3 +1112,193 @@ fn sm100_partial_last_stage_copies_and_multiplies_only_its_existing_scale_atoms(
         );
     }
 }
+
+/// What one 16- or 4-byte unit of a decode-size warp's rings holds in the emulation below.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RingUnit {
+    /// The copy group (relative line) that wrote it.
+    line: u32,
+    /// Relative step.
+    step: u32,
+    /// Warp row.
+    row: u32,
+    /// Data: byte offset of the chunk in its row; scales: the atom's index along K.
+    source: u32,
+}
+
+/// A decode-size warp's weight and scale rings in the emulation below: unit offset → content.
+#[derive(Default)]
+struct WarpRings {
+    data: std::collections::HashMap<u32, RingUnit>,
+    scales: std::collections::HashMap<u32, RingUnit>,
+}
+
+impl WarpRings {
+    /// Every lane's copies of relative line `line`, made once every step below `read_before`
+    /// has been read: none may land twice on one unit or on a step not yet read.
+    fn copy_line(
+        &mut self,
+        ring: nvfp4_kernel::sm90::config::DecodeRing,
+        line: u32,
+        read_before: u32,
+        case: &str,
+    ) {
+        use nvfp4_kernel::sm90::config::{
+            DECODE_ATOMS_PER_STEP, DECODE_ROWS_PER_WARP, DECODE_SCALE_SLOT_BYTES, DECODE_SLOT_PITCH,
+            decode_line_copy, decode_scale_copy,
+        };
+        let in_split = |step: u32| step >= ring.first && step < ring.end;
+        let mut written = std::collections::HashSet::new();
+        let mut write = |scales: bool, at: u32, unit: RingUnit| {
+            assert!(
+                written.insert((scales, at)),
+                "{case}: two copies of line {line} to one unit"
+            );
+            let units = if scales { &mut self.scales } else { &mut self.data };
+            if let Some(old) = units.insert(at, unit) {
+                assert!(
+                    old.step < read_before,
+                    "{case}: line {line} overwrites unread step {}",
+                    old.step
+                );
+            }
+        };
+        for lane in 0..32 {
+            for copy in 0..4 {
+                let (row, chunk) = decode_line_copy(lane, copy);
+                assert!(row < DECODE_ROWS_PER_WARP && chunk < 8);
+                let step = 2 * line + chunk / 4;
+                if in_split(step) {
+                    let at = ring.data_offset(step, row, chunk % 4);
+                    assert!(
+                        at + 16 <= ring.slots * DECODE_SLOT_PITCH,
+                        "{case}: data outside the ring"
+                    );
+                    let source = 128 * (ring.base / 2 + line) + 16 * chunk;
+                    write(
+                        false,
+                        at,
+                        RingUnit {
+                            line,
+                            step,
+                            row,
+                            source,
+                        },
+                    );
+                }
+            }
+            for half in 0..2 {
+                let step = 2 * line + half;
+                if in_split(step) {
+                    let (atom, row) = decode_scale_copy(lane);
+                    let at = ring.scale_offset(step, atom, row);
+                    assert!(
+                        at + 4 <= ring.slots * DECODE_SCALE_SLOT_BYTES,
+                        "{case}: scales outside the ring"
+                    );
+                    let source = DECODE_ATOMS_PER_STEP * (ring.base + step) + atom;
+                    write(
+                        true,
+                        at,
+                        RingUnit {
+                            line,
+                            step,
+                            row,
+                            source,
+                        },
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// One warp of the decode-size kernel (`sm90::decode`), emulated: its copy schedule
+/// ([`DecodeRing`]), every lane's copies and reads, in the kernel's order (copies of the first
+/// lines, then per step: wait until at most `pending` groups are in flight, synchronize, copy
+/// the next line if it may go, read the step). Each read must find the chunk that quad lane `t`
+/// of rows `g`, `g + 8` multiplies in that step (bytes `64·q + 16·t` of the row, [`stage_block`]
+/// order; the scale word of atom `2q + t / 2`), copied by a completed group; a copy may only
+/// overwrite a step that every lane has read.
+#[test]
+fn decode_ring_delivers_each_step_complete_and_overwrites_only_read_steps() {
+    use nvfp4_kernel::sm90::config::{DECODE_ATOMS_PER_STEP, DecodeRing};
+    for slots in [3, 4] {
+        for first_step in 0..5 {
+            for end_step in first_step + 1..first_step + 13 {
+                let ring = DecodeRing::new(slots, first_step, end_step);
+                let case = format!("{slots} slots, steps {first_step}..{end_step}");
+                let mut rings = WarpRings::default();
+                let mut issued = 0;
+                while ring.issuable(issued, ring.first) {
+                    rings.copy_line(ring, issued, ring.first, &case);
+                    issued += 1;
+                }
+                let mut complete = 0; // groups (lines) 0..complete have landed
+                for step in ring.first..ring.end {
+                    let pending = ring.pending(issued, step);
+                    assert!(
+                        pending <= 1,
+                        "{case}: the kernel waits with 0 or 1 groups pending"
+                    );
+                    complete = complete.max(issued - pending);
+                    // The warp synchronizes here: every step before this one has been read.
+                    if ring.issuable(issued, step) {
+                        rings.copy_line(ring, issued, step, &case);
+                        issued += 1;
+                    }
+                    assert!(
+                        !ring.issuable(issued, step),
+                        "{case}: one line per step is enough"
+                    );
+                    let q = ring.base + step;
+                    for lane in 0..32 {
+                        let (g, t) = (lane / 4, lane % 4);
+                        for row in [g, g + 8] {
+                            let unit = rings.data[&ring.data_offset(step, row, t)];
+                            assert!(
+                                unit.line < complete,
+                                "{case}: step {step} read before its copy landed"
+                            );
+                            assert_eq!(
+                                (unit.step, unit.row, unit.source),
+                                (step, row, 64 * q + 16 * t),
+                                "{case}: lane {lane}, step {step}"
+                            );
+                            let atom = stage_block(0, t) / 4;
+                            let unit = rings.scales[&ring.scale_offset(step, atom, row)];
+                            assert!(
+                                unit.line < complete,
+                                "{case}: scales of step {step} read before they landed"
+                            );
+                            assert_eq!(
+                                (unit.step, unit.row, unit.source),
+                                (step, row, DECODE_ATOMS_PER_STEP * q + atom),
+                                "{case}: lane {lane}, scales of step {step}"
+                            );
+                        }
+                    }
+                }
+                assert_eq!(issued, ring.lines(), "{case}: every line of the split copied");
+            }
+        }
+    }
+}
+
+/// The decode-size kernel keeps 4 CTAs per SM (its launch bound, 64 registers) on the shapes
+/// it is made for: the token rows and both rings of 4 CTAs, each with the driver's 1 KiB
+/// reservation, fit the 228 KiB of an SM.
+#[test]
+fn decode_kernel_fits_four_ctas_per_sm_on_the_decode_shapes() {
+    use nvfp4_kernel::sm90::config::decode_shared_bytes;
+    for (n, k) in [(4096, 7168), (3072, 7168), (7168, 2048), (4096, 4096)] {
+        let split = DecodeSplit::new(n, k, 4 * 132);
+        for m in [1, 8, 9, 16] {
+            let per_cta = decode_shared_bytes(m, split.steps_per_split) + 1024;
+            assert!(
+                4 * per_cta <= 228 * 1024,
+                "m = {m}, {n}×{k}: {per_cta} bytes per CTA"
+            );
+        }
+    }
+}

@@ -1,7 +1,8 @@
-//! Asynchronous bulk copies global → shared that complete on an mbarrier (`complete_tx`), and
-//! bulk prefetches into L2.
+//! Asynchronous copies global → shared: bulk copies that complete on an mbarrier
+//! (`complete_tx`), bulk prefetches into L2, and per-thread copies (`cp.async`, sm_80+) that
+//! complete in per-thread groups.
 //!
-//! The destination uses the `.shared::cluster` spelling (a CTA's own shared address is valid
+//! Bulk destinations use the `.shared::cluster` spelling (a CTA's own shared address is valid
 //! there), since `.shared::cta` destinations need PTX 8.6 and the sm_90a module is PTX 8.0.
 
 use core::arch::asm;
@@ -67,4 +68,58 @@ pub unsafe fn prefetch_tensor_map(tensor_map: u64) {
 pub unsafe fn prefetch_bulk_l2(src: *const u8, bytes: u32) {
     // SAFETY: guaranteed by the caller.
     unsafe { asm!("cp.async.bulk.prefetch.L2.global [{s}], {n};", s = in(reg64) src, n = in(reg32) bytes) };
+}
+
+/// `cp.async.cg.shared.global` of 16 bytes: starts copying `src_bytes` (16 or 0) from global
+/// `src` to shared `dst` and fills the rest of the 16 bytes with zeros (with 0, nothing is
+/// read). It bypasses L1. Completes in this thread's next [`async_commit`] group.
+///
+/// # Safety
+/// `dst` must be 16 shared bytes, 16-byte aligned, not read or written by anyone until this
+/// thread's group has completed ([`async_wait`]) and, for other threads, a barrier after it;
+/// `src` must be a valid, 16-byte aligned global address.
+#[inline(always)]
+pub unsafe fn async_16(dst: u32, src: *const u8, src_bytes: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!(
+            "cp.async.cg.shared.global [{d}], [{s}], 16, {n};",
+            d = in(reg32) dst,
+            s = in(reg64) src,
+            n = in(reg32) src_bytes,
+        )
+    };
+}
+
+/// `cp.async.ca.shared.global` of 4 bytes, as [`async_16`] (`src_bytes` 4 or 0; through L1).
+///
+/// # Safety
+/// As [`async_16`], with 4-byte sizes and alignment.
+#[inline(always)]
+pub unsafe fn async_4(dst: u32, src: *const u8, src_bytes: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!(
+            "cp.async.ca.shared.global [{d}], [{s}], 4, {n};",
+            d = in(reg32) dst,
+            s = in(reg64) src,
+            n = in(reg32) src_bytes,
+        )
+    };
+}
+
+/// `cp.async.commit_group`: closes this thread's group of the copies started since the last one.
+#[inline(always)]
+pub fn async_commit() {
+    // SAFETY: no operands; ordering with the copies is what the `asm!` memory clobber keeps.
+    unsafe { asm!("cp.async.commit_group;") };
+}
+
+/// `cp.async.wait_group PENDING`: waits until at most `PENDING` of this thread's committed
+/// groups are incomplete; the completed copies' bytes are then visible to this thread (to the
+/// warp after a [`crate::ptx::fence::sync_warp`]).
+#[inline(always)]
+pub fn async_wait<const PENDING: u32>() {
+    // SAFETY: no operands.
+    unsafe { asm!("cp.async.wait_group {n};", n = const PENDING) };
 }

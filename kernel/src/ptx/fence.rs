@@ -27,6 +27,14 @@ pub fn sync_threads() {
     unsafe { asm!("barrier.sync 0;") };
 }
 
+/// `bar.warp.sync 0xffffffff`: all lanes of the warp; orders their shared-memory accesses
+/// (memory ordering among the participating threads).
+#[inline(always)]
+pub fn sync_warp() {
+    // SAFETY: a barrier has no memory operands.
+    unsafe { asm!("bar.warp.sync 0xffffffff;") };
+}
+
 /// `bar.sync ID, COUNT`: a named barrier for the `COUNT` threads (whole warps) that use `ID`.
 #[inline(always)]
 pub fn named_barrier<const ID: u32, const COUNT: u32>() {

@@ -3,7 +3,7 @@
 //! and count tiles; the kernel uses it for every offset.
 
 use crate::grouped::{HEADER_RECORDS, MAX_GROUPS};
-use crate::layout::{ATOM_BYTES, SCALE_BLOCK_K};
+use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, SCALE_BLOCK_K};
 
 /// Threads in a warpgroup.
 pub const WARPGROUP_THREADS: u32 = 128;
@@ -589,26 +589,144 @@ pub const fn decode_token_pitch(steps_per_split: u32) -> u32 {
     steps_per_split * DECODE_SLICES_PER_STEP * 2 * K_PER_SLICE + 16
 }
 
+/// Bytes of the decode-size kernel's token rows for `m` tokens (whole token tiles; rows past M
+/// are zeros).
+pub const fn decode_token_bytes(m: u32, steps_per_split: u32) -> u32 {
+    decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(steps_per_split)
+}
+
+/// Packed weight bytes of one row in one decode step (four 16-byte chunks, one per quad lane).
+pub const DECODE_ROW_STEP_BYTES: u32 = DECODE_K_PER_STEP / 2;
+/// Packed weight bytes of one row in one *line*: two consecutive steps `2L`, `2L + 1`, one
+/// 128-byte run of the row, which a warp's copies request whole (8 lanes per row).
+pub const DECODE_LINE_BYTES: u32 = 2 * DECODE_ROW_STEP_BYTES;
+/// Bytes of one step slot of a decode-size warp's weight ring: a step's 16 rows ×
+/// [`DECODE_ROW_STEP_BYTES`] (see [`DecodeRing::data_offset`]).
+pub const DECODE_SLOT_PITCH: u32 = DECODE_ROWS_PER_WARP * DECODE_ROW_STEP_BYTES;
+/// Scale atoms per decode step (4 blocks each).
+pub const DECODE_ATOMS_PER_STEP: u32 = DECODE_BLOCKS_PER_STEP / ATOM_SCALE_COLS as u32;
+/// Bytes of one step slot of a decode-size warp's scale ring: per atom of the step, the 4-byte
+/// word of each of the warp's 16 rows (word `(atom, row)` at `64·atom + 4·row`).
+pub const DECODE_SCALE_SLOT_BYTES: u32 = DECODE_ATOMS_PER_STEP * DECODE_ROWS_PER_WARP * 4;
+
+/// Step slots of each warp's copy ring in the decode-size kernel for `tiles` token tiles: two
+/// whole lines with one token tile; with two, the shared memory of 4 CTAs per SM holds only
+/// three (the split's 16 token rows take 28 KiB at K = 7168).
+pub const fn decode_ring_slots(tiles: u32) -> u32 {
+    if tiles <= 1 { 4 } else { 3 }
+}
+
+/// Byte offset of the decode-size kernel's weight ring (after the token rows); warp `w`'s
+/// slots start `w · slots · DECODE_SLOT_PITCH` further.
+pub const fn decode_ring_offset(m: u32, steps_per_split: u32) -> u32 {
+    decode_token_bytes(m, steps_per_split)
+}
+
+/// Byte offset of the decode-size kernel's scale ring (after the weight ring); warp `w`'s slots
+/// start `w · slots · DECODE_SCALE_SLOT_BYTES` further.
+pub const fn decode_scale_ring_offset(m: u32, steps_per_split: u32) -> u32 {
+    let slots = decode_ring_slots(decode_token_tiles(m));
+    decode_ring_offset(m, steps_per_split) + DECODE_WARPS * slots * DECODE_SLOT_PITCH
+}
+
 /// Bytes at the start of the decode-size kernel's shared memory that its last CTA's reduction
 /// reuses (after the loop) when it adds the splits in two halves (one token tile): 32 bytes per
-/// reducer thread.
+/// reducer thread. The rings alone are larger, so these bytes lie before the verdict word.
 pub const DECODE_HALVES_BYTES: u32 = DECODE_WARPS_PER_MATRIX * 32 * 32;
+const _: () = assert!(DECODE_WARPS * 3 * DECODE_SLOT_PITCH >= DECODE_HALVES_BYTES);
 
-/// Byte offset of the decode-size kernel's "last to arrive" verdict word: after every token
-/// row of its tiles for one split (rows past M are zeros) and after the reduction's halves.
+/// Byte offset of the decode-size kernel's "last to arrive" verdict word: after the token rows
+/// and both rings.
 pub const fn decode_verdict_offset(m: u32, steps_per_split: u32) -> u32 {
-    let tokens = decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(steps_per_split);
-    if tokens > DECODE_HALVES_BYTES {
-        tokens
-    } else {
-        DECODE_HALVES_BYTES
+    let slots = decode_ring_slots(decode_token_tiles(m));
+    decode_scale_ring_offset(m, steps_per_split) + DECODE_WARPS * slots * DECODE_SCALE_SLOT_BYTES
+}
+
+/// Dynamic shared memory of the decode-size kernel: the token rows, the weight and scale rings,
+/// then the verdict word ([`decode_verdict_offset`]).
+pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
+    decode_verdict_offset(m, steps_per_split) + 16
+}
+
+/// The copy schedule of one warp's ring in the decode-size kernel: `slots` step slots, filled a
+/// whole line (two steps) at a time. *Relative* steps and lines count from `base`, the split's
+/// first step rounded down to even, so that relative line `l` is steps `2l`, `2l + 1` of a
+/// 128-byte-aligned run of each row (a split that starts mid-line leaves the first half
+/// uncopied). Each line's copies form one `cp.async` group of each lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeRing {
+    /// Step slots (3 or 4).
+    pub slots: u32,
+    /// The split's first step, rounded down to even.
+    pub base: u32,
+    /// The split's first relative step (0 or 1).
+    pub first: u32,
+    /// The split's end, relative (one past its last step).
+    pub end: u32,
+}
+
+impl DecodeRing {
+    /// The ring of a split of steps `first_step..end_step` with `slots` slots.
+    pub const fn new(slots: u32, first_step: u32, end_step: u32) -> Self {
+        let base = first_step & !1;
+        Self {
+            slots,
+            base,
+            first: first_step - base,
+            end: end_step - base,
+        }
+    }
+
+    /// The slot of relative step `step`.
+    pub const fn slot(&self, step: u32) -> u32 {
+        step % self.slots
+    }
+
+    /// Relative lines that hold a step of the split.
+    pub const fn lines(&self) -> u32 {
+        self.end.div_ceil(2)
+    }
+
+    /// Whether relative line `line` may be copied once every step before relative `step` has
+    /// been read: both of its slots last held steps before `step` (or none of the split's).
+    pub const fn issuable(&self, line: u32, step: u32) -> bool {
+        line < self.lines() && 2 * line + 1 < step + self.slots
+    }
+
+    /// The groups that may still be in flight at relative step `step` once lines
+    /// `0..issued` are committed, so that the step's own line is complete (0 or 1 in the
+    /// kernel's schedule).
+    pub const fn pending(&self, issued: u32, step: u32) -> u32 {
+        issued.saturating_sub(step / 2 + 1)
+    }
+
+    /// Byte offset in a warp's weight ring of 16-byte chunk `chunk` (0..4, quad lane `t` reads
+    /// chunk `t`) of warp row `row` in relative step `step`. Rows of odd steps are swapped in
+    /// pairs (`row ^ 1`): one copy instruction writes both halves of a row's line, to two slots
+    /// 1 KiB apart, and the swap puts them in different banks; the reads stay conflict-free
+    /// (each quarter-warp reads two whole rows, 128 contiguous bytes).
+    pub const fn data_offset(&self, step: u32, row: u32, chunk: u32) -> u32 {
+        self.slot(step) * DECODE_SLOT_PITCH + (row ^ (step % 2)) * DECODE_ROW_STEP_BYTES + 16 * chunk
+    }
+
+    /// Byte offset in a warp's scale ring of warp row `row`'s word of atom `atom` (0 or 1) of
+    /// relative step `step`.
+    pub const fn scale_offset(&self, step: u32, atom: u32, row: u32) -> u32 {
+        self.slot(step) * DECODE_SCALE_SLOT_BYTES + (atom * DECODE_ROWS_PER_WARP + row) * 4
     }
 }
 
-/// Dynamic shared memory of the decode-size kernel: the token rows (or the reduction's
-/// halves), then the verdict word ([`decode_verdict_offset`]).
-pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
-    decode_verdict_offset(m, steps_per_split) + 16
+/// Copy `copy` (0..4) of a line by lane `lane` of a decode-size warp: the warp row and the
+/// 16-byte chunk of that row's 128-byte line (chunks `0..4` belong to the line's first step).
+/// Each copy instruction thus reads 4 whole lines, 8 lanes each.
+pub const fn decode_line_copy(lane: u32, copy: u32) -> (u32, u32) {
+    (4 * copy + lane / 8, lane % 8)
+}
+
+/// The scale word that lane `lane` of a decode-size warp copies for each step: (atom of the
+/// step, warp row).
+pub const fn decode_scale_copy(lane: u32) -> (u32, u32) {
+    (lane / DECODE_ROWS_PER_WARP, lane % DECODE_ROWS_PER_WARP)
 }
 
 /// Arguments of the token pre-decoder (`nvfp4_predecode_tokens_sm90`).

@@ -1,14 +1,18 @@
-//! The decode-size dual GEMM for Hopper (M ≤ 16 tokens): no rings, no handoff between roles,
+//! The decode-size dual GEMM for Hopper (M ≤ 16 tokens): no rings between roles, no handoff,
 //! the K split reduced inside the kernel.
 //!
 //! A CTA owns one *row group* ([`DECODE_GROUP_N`] outputs) and one K split. Its first
 //! [`DECODE_WARPS_PER_MATRIX`] warps stream 16 gate rows each, the others the same rows of up.
-//! Per 128-K step, lane `t` of each quad loads one 16-byte chunk (two scale blocks, the tiled
-//! kernel's [`stage_block`] order) of each of its two rows, decodes it with the shared shift
-//! trick ([`scaled_pairs`]) into the A fragment of `mma.sync.m16n8k16` (weights are the 16-row
+//! Each warp copies its rows with `cp.async` into a ring of its own in shared memory
+//! ([`DecodeRing`]): one copy group per *line* (two 128-K steps, a 128-byte run of each row),
+//! each copy instruction reading four whole lines (8 lanes per row), the scale words beside
+//! them; the bytes in flight hold no registers, and nothing waits on another warp. Per step,
+//! lane `t` of each quad reads one 16-byte chunk (two scale blocks, the tiled kernel's
+//! [`stage_block`] order) of each of its two rows, decodes it with the shared shift trick
+//! ([`scaled_pairs`]) into the A fragment of `mma.sync.m16n8k16` (weights are the 16-row
 //! operand) and multiplies it with the tokens as the 8-column operand. The CTA first decodes
-//! its split's tokens into shared memory once, for all its warps; the next step's weight loads
-//! go out before a step is decoded. Nothing waits on another warp inside the loop.
+//! its split's tokens into shared memory once, for all its warps, while the first lines are
+//! on their way.
 //!
 //! The split's reduction: every CTA stores its f32 partial sums, and the last CTA of a row group
 //! to arrive (an acq_rel counter per row group, which that CTA resets to zero) adds all splits'
@@ -17,17 +21,20 @@
 
 use crate::epilogue::silu;
 use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
-use crate::ptx::{cvt, fence, mem, mma, smem, sreg};
+use crate::ptx::{copy, cvt, fence, mem, mma, smem, sreg};
 use crate::sm90::config::{
-    DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP,
-    DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
-    K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset, stage_block,
+    DECODE_ATOMS_PER_STEP, DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_LINE_BYTES, DECODE_RECORD_WORDS,
+    DECODE_ROW_STEP_BYTES, DECODE_ROWS_PER_WARP, DECODE_SCALE_SLOT_BYTES, DECODE_SLICES_PER_STEP,
+    DECODE_SLOT_PITCH, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs, DecodeRing,
+    K_PER_SLICE, decode_line_copy, decode_ring_offset, decode_ring_slots, decode_scale_copy,
+    decode_scale_ring_offset, decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset,
+    stage_block,
 };
 use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
 
-/// One weight row's 16-byte chunk of a decode step as loaded: the packed codes of two scale
-/// blocks and the word holding their scale codes (zero when the blocks lie past K, so that they
-/// decode to zeros).
+/// One weight row's 16-byte chunk of a decode step as read from the ring: the packed codes of
+/// two scale blocks and the word holding their scale codes (zeros where the blocks lie past K:
+/// both were zero-filled by the copies, so they decode to zeros).
 #[derive(Clone, Copy)]
 struct RowChunk {
     words: [u32; 4],
@@ -35,35 +42,6 @@ struct RowChunk {
 }
 
 impl RowChunk {
-    /// Loads the chunk at byte `data_offset` of `data` and its scale word at byte
-    /// `scale_offset` of `scales`; `exists` false loads `fallback` (the row's first chunk and
-    /// scale word, always there) and gives it zero scales. Branch-free.
-    ///
-    /// # Safety
-    /// Each offset pair is that of a chunk of a row of the weight matrix and of its scale word:
-    /// 16 bytes and 4 bytes, aligned, inside the matrices.
-    #[inline(always)]
-    unsafe fn load(
-        data: *const u8,
-        scales: *const u8,
-        offsets: [u32; 2],
-        fallback: [u32; 2],
-        exists: bool,
-    ) -> Self {
-        let [data_offset, scale_offset] = if exists { offsets } else { fallback };
-        // SAFETY: the contract above.
-        let (words, codes) = unsafe {
-            (
-                mem::ld_global_nc_v4_b32(data.add(data_offset as usize) as *const u32),
-                mem::ld_global_nc_b32(scales.add(scale_offset as usize) as *const u32),
-            )
-        };
-        Self {
-            words,
-            codes: if exists { codes } else { 0 },
-        }
-    }
-
     /// Block `j` (0 or 1) of the chunk decoded: its eight scaled fp16x2 pairs. `byte` is the
     /// first block's code in `codes` (`first_block % 4`).
     #[inline(always)]
@@ -95,9 +73,8 @@ pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_decode_sm90_m16(args: DecodeAr
     unsafe { decode::<2>(args) }
 }
 
-/// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`).
-/// One step's weight loads are in flight while a step is decoded: two (the most that fit in 64
-/// registers, one tile) measured slower (perf log entry 31).
+/// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`),
+/// with [`decode_ring_slots`]`(TILES)` step slots per warp.
 ///
 /// # Safety
 /// As the entry points.
@@ -132,49 +109,105 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     let gate = warp < DECODE_WARPS_PER_MATRIX;
     let (data, scales) = if gate { (b1, b1_scales) } else { (b2, b2_scales) };
     let first_row = group * DECODE_GROUP_N + (warp % DECODE_WARPS_PER_MATRIX) * DECODE_ROWS_PER_WARP;
-    let rows = [first_row + g, first_row + g + 8];
     let layout = BlockedScales::new(n as usize, k as usize);
     let blocks_of_k = k / SCALE_BLOCK_K as u32;
     let first_step = split * steps_per_split;
     let end_step = (first_step + steps_per_split).min(decode_steps(k));
 
-    // Step `q` is half `q % 2` of 256-K stage `q / 2`, so this lane's blocks in it are
-    // `DECODE_BLOCKS_PER_STEP · q + stage_block(0, t)` and the next (`stage_block`'s order): each
-    // row's chunk is 64 bytes further per step and its scale word one 512-byte atom per 4 blocks
-    // further, with its first code at byte `stage_block(0, t) % 4`.
+    // Each warp streams its rows through its own ring of step slots ([`DecodeRing`]), a whole
+    // line (two steps, 128 bytes of each row) per copy group, so that each copy instruction
+    // requests whole 128-byte lines ([`decode_line_copy`]) and the bytes in flight hold no
+    // registers; the scale words follow per step ([`decode_scale_copy`]). Chunks and atoms past
+    // K are zero-filled (not read), so they decode to zeros.
     const _: () = assert!(
         stage_block(DECODE_SLICES_PER_STEP, 1) == DECODE_BLOCKS_PER_STEP + stage_block(0, 1)
-            && DECODE_BLOCKS_PER_STEP.is_multiple_of(ATOM_SCALE_COLS as u32)
+            && DECODE_ROW_STEP_BYTES == 4 * 16
+            && DECODE_ROWS_PER_WARP * DECODE_ATOMS_PER_STEP == 32
     );
+    let ring = DecodeRing::new(decode_ring_slots(tiles), first_step, end_step);
+    let warp_ring =
+        smem::base() + decode_ring_offset(m, steps_per_split) + warp * ring.slots * DECODE_SLOT_PITCH;
+    let warp_scale_ring = smem::base()
+        + decode_scale_ring_offset(m, steps_per_split)
+        + warp * ring.slots * DECODE_SCALE_SLOT_BYTES;
+    let row_bytes = k / 2;
+    let (scale_atom, scale_row) = decode_scale_copy(lane);
+    let scale_at = layout.offset_u32(first_row + scale_row, 0);
+    let in_split = |step: u32| step >= ring.first && step < ring.end;
+    // Commits relative line `line`'s copies as one group of this lane.
+    let copy_line = |line: u32| {
+        let absolute = ring.base / 2 + line;
+        let (_, chunk) = decode_line_copy(lane, 0);
+        let step = 2 * line + chunk / 4;
+        if in_split(step) {
+            let exists = 2 * DECODE_BLOCKS_PER_STEP * absolute + 2 * chunk < blocks_of_k;
+            for copy in 0..4 {
+                let (row, chunk) = decode_line_copy(lane, copy);
+                let at = (first_row + row) * row_bytes;
+                let at = if exists {
+                    at + DECODE_LINE_BYTES * absolute + 16 * chunk
+                } else {
+                    at
+                };
+                // SAFETY: a chunk of one of this warp's rows (inside B; past K the row's first
+                // chunk, not read: zero-filled), into this warp's slot of its step, which no
+                // lane reads until this group completes and the warp has synchronized.
+                unsafe {
+                    copy::async_16(
+                        warp_ring + ring.data_offset(step, row, chunk % 4),
+                        data.add(at as usize),
+                        if exists { 16 } else { 0 },
+                    )
+                };
+            }
+        }
+        for half in 0..2 {
+            let step = 2 * line + half;
+            if in_split(step) {
+                let atom = DECODE_ATOMS_PER_STEP * (ring.base + step) + scale_atom;
+                let exists = atom * (ATOM_SCALE_COLS as u32) < blocks_of_k;
+                let at = if exists {
+                    scale_at + atom * ATOM_BYTES as u32
+                } else {
+                    scale_at
+                };
+                // SAFETY: the row's scale word of an atom inside the scales (past K the row's
+                // first word, not read: zero-filled), into this warp's scale slot of the step.
+                unsafe {
+                    copy::async_4(
+                        warp_scale_ring + ring.scale_offset(step, scale_atom, scale_row),
+                        scales.add(at as usize),
+                        if exists { 4 } else { 0 },
+                    )
+                };
+            }
+        }
+        copy::async_commit();
+    };
+    // This lane's chunks of rows `g` and `g + 8` in a step (chunk `t`: [`stage_block`] order),
+    // with their scale words (atom `t / 2` of the step).
     let lane_block = stage_block(0, t);
     let byte = lane_block % ATOM_SCALE_COLS as u32;
-    let row_bytes = k / 2;
-    let (fallbacks, offsets) = (
-        rows.map(|row| [row * row_bytes, layout.offset_u32(row, 0)]),
-        rows.map(|row| {
-            [
-                row * row_bytes + 8 * lane_block,
-                layout.offset_u32(row, lane_block - byte),
-            ]
-        }),
-    );
-    const CHUNK_STRIDE: u32 = DECODE_BLOCKS_PER_STEP * 8;
-    const SCALE_STRIDE: u32 = DECODE_BLOCKS_PER_STEP / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32;
-    // Step `q`'s chunks of rows `g` and `g + 8`.
-    let load = |q: u32| {
-        let exists = DECODE_BLOCKS_PER_STEP * q + lane_block < blocks_of_k;
+    let read = |step: u32| {
         [0, 1].map(|r| {
-            let [data_offset, scale_offset] = offsets[r];
-            let at = [data_offset + CHUNK_STRIDE * q, scale_offset + SCALE_STRIDE * q];
-            // SAFETY: the contract above: blocks below K are inside the row; past K the row's
-            // first chunk is read instead.
-            unsafe { RowChunk::load(data, scales, at, fallbacks[r], exists) }
+            let row = g + 8 * r;
+            // SAFETY: this warp's slot of the step, complete and synchronized (the loop).
+            unsafe {
+                RowChunk {
+                    words: smem::ld_v4(warp_ring + ring.data_offset(step, row, t)),
+                    codes: smem::ld_b32(warp_scale_ring + ring.scale_offset(step, lane_block / 4, row)),
+                }
+            }
         })
     };
 
     fence::grid_dependency_wait(); // A may come from the kernel before (no-op if plain)
-    // The first step's weights are on their way while the tokens are decoded.
-    let mut chunks = load(first_step);
+    // The first lines' weights are on their way while the tokens are decoded.
+    let mut issued = 0;
+    while ring.issuable(issued, ring.first) {
+        copy_line(issued);
+        issued += 1;
+    }
 
     // The split's tokens, decoded into shared memory once per CTA (rows past M zero), one item
     // per (64-K slice, token row), token fastest. A token row holds, per slice, four 32-byte
@@ -227,30 +260,40 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     };
     // The MMA's C fragments, one per token tile.
     let mut sums = [[0f32; 4]; TILES];
-    let mut q = first_step;
-    while q < end_step {
-        // The next step's loads go out before this one is decoded.
-        let next = if q + 1 < end_step { load(q + 1) } else { chunks };
+    let mut step = ring.first;
+    while step < ring.end {
+        // This step's line complete for the whole warp (which has also read every earlier
+        // step), then the next line goes out into the slots of steps already read.
+        if ring.pending(issued, step) == 0 {
+            copy::async_wait::<0>();
+        } else {
+            copy::async_wait::<1>();
+        }
+        fence::sync_warp();
+        if ring.issuable(issued, step) {
+            copy_line(issued);
+            issued += 1;
+        }
+        let chunks = read(step);
         // Each slice of the step: decode its block for both rows, then four K16 MMAs per tile.
         for j in 0..DECODE_SLICES_PER_STEP {
             let weights = [chunks[0].pairs(j, byte), chunks[1].pairs(j, byte)];
-            let local_slice = (q - first_step) * DECODE_SLICES_PER_STEP + j;
+            let local_slice = (step - ring.first) * DECODE_SLICES_PER_STEP + j;
             let b: [[u32; 8]; TILES] = core::array::from_fn(|tile| tokens(tile as u32, local_slice));
-            for step in 0..4 {
+            for k16 in 0..4 {
                 let a = [
-                    weights[0][2 * step],
-                    weights[1][2 * step],
-                    weights[0][2 * step + 1],
-                    weights[1][2 * step + 1],
+                    weights[0][2 * k16],
+                    weights[1][2 * k16],
+                    weights[0][2 * k16 + 1],
+                    weights[1][2 * k16 + 1],
                 ];
                 for tile in 0..TILES {
                     sums[tile] =
-                        mma::m16n8k16_f32_f16(sums[tile], a, [b[tile][2 * step], b[tile][2 * step + 1]]);
+                        mma::m16n8k16_f32_f16(sums[tile], a, [b[tile][2 * k16], b[tile][2 * k16 + 1]]);
                 }
             }
         }
-        chunks = next;
-        q += 1;
+        step += 1;
     }
     fence::launch_dependents();
 
