@@ -321,6 +321,28 @@ impl DecodeSplit {
             grid: splits * groups,
         }
     }
+
+    /// The split of [`Self::new`] for the most CTAs per SM, from `most_per_sm` down to 1, that
+    /// the split's own shared memory lets stay resident at once (one wave):
+    /// `resident(steps_per_split)` says how many CTAs of that split fit on one SM. Longer splits
+    /// need more shared memory, so a split planned for more CTAs per SM than fit runs a partial
+    /// second wave. Where no split makes one wave (the splits' length is capped), the split for
+    /// `most_per_sm`.
+    pub fn fitted<E>(
+        n: u32,
+        k: u32,
+        multiprocessors: u32,
+        most_per_sm: u32,
+        mut resident: impl FnMut(u32) -> std::result::Result<u32, E>,
+    ) -> std::result::Result<Self, E> {
+        for per_sm in (1..=most_per_sm).rev() {
+            let split = Self::new(n, k, per_sm * multiprocessors);
+            if split.grid <= resident(split.steps_per_split)? * multiprocessors {
+                return Ok(split);
+            }
+        }
+        Ok(Self::new(n, k, most_per_sm * multiprocessors))
+    }
 }
 
 /// The device state of a plan's stream-K fix-ups: partial-sum slots, their publication flags
@@ -358,8 +380,11 @@ impl Gpu {
                 // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
                 Sm90Geometry::new(shape, self.multiprocessors())?;
                 let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
-                let capacity = self.multiprocessors() * kernels.decode[0].resident_per_sm();
-                let split = DecodeSplit::new(n, k, capacity);
+                let kernel = &kernels.decode[decode_token_tiles(m) as usize - 1];
+                let split =
+                    DecodeSplit::fitted(n, k, self.multiprocessors(), kernel.resident_per_sm(), |steps| {
+                        kernel.resident_per_sm_with_shared(decode_shared_bytes(m, steps))
+                    })?;
                 let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
                     .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
                 PlannedKernel::Sm90Decode(Box::new(DecodeState {

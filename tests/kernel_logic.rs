@@ -1281,6 +1281,16 @@ fn decode_ring_delivers_each_step_complete_and_overwrites_only_read_steps() {
                 }
                 assert_eq!(issued, ring.lines(), "{case}: every line of the split copied");
             }
+            // An empty split (never planned) copies and reads nothing.
+            for end_step in [first_step, first_step.saturating_sub(1)] {
+                let ring = DecodeRing::new(slots, first_step, end_step);
+                assert_eq!(
+                    (ring.lines(), ring.end),
+                    (0, ring.first),
+                    "{slots} slots, {first_step}..{end_step}"
+                );
+                assert!(!ring.issuable(0, ring.first));
+            }
         }
     }
 }
@@ -1299,6 +1309,57 @@ fn decode_kernel_fits_four_ctas_per_sm_on_the_decode_shapes() {
                 4 * per_cta <= 228 * 1024,
                 "m = {m}, {n}×{k}: {per_cta} bytes per CTA"
             );
+        }
+    }
+}
+
+/// The plan's split keeps one wave where the split's shared memory, not the registers, limits
+/// the CTAs per SM: with a model of the driver's occupancy (228 KiB per SM, 1 KiB reserved per
+/// CTA, at most 4 by registers), every CTA of the fitted split is resident at once where some
+/// split allows that, the decode shapes keep 4 CTAs per SM, and otherwise the plan stays the
+/// register-limited one.
+#[test]
+fn decode_split_fits_the_ctas_its_shared_memory_lets_stay_resident() {
+    use nvfp4_kernel::sm90::config::decode_shared_bytes;
+    const SMS: u32 = 132;
+    for m in [1, 8, 16] {
+        let resident = |steps: u32| Ok::<_, ()>((228 * 1024 / (decode_shared_bytes(m, steps) + 1024)).min(4));
+        for (n, k) in [
+            (4096, 7168),
+            (3072, 7168),
+            (5120, 7168),
+            (8192, 7168),
+            (4096, 14336),
+            (7168, 4096),
+            (8192, 4096),
+        ] {
+            let split = DecodeSplit::fitted(n, k, SMS, 4, resident).unwrap();
+            let per_sm = resident(split.steps_per_split).unwrap();
+            let one_wave = |per_sm: u32| {
+                let split = DecodeSplit::new(n, k, per_sm * SMS);
+                split.grid <= resident(split.steps_per_split).unwrap() * SMS
+            };
+            if (1..=4).any(one_wave) {
+                assert!(
+                    split.grid <= per_sm * SMS,
+                    "m = {m}, {n}×{k}: {split:?}, {per_sm} per SM"
+                );
+            } else {
+                // 16 tokens of K = 14336, or of 7168 over 128 row groups: 115 KiB of token rows
+                // per split of 32 steps (the cap).
+                assert!(
+                    m == 16 && (k == 14336 || n == 8192),
+                    "m = {m}, {n}×{k}: {split:?}"
+                );
+                assert_eq!(split, DecodeSplit::new(n, k, 4 * SMS), "m = {m}, {n}×{k}");
+            }
+            if n <= 4096 && k == 7168 {
+                assert_eq!(
+                    split,
+                    DecodeSplit::new(n, k, 4 * SMS),
+                    "m = {m}, {n}×{k}: 4 per SM"
+                );
+            }
         }
     }
 }

@@ -650,9 +650,10 @@ pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
 
 /// The copy schedule of one warp's ring in the decode-size kernel: `slots` step slots, filled a
 /// whole line (two steps) at a time. *Relative* steps and lines count from `base`, the split's
-/// first step rounded down to even, so that relative line `l` is steps `2l`, `2l + 1` of a
-/// 128-byte-aligned run of each row (a split that starts mid-line leaves the first half
-/// uncopied). Each line's copies form one `cp.async` group of each lane.
+/// first step rounded down to even, so that relative line `l` is steps `2l`, `2l + 1`: one
+/// 128-byte run of each row (a whole cache line when K is a multiple of 256; a split that
+/// starts mid-line leaves the first half uncopied). Each line's copies form one `cp.async`
+/// group of each lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeRing {
     /// Step slots (3 or 4).
@@ -666,14 +667,20 @@ pub struct DecodeRing {
 }
 
 impl DecodeRing {
-    /// The ring of a split of steps `first_step..end_step` with `slots` slots.
+    /// The ring of a split of steps `first_step..end_step` with `slots` slots (none when
+    /// `end_step ≤ first_step`: an empty split copies and reads nothing).
     pub const fn new(slots: u32, first_step: u32, end_step: u32) -> Self {
         let base = first_step & !1;
+        let first = first_step - base;
         Self {
             slots,
             base,
-            first: first_step - base,
-            end: end_step - base,
+            first,
+            end: if end_step > first_step {
+                end_step - base
+            } else {
+                first
+            },
         }
     }
 
@@ -682,9 +689,13 @@ impl DecodeRing {
         step % self.slots
     }
 
-    /// Relative lines that hold a step of the split.
+    /// Relative lines that hold a step of the split (`0..lines()`).
     pub const fn lines(&self) -> u32 {
-        self.end.div_ceil(2)
+        if self.end > self.first {
+            self.end.div_ceil(2)
+        } else {
+            0
+        }
     }
 
     /// Whether relative line `line` may be copied once every step before relative `step` has
@@ -703,8 +714,9 @@ impl DecodeRing {
     /// Byte offset in a warp's weight ring of 16-byte chunk `chunk` (0..4, quad lane `t` reads
     /// chunk `t`) of warp row `row` in relative step `step`. Rows of odd steps are swapped in
     /// pairs (`row ^ 1`): one copy instruction writes both halves of a row's line, to two slots
-    /// 1 KiB apart, and the swap puts them in different banks; the reads stay conflict-free
-    /// (each quarter-warp reads two whole rows, 128 contiguous bytes).
+    /// a multiple of 1 KiB apart (the same banks), and the swap puts them in different banks;
+    /// the reads stay conflict-free (each quarter-warp reads two whole rows, 128 contiguous
+    /// bytes).
     pub const fn data_offset(&self, step: u32, row: u32, chunk: u32) -> u32 {
         self.slot(step) * DECODE_SLOT_PITCH + (row ^ (step % 2)) * DECODE_ROW_STEP_BYTES + 16 * chunk
     }

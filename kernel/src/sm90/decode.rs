@@ -295,6 +295,9 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
         }
         step += 1;
     }
+    // Nothing is in flight here (the last step waited for every group), but the reduction may
+    // reuse the rings' bytes: make that independent of the schedule's arithmetic.
+    copy::async_wait::<0>();
     fence::launch_dependents();
 
     // Publish this warp's partial sums, then count the CTA in.
@@ -321,7 +324,7 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
             // SAFETY: as above.
             unsafe { mem::st_relaxed_gpu_b32(arrivals.add(group as usize), 0) };
         }
-        // SAFETY: the verdict word after the tokens, inside `decode_shared_bytes`.
+        // SAFETY: the verdict word after the tokens and rings, inside `decode_shared_bytes`.
         unsafe { smem::st_b32(verdict, last as u32) };
     }
     fence::sync_threads();
@@ -368,8 +371,9 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
         split += 4;
     }
     if halves > 1 {
-        // The token rows are no longer read: every warp finished its loop before the arrival
-        // barrier (the verdict word lies past these bytes).
+        // The token rows and rings (these bytes may cover both) are no longer read or written:
+        // every warp finished its loop, and its copies, before the arrival barrier (the verdict
+        // word lies past these bytes).
         let at = smem::base() + reducer * 32;
         if half == 1 {
             // SAFETY: `reducers · 32` = `DECODE_HALVES_BYTES`, before the verdict word.
