@@ -1254,28 +1254,31 @@ fn decode_ring_delivers_each_step_complete_and_overwrites_only_read_steps() {
                     let q = ring.base + step;
                     for lane in 0..32 {
                         let (g, t) = (lane / 4, lane % 4);
+                        let atom = stage_block(0, t) / 4;
                         for row in [g, g + 8] {
-                            let unit = rings.data[&ring.data_offset(step, row, t)];
-                            assert!(
-                                unit.line < complete,
-                                "{case}: step {step} read before its copy landed"
-                            );
-                            assert_eq!(
-                                (unit.step, unit.row, unit.source),
-                                (step, row, 64 * q + 16 * t),
-                                "{case}: lane {lane}, step {step}"
-                            );
-                            let atom = stage_block(0, t) / 4;
-                            let unit = rings.scales[&ring.scale_offset(step, atom, row)];
-                            assert!(
-                                unit.line < complete,
-                                "{case}: scales of step {step} read before they landed"
-                            );
-                            assert_eq!(
-                                (unit.step, unit.row, unit.source),
-                                (step, row, DECODE_ATOMS_PER_STEP * q + atom),
-                                "{case}: lane {lane}, scales of step {step}"
-                            );
+                            let reads = [
+                                (
+                                    rings.data[&ring.data_offset(step, row, t)],
+                                    64 * q + 16 * t,
+                                    "data",
+                                ),
+                                (
+                                    rings.scales[&ring.scale_offset(step, atom, row)],
+                                    DECODE_ATOMS_PER_STEP * q + atom,
+                                    "scales",
+                                ),
+                            ];
+                            for (unit, source, what) in reads {
+                                assert!(
+                                    unit.line < complete,
+                                    "{case}: {what} of step {step} read before they landed"
+                                );
+                                assert_eq!(
+                                    (unit.step, unit.row, unit.source),
+                                    (step, row, source),
+                                    "{case}: lane {lane}, {what} of step {step}"
+                                );
+                            }
                         }
                     }
                 }
