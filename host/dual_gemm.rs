@@ -15,8 +15,8 @@ use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
     self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, K_MULTIPLE, K_PER_SLICE,
-    K_PER_STAGE, TILE_N, Tile, decode_partial_words, decode_shared_bytes, decode_steps, decode_token_tiles,
-    padded_k,
+    K_PER_STAGE, TILE_N, Tile, decode_partial_words, decode_row_groups, decode_shared_bytes, decode_steps,
+    decode_token_tiles, padded_k,
 };
 use nvfp4_kernel::sm100::config as sm100;
 
@@ -302,16 +302,16 @@ pub struct DecodeSplit {
     pub steps_per_split: u32,
     /// K splits, none of them empty.
     pub splits: u32,
-    /// CTAs: `splits × n / DECODE_GROUP_N`.
+    /// CTAs: `splits × decode_row_groups(n)`.
     pub grid: u32,
 }
 
 impl DecodeSplit {
-    /// The split of `k` that fills `capacity` resident CTAs once (one wave) with `n /
-    /// DECODE_GROUP_N` row groups per split, each split as long as the shared memory allows.
+    /// The split of `k` that fills `capacity` resident CTAs once (one wave) with
+    /// `decode_row_groups(n)` row groups per split, each split as long as the shared memory allows.
     pub fn new(n: u32, k: u32, capacity: u32) -> Self {
         let steps = decode_steps(k).max(1);
-        let groups = (n / DECODE_GROUP_N).max(1);
+        let groups = decode_row_groups(n).max(1);
         let splits = (capacity / groups).clamp(1, steps);
         let steps_per_split = steps.div_ceil(splits).min(DECODE_MAX_STEPS_PER_SPLIT);
         let splits = steps.div_ceil(steps_per_split);
@@ -389,7 +389,7 @@ impl Gpu {
                     .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
                 PlannedKernel::Sm90Decode(Box::new(DecodeState {
                     partials: DeviceBuffer::zeros(self.stream(), partial_words)?,
-                    arrivals: DeviceBuffer::zeros(self.stream(), (n / DECODE_GROUP_N) as usize)?,
+                    arrivals: DeviceBuffer::zeros(self.stream(), decode_row_groups(n) as usize)?,
                     split,
                 }))
             }

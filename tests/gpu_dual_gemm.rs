@@ -142,6 +142,7 @@ fn matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage() {
         &gpu,
         &[
             (16, 2880, 2880),
+            (1, 192, 576), // decode-size: a whole and a half row group (warps past N idle)
             (1, 512, 64),
             (7, 512, 320),
             (64, 1024, 576),

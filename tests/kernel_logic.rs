@@ -349,23 +349,24 @@ fn sm90_geometry_picks_256_token_tiles_only_where_whole_waves_make_them_cheaper(
 #[test]
 fn decode_split_fills_one_wave_with_no_empty_split_and_fits_shared_memory() {
     use nvfp4_kernel::sm90::config::{
-        DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, MAX_SHARED_BYTES, decode_shared_bytes,
-        decode_steps,
+        DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, MAX_SHARED_BYTES, decode_row_groups,
+        decode_shared_bytes, decode_steps,
     };
-    // (n, k, resident CTAs, splits): 4 CTAs on each of 132 SMs.
+    // (n, k, resident CTAs, splits): 2 CTAs on each of 132 SMs.
     let cases = [
-        (4096, 7168, 528, 8),  // 64 row groups × 8 splits of 7 steps
-        (3072, 7168, 528, 10), // 48 row groups: 11 splits would leave one of 1 step; 6 each
-        (512, 64, 528, 1),     // one step
-        (64, 2880, 528, 23),   // one row group: a split per step (the last holds 64 K)
-        (32768, 7168, 528, 2), // 512 row groups: one split would exceed shared memory
+        (4096, 7168, 264, 8),  // 32 row groups × 8 splits of 7 steps
+        (3072, 7168, 264, 10), // 24 row groups: 11 splits would leave one of 1 step; 6 each
+        (512, 64, 264, 1),     // one step
+        (64, 2880, 264, 23),   // one (half) row group: a split per step (the last holds 64 K)
+        (2880, 2880, 264, 8),  // 22.5 row groups (the last half full): 11 would be 3 steps each, so 8
+        (32768, 7168, 264, 2), // 256 row groups: one split would exceed shared memory
         (4096, 7168, 1, 2),    // one resident CTA: the longest splits
     ];
     for (n, k, capacity, splits) in cases {
         let split = DecodeSplit::new(n, k, capacity);
         let steps = decode_steps(k);
         assert_eq!(split.splits, splits, "{n}×{k}");
-        assert_eq!(split.grid, split.splits * n / DECODE_GROUP_N, "{n}×{k}");
+        assert_eq!(split.grid, split.splits * decode_row_groups(n), "{n}×{k}");
         assert!(split.steps_per_split <= DECODE_MAX_STEPS_PER_SPLIT, "{n}×{k}");
         assert!(
             split.splits * split.steps_per_split >= steps,
@@ -1298,18 +1299,19 @@ fn decode_ring_delivers_each_step_complete_and_overwrites_only_read_steps() {
     }
 }
 
-/// The decode-size kernel keeps 4 CTAs per SM (its launch bound, 64 registers) on the shapes
-/// it is made for: the token rows and both rings of 4 CTAs, each with the driver's 1 KiB
-/// reservation, fit the 228 KiB of an SM.
+/// The decode-size kernel keeps its CTAs per SM (its launch bound, which holds it to 64
+/// registers) on the shapes it is made for: the token rows and both rings of that many CTAs,
+/// each with the driver's 1 KiB reservation, fit the 228 KiB of an SM.
 #[test]
-fn decode_kernel_fits_four_ctas_per_sm_on_the_decode_shapes() {
+fn decode_kernel_keeps_its_ctas_per_sm_on_the_decode_shapes() {
+    use nvfp4_kernel::launch::SM90_DECODE_CTAS_PER_SM as PER_SM;
     use nvfp4_kernel::sm90::config::decode_shared_bytes;
     for (n, k) in [(4096, 7168), (3072, 7168), (7168, 2048), (4096, 4096)] {
-        let split = DecodeSplit::new(n, k, 4 * 132);
+        let split = DecodeSplit::new(n, k, PER_SM * 132);
         for m in [1, 8, 9, 16] {
             let per_cta = decode_shared_bytes(m, split.steps_per_split) + 1024;
             assert!(
-                4 * per_cta <= 228 * 1024,
+                PER_SM * per_cta <= 228 * 1024,
                 "m = {m}, {n}×{k}: {per_cta} bytes per CTA"
             );
         }
@@ -1318,15 +1320,17 @@ fn decode_kernel_fits_four_ctas_per_sm_on_the_decode_shapes() {
 
 /// The plan's split keeps one wave where the split's shared memory, not the registers, limits
 /// the CTAs per SM: with a model of the driver's occupancy (228 KiB per SM, 1 KiB reserved per
-/// CTA, at most 4 by registers), every CTA of the fitted split is resident at once where some
-/// split allows that, the decode shapes keep 4 CTAs per SM, and otherwise the plan stays the
+/// CTA, at most `SM90_DECODE_CTAS_PER_SM` by registers), every CTA of the fitted split is resident at once where some
+/// split allows that, the decode shapes keep that many, and otherwise the plan stays the
 /// register-limited one.
 #[test]
 fn decode_split_fits_the_ctas_its_shared_memory_lets_stay_resident() {
+    use nvfp4_kernel::launch::SM90_DECODE_CTAS_PER_SM as PER_SM;
     use nvfp4_kernel::sm90::config::decode_shared_bytes;
     const SMS: u32 = 132;
     for m in [1, 8, 16] {
-        let resident = |steps: u32| Ok::<_, ()>((228 * 1024 / (decode_shared_bytes(m, steps) + 1024)).min(4));
+        let resident =
+            |steps: u32| Ok::<_, ()>((228 * 1024 / (decode_shared_bytes(m, steps) + 1024)).min(PER_SM));
         for (n, k) in [
             (4096, 7168),
             (3072, 7168),
@@ -1336,13 +1340,13 @@ fn decode_split_fits_the_ctas_its_shared_memory_lets_stay_resident() {
             (7168, 4096),
             (8192, 4096),
         ] {
-            let split = DecodeSplit::fitted(n, k, SMS, 4, resident).unwrap();
+            let split = DecodeSplit::fitted(n, k, SMS, PER_SM, resident).unwrap();
             let per_sm = resident(split.steps_per_split).unwrap();
             let one_wave = |per_sm: u32| {
                 let split = DecodeSplit::new(n, k, per_sm * SMS);
                 split.grid <= resident(split.steps_per_split).unwrap() * SMS
             };
-            if (1..=4).any(one_wave) {
+            if (1..=PER_SM).any(one_wave) {
                 assert!(
                     split.grid <= per_sm * SMS,
                     "m = {m}, {n}×{k}: {split:?}, {per_sm} per SM"
@@ -1354,13 +1358,13 @@ fn decode_split_fits_the_ctas_its_shared_memory_lets_stay_resident() {
                     m == 16 && (k == 14336 || n == 8192),
                     "m = {m}, {n}×{k}: {split:?}"
                 );
-                assert_eq!(split, DecodeSplit::new(n, k, 4 * SMS), "m = {m}, {n}×{k}");
+                assert_eq!(split, DecodeSplit::new(n, k, PER_SM * SMS), "m = {m}, {n}×{k}");
             }
             if n <= 4096 && k == 7168 {
                 assert_eq!(
                     split,
-                    DecodeSplit::new(n, k, 4 * SMS),
-                    "m = {m}, {n}×{k}: 4 per SM"
+                    DecodeSplit::new(n, k, PER_SM * SMS),
+                    "m = {m}, {n}×{k}: {PER_SM} per SM"
                 );
             }
         }

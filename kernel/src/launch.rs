@@ -253,7 +253,7 @@ pub const SM90_DECODE: [Kernel<DecodeArgs>; 2] = [
 ];
 
 /// CTAs of the decode-size dual GEMM per SM (`.minnctapersm`): 32 warps.
-pub const SM90_DECODE_CTAS_PER_SM: u32 = 4;
+pub const SM90_DECODE_CTAS_PER_SM: u32 = 32 / sm90::DECODE_WARPS;
 
 /// The preparation pass of the sm_90a grouped kernels (`sm90::grouped`).
 pub const SM90_GROUPED_PREPARE: Kernel<GroupedPrepareArgs> =

@@ -494,16 +494,25 @@ pub struct DualGemmArgs {
 }
 
 /// Warps per matrix in a CTA of the decode-size dual GEMM (`sm90::decode`): warp `w` streams
-/// 16 rows of the gate weights, warp `w + DECODE_WARPS_PER_MATRIX` the same rows of up.
-pub const DECODE_WARPS_PER_MATRIX: u32 = 4;
+/// 16 rows of the gate weights, warp `w + DECODE_WARPS_PER_MATRIX` the same rows of up. Eight:
+/// a row group of 128 outputs, one whole row block of the blocked scale layout, so that a CTA
+/// uses every byte of the scale sectors it reads; and each split's tokens are decoded by half
+/// as many CTAs as with four.
+pub const DECODE_WARPS_PER_MATRIX: u32 = 8;
 /// Warps per CTA of the decode-size dual GEMM.
 pub const DECODE_WARPS: u32 = 2 * DECODE_WARPS_PER_MATRIX;
 /// Weight rows per warp of the decode-size dual GEMM (the MMA's M).
 pub const DECODE_ROWS_PER_WARP: u32 = 16;
-/// Outputs per CTA (a *row group*) of the decode-size dual GEMM: N must be a multiple (it is,
-/// being one of [`TILE_N`]).
+/// Outputs per CTA (a *row group*) of the decode-size dual GEMM. The last row group may be
+/// partial ([`decode_row_groups`]): N is a multiple of [`TILE_N`], so each warp's rows lie
+/// wholly inside N or wholly past it, and a warp past N copies and multiplies nothing.
 pub const DECODE_GROUP_N: u32 = DECODE_WARPS_PER_MATRIX * DECODE_ROWS_PER_WARP;
-const _: () = assert!(TILE_N.is_multiple_of(DECODE_GROUP_N));
+const _: () = assert!(TILE_N.is_multiple_of(DECODE_ROWS_PER_WARP));
+
+/// Row groups of the decode-size dual GEMM for `n` outputs (the last one may be partial).
+pub const fn decode_row_groups(n: u32) -> u32 {
+    n.div_ceil(DECODE_GROUP_N)
+}
 /// Tokens per MMA of the decode-size dual GEMM (the MMA's N).
 pub const DECODE_TOKEN_TILE: u32 = 8;
 /// Most tokens the decode-size dual GEMM takes (two token tiles).
@@ -544,17 +553,17 @@ pub struct DecodeArgs {
     pub out: *mut u16,
     /// Partial sums: [`decode_partial_words`]`(m, n, splits)` f32.
     pub partials: *mut u32,
-    /// Arrival counters, one per row group (`n / DECODE_GROUP_N`), zero between launches.
+    /// Arrival counters, one per row group ([`decode_row_groups`]), zero between launches.
     pub arrivals: *mut u32,
     /// Tokens, 1..=[`DECODE_MAX_TOKENS`].
     pub m: u32,
-    /// Outputs, a multiple of [`DECODE_GROUP_N`].
+    /// Outputs, a multiple of [`TILE_N`].
     pub n: u32,
     /// Reduction length, a multiple of [`K_MULTIPLE`].
     pub k: u32,
     /// Steps ([`DECODE_K_PER_STEP`]) per split, at most [`DECODE_MAX_STEPS_PER_SPLIT`].
     pub steps_per_split: u32,
-    /// K splits; the grid is `splits × n / DECODE_GROUP_N` CTAs, split slowest.
+    /// K splits; the grid is `splits × decode_row_groups(n)` CTAs, split slowest.
     pub splits: u32,
     /// Scale of the gate product (`2²⁸ · g_A · g_B1`, as the tiled kernel's).
     pub alpha_gate: f32,
@@ -576,7 +585,7 @@ pub const fn decode_steps(k: u32) -> u32 {
 /// group, token tile).
 pub const fn decode_partial_words(m: u32, n: u32, splits: u32) -> u64 {
     splits as u64
-        * (n / DECODE_GROUP_N) as u64
+        * decode_row_groups(n) as u64
         * DECODE_WARPS as u64
         * decode_token_tiles(m) as u64
         * DECODE_RECORD_WORDS as u64
@@ -609,12 +618,10 @@ pub const DECODE_ATOMS_PER_STEP: u32 = DECODE_BLOCKS_PER_STEP / ATOM_SCALE_COLS 
 /// word of each of the warp's 16 rows (word `(atom, row)` at `64·atom + 4·row`).
 pub const DECODE_SCALE_SLOT_BYTES: u32 = DECODE_ATOMS_PER_STEP * DECODE_ROWS_PER_WARP * 4;
 
-/// Step slots of each warp's copy ring in the decode-size kernel for `tiles` token tiles: two
-/// whole lines with one token tile; with two, the shared memory of 4 CTAs per SM holds only
-/// three (the split's 16 token rows take 28 KiB at K = 7168).
-pub const fn decode_ring_slots(tiles: u32) -> u32 {
-    if tiles <= 1 { 4 } else { 3 }
-}
+/// Step slots of each warp's copy ring in the decode-size kernel: two whole lines, one always
+/// in flight (with 2 CTAs of 16 warps per SM: 16 token rows of a 7-step split and the rings
+/// take 101 KiB per CTA).
+pub const DECODE_RING_SLOTS: u32 = 4;
 
 /// Byte offset of the decode-size kernel's weight ring (after the token rows); warp `w`'s
 /// slots start `w · slots · DECODE_SLOT_PITCH` further.
@@ -625,21 +632,19 @@ pub const fn decode_ring_offset(m: u32, steps_per_split: u32) -> u32 {
 /// Byte offset of the decode-size kernel's scale ring (after the weight ring); warp `w`'s slots
 /// start `w · slots · DECODE_SCALE_SLOT_BYTES` further.
 pub const fn decode_scale_ring_offset(m: u32, steps_per_split: u32) -> u32 {
-    let slots = decode_ring_slots(decode_token_tiles(m));
-    decode_ring_offset(m, steps_per_split) + DECODE_WARPS * slots * DECODE_SLOT_PITCH
+    decode_ring_offset(m, steps_per_split) + DECODE_WARPS * DECODE_RING_SLOTS * DECODE_SLOT_PITCH
 }
 
 /// Bytes at the start of the decode-size kernel's shared memory that its last CTA's reduction
 /// reuses (after the loop) when it adds the splits in two halves (one token tile): 32 bytes per
 /// reducer thread. The rings alone are larger, so these bytes lie before the verdict word.
 pub const DECODE_HALVES_BYTES: u32 = DECODE_WARPS_PER_MATRIX * 32 * 32;
-const _: () = assert!(DECODE_WARPS * 3 * DECODE_SLOT_PITCH >= DECODE_HALVES_BYTES);
+const _: () = assert!(DECODE_WARPS * DECODE_RING_SLOTS * DECODE_SLOT_PITCH >= DECODE_HALVES_BYTES);
 
 /// Byte offset of the decode-size kernel's "last to arrive" verdict word: after the token rows
 /// and both rings.
 pub const fn decode_verdict_offset(m: u32, steps_per_split: u32) -> u32 {
-    let slots = decode_ring_slots(decode_token_tiles(m));
-    decode_scale_ring_offset(m, steps_per_split) + DECODE_WARPS * slots * DECODE_SCALE_SLOT_BYTES
+    decode_scale_ring_offset(m, steps_per_split) + DECODE_WARPS * DECODE_RING_SLOTS * DECODE_SCALE_SLOT_BYTES
 }
 
 /// Dynamic shared memory of the decode-size kernel: the token rows, the weight and scale rings,

@@ -24,11 +24,11 @@ use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{copy, cvt, fence, mem, mma, smem, sreg};
 use crate::sm90::config::{
     DECODE_ATOMS_PER_STEP, DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_LINE_BYTES, DECODE_RECORD_WORDS,
-    DECODE_ROW_STEP_BYTES, DECODE_ROWS_PER_WARP, DECODE_SCALE_SLOT_BYTES, DECODE_SLICES_PER_STEP,
-    DECODE_SLOT_PITCH, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs, DecodeRing,
-    K_PER_SLICE, decode_line_copy, decode_ring_offset, decode_ring_slots, decode_scale_copy,
-    decode_scale_ring_offset, decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset,
-    stage_block,
+    DECODE_RING_SLOTS, DECODE_ROW_STEP_BYTES, DECODE_ROWS_PER_WARP, DECODE_SCALE_SLOT_BYTES,
+    DECODE_SLICES_PER_STEP, DECODE_SLOT_PITCH, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX,
+    DecodeArgs, DecodeRing, K_PER_SLICE, decode_line_copy, decode_ring_offset, decode_row_groups,
+    decode_scale_copy, decode_scale_ring_offset, decode_steps, decode_token_pitch, decode_token_tiles,
+    decode_verdict_offset, stage_block,
 };
 use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
 
@@ -73,8 +73,7 @@ pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_decode_sm90_m16(args: DecodeAr
     unsafe { decode::<2>(args) }
 }
 
-/// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`),
-/// with [`decode_ring_slots`]`(TILES)` step slots per warp.
+/// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`).
 ///
 /// # Safety
 /// As the entry points.
@@ -98,7 +97,7 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
         alpha_gate,
         alpha_up,
     } = args;
-    let (groups, tiles) = (n / DECODE_GROUP_N, TILES as u32);
+    let (groups, tiles) = (decode_row_groups(n), TILES as u32);
     if groups == 0 || splits == 0 || decode_token_tiles(m) != tiles {
         return; // never with a valid launch; also proves the divisions cannot panic
     }
@@ -124,7 +123,14 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
             && DECODE_ROW_STEP_BYTES == 4 * 16
             && DECODE_ROWS_PER_WARP * DECODE_ATOMS_PER_STEP == 32
     );
-    let ring = DecodeRing::new(decode_ring_slots(tiles), first_step, end_step);
+    // A warp whose rows lie past N (in a partial last row group) copies and reads nothing: its
+    // ring is empty, its sums stay zero, and the reduction stores none of its rows.
+    let active = first_row < n;
+    let ring = DecodeRing::new(
+        DECODE_RING_SLOTS,
+        first_step,
+        if active { end_step } else { first_step },
+    );
     let warp_ring =
         smem::base() + decode_ring_offset(m, steps_per_split) + warp * ring.slots * DECODE_SLOT_PITCH;
     let warp_scale_ring = smem::base()
@@ -397,7 +403,7 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     for i in 0..4u32 {
         let row = first_row + g + 8 * (i / 2);
         let token = tile * DECODE_TOKEN_TILE + 2 * t + i % 2;
-        if token < m {
+        if token < m && row < n {
             let value = silu(alpha_gate * gate[i as usize]) * (alpha_up * up[i as usize]);
             // SAFETY: inside C (token < m, row < n).
             unsafe { mem::st_global_b16(out.add((token * n + row) as usize), cvt::f32_to_f16_rn(value)) };
