@@ -1285,7 +1285,8 @@ fn decode_ring_delivers_each_step_complete_and_overwrites_only_read_steps() {
                 }
                 assert_eq!(issued, ring.lines(), "{case}: every line of the split copied");
             }
-            // An empty split (never planned) copies and reads nothing.
+            // An empty ring (a warp whose rows lie past N; an empty split is never planned)
+            // copies and reads nothing.
             for end_step in [first_step, first_step.saturating_sub(1)] {
                 let ring = DecodeRing::new(slots, first_step, end_step);
                 assert_eq!(

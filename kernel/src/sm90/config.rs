@@ -661,7 +661,7 @@ pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
 /// group of each lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeRing {
-    /// Step slots (3 or 4).
+    /// Step slots (at least 3: the kernel's is [`DECODE_RING_SLOTS`]).
     pub slots: u32,
     /// The split's first step, rounded down to even.
     pub base: u32,
