@@ -5,8 +5,8 @@
 # Each REV of `--baseline REV` (repeatable) adds that revision's dual_gemm bench and example,
 # built in a temporary worktree, as .gpu-bundle/baseline/dual_gemm-REV (for side-by-side timing
 # with .gpu-bundle/ab.sh) and .gpu-bundle/baseline/example-dual_gemm-REV (its reference check:
-# `--m M --n N --k K --check-only`). Host-only test binaries are left out (they need no GPU; the bundle must
-# stay under the device tool's 64 MiB).
+# `--m M --n N --k K --check-only`). Only the GPU test binaries (tests/gpu*.rs) are bundled: the
+# others need no GPU, and the bundle must stay under the device tool's 64 MiB.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 baselines=()
@@ -41,10 +41,8 @@ for line in sys.stdin:
   case "$kind" in tests|examples|benches) cp "$path" "$bundle/$kind/$name" ;; esac
 done
 
-# Tests that never touch a GPU (the GPU tests are gpu*.rs and the PTX check needs ptxas here).
-for host_only in codec layout matrix properties reference sm100_emulation kernel_logic ptx; do
-  rm -f "$bundle/tests/$host_only"
-done
+# Tests that never touch a GPU: every test binary but tests/gpu*.rs.
+find "$bundle/tests" -type f ! -name 'gpu*' -delete
 
 for rev in "${baselines[@]}"; do
   tree="${TMPDIR:-/tmp}/nvfp4-baseline-$rev"
