@@ -2,7 +2,7 @@
 //!
 //! For each target in [`TARGETS`]: `cargo rustc -Zbuild-std=core --target nvptx64-nvidia-cuda
 //! --crate-type staticlib -- --emit=asm=…` with Debian's rustc (see `host/tools.rs` and
-//! `docs/toolchain.md`), then launch bounds from `nvfp4_kernel::launch` are inserted into
+//! `docs/toolchain.md`), then launch bounds from the kernel registries (`nvfp4_kernel::registry`) are inserted into
 //! the PTX text, then ptxas assembles it when found. The host crate embeds the result from
 //! `OUT_DIR`. Without an nvptx toolchain the PTX committed under `kernel/ptx/` is used instead, so
 //! that stable Rust alone builds the library; `NVFP4_REQUIRE_TOOLS=1` makes that an error, and
@@ -14,7 +14,8 @@ mod tools;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use nvfp4_kernel::launch::{EntryPoint, PARAM_ALIGN, entry_points};
+use nvfp4_kernel::launch::{EntryPoint, PARAM_ALIGN};
+use nvfp4_kernel::registry::entry_points;
 
 /// One PTX module to build.
 struct Target {
@@ -181,7 +182,7 @@ fn build_ptx(rustc: &Path, manifest_dir: &Path, out_dir: &Path, target: &Target)
 }
 
 /// Writes `.maxntid` (and `.minnctapersm`) after the parameter list of each entry point that
-/// `launch.rs` declares for `arch`, and declares its parameter `.align PARAM_ALIGN` (tensor maps
+/// the registries declare for `arch`, and declares its parameter `.align PARAM_ALIGN` (tensor maps
 /// inside it must be 64-byte aligned: `nvfp4_kernel::launch::TensorMap`); every declared entry
 /// must be in the module.
 fn insert_launch_bounds(ptx: &str, arch: &str) -> Result<String, String> {
@@ -224,7 +225,7 @@ fn insert_launch_bounds(ptx: &str, arch: &str) -> Result<String, String> {
     }
     if written != entries.len() {
         return Err(format!(
-            "{arch}: {} entry points declared in launch.rs, {written} found in the PTX",
+            "{arch}: {} entry points declared in the registries, {written} found in the PTX",
             entries.len()
         ));
     }

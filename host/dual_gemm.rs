@@ -18,7 +18,9 @@ use nvfp4_kernel::sm90::config::{
     K_PER_STAGE, TILE_N, Tile, decode_partial_words, decode_shared_bytes, decode_steps, decode_token_tiles,
     padded_k,
 };
+use nvfp4_kernel::sm90::registry as sm90_registry;
 use nvfp4_kernel::sm100::config as sm100;
+use nvfp4_kernel::sm100::registry as sm100_registry;
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
@@ -84,9 +86,9 @@ impl Sm90Geometry {
         // 64 bits; the kernels' 32-bit counts are tiles, iterations and token items.
         let stages = k32.div_ceil(K_PER_STAGE);
         let mut best: Option<(u64, Self)> = None;
-        let narrow = Tile::for_tokens(m32);
-        for tile in [narrow, WIDE_TILE] {
-            let wide = tile == WIDE_TILE;
+        let narrow = sm90_registry::grouped_tile_for(m32);
+        for tile in [narrow, sm90_registry::WIDEST_TILE] {
+            let wide = tile == sm90_registry::WIDEST_TILE;
             if wide && m32 <= narrow.tokens {
                 continue; // one narrower tile already covers M
             }
@@ -153,12 +155,12 @@ impl Sm100Geometry {
     /// multiple of 64, K of 64) and picks the grid.
     pub fn new(shape: DualGemmShape, multiprocessors: u32) -> Result<Self> {
         const _: () = assert!(
-            sm100::TILES[0].n == TILE_N && sm100::K_PER_MMA == K_MULTIPLE,
+            sm100_registry::NARROW_TILE.n == TILE_N && sm100::K_PER_MMA == K_MULTIPLE,
             "both kernels share the shape rules"
         );
         Sm90Geometry::new(shape, multiprocessors)?; // the shared shape rules, one definition
         let (m, n) = (shape.m as u32, shape.n as u32);
-        let tile = sm100::Tile::for_shape(m, n);
+        let tile = sm100_registry::tile_for_shape(m, n);
         let tiles = TileGrid::new(m, n, sm100::TILE_M, tile.n)
             .ok_or_else(|| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
         Ok(Self {
@@ -172,9 +174,6 @@ impl Sm100Geometry {
 /// Most multiprocessors a plan is made for (GPUs have at most a few hundred; the stream-K cost
 /// search is quadratic in this).
 pub const MAX_MULTIPROCESSORS: u32 = 1024;
-
-/// The 256-token tile the dense plan picks by cost ([`Sm90Geometry::new`]).
-const WIDE_TILE: Tile = Tile { tokens: 256 };
 
 /// Clocks a CTA spends per 64-K slice beyond its tensor work, fitted to one H100 run (perf log
 /// entry 29): at 512×4096×7168, both plans data-parallel on 128 CTAs, 128-token tiles (224
@@ -358,7 +357,8 @@ impl Gpu {
                 // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
                 Sm90Geometry::new(shape, self.multiprocessors())?;
                 let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
-                let capacity = self.multiprocessors() * kernels.decode[0].resident_per_sm();
+                let capacity =
+                    self.multiprocessors() * kernels.decode(decode_token_tiles(m))?.resident_per_sm();
                 let split = DecodeSplit::new(n, k, capacity);
                 let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
                     .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
@@ -588,7 +588,7 @@ impl DualGemmPlan {
                 // shapes checked above and by the geometry, addresses 16-byte aligned (the
                 // views'); the kernel waits for the previous kernel before it touches memory.
                 unsafe {
-                    kernels.dual_gemm(geometry.tile).launch(
+                    kernels.dual_gemm(geometry.tile)?.launch(
                         stream,
                         geometry.grid,
                         geometry.shared_bytes,
@@ -626,7 +626,7 @@ impl DualGemmPlan {
                 // (checked above), partial sums and counters sized for this split, the counters
                 // zero (allocated so, and every launch leaves them so).
                 unsafe {
-                    kernels.decode[decode_token_tiles(m32) as usize - 1].launch(
+                    kernels.decode(decode_token_tiles(m32))?.launch(
                         stream,
                         grid,
                         decode_shared_bytes(m32, steps_per_split),
@@ -656,7 +656,7 @@ impl DualGemmPlan {
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm100::dual_gemm`'s contract,
                 // checked above and by the geometry.
                 unsafe {
-                    kernels.dual_gemm(geometry.tile).launch(
+                    kernels.dual_gemm(geometry.tile)?.launch(
                         stream,
                         geometry.grid,
                         geometry.tile.shared_bytes(),

@@ -62,6 +62,15 @@ pub enum Error {
         /// The architecture, e.g. `sm_100f`.
         arch: &'static str,
     },
+    /// A plan asked for a kernel that the architecture's registry does not list (for example
+    /// a tile the module is not built for): an internal inconsistency, never another kernel.
+    #[error("the {arch} module has no {kernel} kernel")]
+    MissingKernel {
+        /// The kernel asked for, e.g. `grouped dual GEMM, 256-token tile`.
+        kernel: String,
+        /// The architecture, e.g. `sm_90a`.
+        arch: &'static str,
+    },
     /// A grouped launch's device-side offsets broke a rule (found by the GPU; the launch wrote
     /// nothing). Reported by `GroupedPlan::device_status`.
     #[error("device-side offsets of group {group}: {rule}; the launch computed nothing")]

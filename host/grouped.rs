@@ -46,7 +46,9 @@ use nvfp4_kernel::layout::BlockedScales;
 use nvfp4_kernel::sm90::config::{
     self as sm90, K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, padded_k, partial_slot_bytes, tile_n,
 };
+use nvfp4_kernel::sm90::registry as sm90_registry;
 use nvfp4_kernel::sm100::config as sm100;
+use nvfp4_kernel::sm100::registry as sm100_registry;
 
 use crate::dual_gemm::{
     KERNEL_INDEX_LIMIT, SM90_OPERAND_RESCALE, StreamKState, check_alignment, check_dimension,
@@ -372,25 +374,25 @@ enum LaunchTile {
 /// The token tile for groups of about `tokens_per_group` rows: the smallest that holds them,
 /// at most 128.
 fn tile_for(tokens_per_group: usize) -> Tile {
-    Tile::for_tokens(tokens_per_group.clamp(1, 1 << 20) as u32)
+    sm90_registry::grouped_tile_for(tokens_per_group.clamp(1, 1 << 20) as u32)
 }
 
 /// The Blackwell tile for groups of about `tokens_per_group` rows whose outputs and up-row
 /// offsets are `(n, up_row_offset)`: 128-wide MMAs above 256 tokens where every group allows
-/// them (as the dense kernel's [`sm100::Tile::for_shape`]), else 64.
+/// them (as the dense kernel's [`sm100_registry::tile_for_shape`]), else 64.
 fn sm100_tile_for(
     gated: bool,
     tokens_per_group: usize,
     shapes: impl IntoIterator<Item = (u32, u32)>,
 ) -> sm100::Tile {
-    let wide = sm100::TILES[1];
+    let wide = sm100_registry::WIDE_TILE;
     let fits = shapes
         .into_iter()
         .all(|(n, up_row_offset)| wide.fits_grouped(gated, n, up_row_offset));
     if tokens_per_group > 256 && fits {
         wide
     } else {
-        sm100::TILES[0]
+        sm100_registry::NARROW_TILE
     }
 }
 
@@ -466,7 +468,7 @@ impl Gpu {
             Arch::Sm90a => (tile_for(tokens_per_group).tokens, tile_n(op.gated()), K_PER_STAGE),
             Arch::Sm100f => (
                 sm100::TILE_M,
-                sm100::TILES[0].outputs(op.gated()),
+                sm100_registry::NARROW_TILE.outputs(op.gated()),
                 sm100::K_PER_STAGE,
             ),
         };
@@ -1084,7 +1086,7 @@ impl GroupedPlan {
                 // SAFETY: the preparation pass writes the tables this kernel reads, in stream
                 // order (it waits for that pass before reading them); the plan sized every buffer.
                 unsafe {
-                    kernels.grouped(tile, self.op.gated()).launch(
+                    kernels.grouped(tile, self.op.gated())?.launch(
                         stream,
                         self.grid,
                         tile.grouped_shared().total,
@@ -1111,7 +1113,7 @@ impl GroupedPlan {
                 // made for the launch's buffers, checked against the plan) that this kernel
                 // reads after waiting for it.
                 unsafe {
-                    kernels.grouped(tile, self.op.gated()).launch(
+                    kernels.grouped(tile, self.op.gated())?.launch(
                         stream,
                         self.grid,
                         tile.shared_bytes(),

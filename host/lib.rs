@@ -1,13 +1,18 @@
-//! NVFP4 fused dual GEMM, `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` (the gate/up projection of a SwiGLU MLP),
-//! with GPU kernels written in `no_std` Rust (crate `nvfp4-kernel`, built to PTX by `build.rs`).
+//! NVFP4 GEMMs for the MLP and Mixture-of-Experts layers of LLMs: the SwiGLU dual GEMM
+//! `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)`, the plain GEMM, their grouped forms and a quantizer, with GPU
+//! kernels written in `no_std` Rust (crate `nvfp4-kernel`, built to PTX by `build.rs`).
 //!
-//! * [`NvFp4Matrix`]: packed e2m1 data, blocked e4m3 scales, optional fp32 global scale; built
-//!   from parts, from plain-layout scales, or by [quantizing](NvFp4Matrix::quantize) f32/f16/bf16.
-//! * [`codec`]: e2m1 and e4m3fn scalar codecs.
-//! * [`mod@reference`]: the multi-threaded CPU reference, an f64 oracle and the tolerance check.
-//! * [`gpu`]: device selection (sm_90a / sm_100f), device matrices, the dequantization kernel.
-//! * [`dual_gemm`]: the fused GPU kernel: a plan per shape, launched on the GPU's stream.
-//! * [`problem`]: shapes and random inputs.
+//! * [`NvFp4Matrix`], [`quantize`], [`codec`]: the format: packed e2m1 data, blocked e4m3
+//!   scales, optional fp32 global scale; built from parts, from plain-layout scales, or by
+//!   quantizing f32/f16/bf16 on the CPU.
+//! * [`mod@reference`]: the multi-threaded CPU reference of every op, an f64 oracle and the
+//!   tolerance check.
+//! * [`gpu`]: the GPU runtime (device, the kernel module of its architecture, device matrices,
+//!   caller-owned views) and the GPU quantizer and dequantizer.
+//! * [`dual_gemm`], [`gemm`], [`grouped`]: the GEMM ops: a plan per shape, launched on the GPU's
+//!   stream.
+//! * [`kernels`]: the embedded PTX; [`tools`]: locating the CUDA tools; [`problem`],
+//!   [`progress`]: shapes, random inputs and progress reports for examples and benches.
 //!
 //! ```
 //! use nvfp4::reference::{self, TASK_TOLERANCE};

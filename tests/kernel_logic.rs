@@ -13,9 +13,8 @@ use nvfp4_kernel::schedule::{
     GroupSchedule, GroupedTiles, Segment, StreamK, Ticket, TileGrid, TileSpace, UniformTiles,
     data_parallel_ctas, virtual_cta, working_ctas,
 };
-use nvfp4_kernel::sm90::config::{
-    BLOCKS_PER_STAGE, SLICES_PER_STAGE, TILES, Tile, WEIGHT_CHUNKS_PER_STAGE, stage_block,
-};
+use nvfp4_kernel::sm90::config::{BLOCKS_PER_STAGE, SLICES_PER_STAGE, WEIGHT_CHUNKS_PER_STAGE, stage_block};
+use nvfp4_kernel::sm90::registry::{TILES, grouped_tile_for};
 
 fn scaled_f16(code: u32) -> u16 {
     f16::from_f32(e2m1_to_f32(code as u8) * 2f32.powi(-14)).to_bits()
@@ -210,11 +209,11 @@ fn ring_producer_and_consumer_never_share_a_stage_and_never_deadlock() {
 
 #[test]
 fn sm90_tiles_cover_small_m_in_one_tile_and_large_m_with_128() {
-    assert_eq!(Tile::for_tokens(1).tokens, 8);
-    assert_eq!(Tile::for_tokens(9).tokens, 16);
-    assert_eq!(Tile::for_tokens(33).tokens, 64);
-    assert_eq!(Tile::for_tokens(100).tokens, 128);
-    assert_eq!(Tile::for_tokens(1000).tokens, 128);
+    assert_eq!(grouped_tile_for(1).tokens, 8);
+    assert_eq!(grouped_tile_for(9).tokens, 16);
+    assert_eq!(grouped_tile_for(33).tokens, 64);
+    assert_eq!(grouped_tile_for(100).tokens, 128);
+    assert_eq!(grouped_tile_for(1000).tokens, 128);
     for tile in TILES {
         assert!(tile.shared().total <= 227 * 1024, "{tile:?}");
     }
@@ -956,6 +955,7 @@ fn umma_shared_descriptors_match_the_documented_constants() {
 #[test]
 fn sm100_tmem_plan_gives_every_column_one_owner_inside_the_allocation() {
     use nvfp4_kernel::sm100::config::*;
+    use nvfp4_kernel::sm100::registry::TILES;
     for tile in TILES {
         let mut owner = vec![None; TMEM_COLUMNS as usize];
         let mut claim = |column: u32, what: String| {
@@ -997,6 +997,7 @@ fn sm100_tmem_plan_gives_every_column_one_owner_inside_the_allocation() {
 #[test]
 fn sm100_stage_layout_fits_shared_memory_and_keeps_swizzled_tiles_aligned() {
     use nvfp4_kernel::sm100::config::*;
+    use nvfp4_kernel::sm100::registry::TILES;
     for tile in TILES {
         assert_eq!(
             tile.stage_bytes(),
@@ -1043,9 +1044,8 @@ fn sm100_geometry_applies_the_shared_shape_rules_and_one_tile_per_cta() {
 fn sm100_stage_copies_hold_every_scale_its_mmas_read_at_the_addressed_tmem_columns() {
     use nvfp4::BlockedScales;
     use nvfp4_kernel::layout::ATOM_BYTES;
-    use nvfp4_kernel::sm100::config::{
-        MMAS_PER_STAGE, TILE_M, TILES, b_scale_column_offset, stage_scale_atoms,
-    };
+    use nvfp4_kernel::sm100::config::{MMAS_PER_STAGE, TILE_M, b_scale_column_offset, stage_scale_atoms};
+    use nvfp4_kernel::sm100::registry::TILES;
     for (rows, k) in [(256usize, 7168usize), (300, 512), (4096, 256)] {
         let layout = BlockedScales::new(rows, k);
         for k_stage in 0..(k / 256) as u32 {
@@ -1083,7 +1083,8 @@ fn sm100_stage_copies_hold_every_scale_its_mmas_read_at_the_addressed_tmem_colum
 #[test]
 fn sm100_partial_last_stage_copies_and_multiplies_only_its_existing_scale_atoms() {
     use nvfp4_kernel::layout::ATOM_BYTES;
-    use nvfp4_kernel::sm100::config::{MMAS_PER_STAGE, TILES, stage_mmas};
+    use nvfp4_kernel::sm100::config::{MMAS_PER_STAGE, stage_mmas};
+    use nvfp4_kernel::sm100::registry::TILES;
     // K = 2880 = 11 stages + 64: the last stage has one MMA; K = 320: 4 then 1; K = 7168: whole.
     for (k, expected) in [
         (2880u32, vec![4; 11].into_iter().chain([1]).collect::<Vec<_>>()),

@@ -6,7 +6,9 @@ mod common;
 use std::process::Command;
 
 use nvfp4::kernels::{PTX_ORIGIN, PTX_SM90A, PTX_SM100F, PtxOrigin};
-use nvfp4_kernel::launch::entry_points;
+use nvfp4_kernel::registry::{ARCHES, entry_points};
+use nvfp4_kernel::sm90::registry as sm90_registry;
+use nvfp4_kernel::sm100::registry as sm100_registry;
 
 const COMMITTED: [(&str, &str, &str); 2] = [
     ("sm_90a", PTX_SM90A, include_str!("../kernel/ptx/nvfp4_sm90a.ptx")),
@@ -87,13 +89,30 @@ fn every_entry_point_has_launch_bounds_and_one_parameter_of_its_arguments_size()
     }
 }
 
-fn sm90_module_has_a_dual_gemm_entry_for_every_tile() {
-    for tile in nvfp4_kernel::sm90::config::TILES {
-        assert!(
-            PTX_SM90A.contains(&format!(".visible .entry {}(", tile.entry_name())),
-            "{tile:?}"
+fn every_module_entry_is_in_its_registry() {
+    for (arch, ptx, _) in COMMITTED {
+        let listed: Vec<&str> = entry_points(arch).map(|e| e.name).collect();
+        let defined: Vec<&str> = ptx
+            .lines()
+            .filter_map(|l| l.strip_prefix(".visible .entry ")?.strip_suffix('('))
+            .collect();
+        for name in &defined {
+            assert!(
+                listed.contains(name),
+                "{arch}: entry {name} is not in the registry"
+            );
+        }
+        assert_eq!(
+            defined.len(),
+            listed.len(),
+            "{arch}: entries listed twice or missing"
         );
     }
+    assert_eq!(
+        ARCHES,
+        COMMITTED.map(|(arch, _, _)| arch),
+        "one module per registry"
+    );
 }
 
 /// The SASS of `ptx` assembled for `arch`, or `None` (with a printed skip) when ptxas or
@@ -144,16 +163,21 @@ fn function_sass<'a>(sass: &'a str, name: &str) -> &'a str {
     &body[..body[1..].find("Function : ").map_or(body.len(), |e| e + 1)]
 }
 
-fn sm90_dual_gemm_sass_uses_hgmma_for_every_tile() {
+fn sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry() {
     let Some(sass) = sass_of(
         "sm_90a",
         PTX_SM90A,
-        "sm90_dual_gemm_sass_uses_hgmma_for_every_tile",
+        "sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry",
     ) else {
         return;
     };
-    for tile in nvfp4_kernel::sm90::config::TILES {
-        let (name, body) = (tile.entry_name(), function_sass(&sass, tile.entry_name()));
+    let kernels = sm90_registry::TILED.iter().flat_map(|entries| {
+        let grouped = entries.grouped.map(|g| [g.gated.entry, g.plain.entry]);
+        std::iter::once((entries.tile, entries.dense.entry))
+            .chain(grouped.into_iter().flatten().map(move |e| (entries.tile, e)))
+    });
+    for (tile, entry) in kernels {
+        let (name, body) = (entry.name, function_sass(&sass, entry.name));
         let hgmma = format!("HGMMA.64x{}x16.F32", tile.tokens);
         assert!(body.contains(&hgmma), "{name}: no {hgmma}");
         assert!(
@@ -168,8 +192,11 @@ fn sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory() {
     let Some(sass) = sass_of("sm_90a", PTX_SM90A, test) else {
         return;
     };
-    for kernel in nvfp4_kernel::launch::SM90_DECODE {
-        let (name, body) = (kernel.entry.name, function_sass(&sass, kernel.entry.name));
+    for decode in sm90_registry::DECODE {
+        let (name, body) = (
+            decode.kernel.entry.name,
+            function_sass(&sass, decode.kernel.entry.name),
+        );
         assert!(body.contains("HMMA.16816.F32"), "{name}: no HMMA.16816.F32");
         assert!(
             !body.contains("LDL") && !body.contains("STL"),
@@ -184,11 +211,11 @@ fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
         return;
     };
     // The dense dual GEMM and the grouped kernels (gated and plain) of every tile.
-    let names = nvfp4_kernel::sm100::config::TILES.into_iter().flat_map(|tile| {
+    let names = sm100_registry::TILED.iter().flat_map(|entries| {
         [
-            tile.entry_name(),
-            tile.grouped_entry_name(true),
-            tile.grouped_entry_name(false),
+            entries.dense.entry.name,
+            entries.grouped_gated.entry.name,
+            entries.grouped_plain.entry.name,
         ]
     });
     for name in names {
@@ -254,18 +281,15 @@ fn ptxas_assembles_both_modules_without_local_memory() {
         }
         // The setmaxnreg budget (sm90::config) assumes ptxas allocates the tile's entry registers
         // at launch.
-        for tile in nvfp4_kernel::sm90::config::TILES
-            .iter()
-            .filter(|_| arch == "sm_90a")
-        {
+        for entries in sm90_registry::TILED.iter().filter(|_| arch == "sm_90a") {
+            let name = entries.dense.entry.name;
             let entry = report
                 .split("Compiling entry function")
-                .find(|r| r.contains(&format!("'{}'", tile.entry_name())));
-            let wanted = format!("Used {} registers", tile.entry_registers());
+                .find(|r| r.contains(&format!("'{name}'")));
+            let wanted = format!("Used {} registers", entries.tile.entry_registers());
             assert!(
                 entry.is_some_and(|r| r.contains(&wanted)),
-                "{}: expected `{wanted}`",
-                tile.entry_name()
+                "{name}: expected `{wanted}`"
             );
         }
     }
@@ -275,8 +299,8 @@ fn ptxas_assembles_both_modules_without_local_memory() {
 test_main!(
     committed_ptx_matches_a_fresh_build,
     every_entry_point_has_launch_bounds_and_one_parameter_of_its_arguments_size,
-    sm90_module_has_a_dual_gemm_entry_for_every_tile,
-    sm90_dual_gemm_sass_uses_hgmma_for_every_tile,
+    every_module_entry_is_in_its_registry,
+    sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry,
     sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory,
     sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory,
     modules_call_no_external_functions,

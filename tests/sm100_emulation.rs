@@ -19,9 +19,8 @@ use nvfp4::{Distribution, NvFp4Matrix};
 use nvfp4_kernel::grouped::{GroupDesc, group_schedule};
 use nvfp4_kernel::layout::{ATOM_BYTES, BlockedScales};
 use nvfp4_kernel::schedule::{GroupSchedule, GroupTileWalk};
-use nvfp4_kernel::sm100::config::{
-    K_PER_MMA, K_PER_STAGE, SCALE_BYTES, TILE_M, TILES, Tile, TilePlace, stage_mmas,
-};
+use nvfp4_kernel::sm100::config::{K_PER_MMA, K_PER_STAGE, SCALE_BYTES, TILE_M, Tile, TilePlace, stage_mmas};
+use nvfp4_kernel::sm100::registry::{TILES, tile_for_shape};
 
 /// Packed fp4 rows as a tensor map sees them: zeros past `rows` and past K.
 struct Map<'a> {
@@ -453,7 +452,7 @@ fn grouped_tiles_of_the_separate_convention_read_and_write_what_the_reference_ne
 #[test]
 fn dense_tiles_read_and_write_what_the_reference_needs() {
     for (m, n, k) in [(130usize, 192usize, 320usize), (7, 256, 64), (300, 256, 576)] {
-        let tile = Tile::for_shape(m as u32, n as u32);
+        let tile = tile_for_shape(m as u32, n as u32);
         let mut rng = Rng::new(3);
         let (a, b1, b2) = (
             matrix(m, k, 1.0, &mut rng),

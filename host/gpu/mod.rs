@@ -24,11 +24,15 @@ use cudarc::driver::sys::CUdevice_attribute::{
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
+use nvfp4_kernel::common::{AmaxArgs, DequantizeArgs, OccupyArgs, QuantizeArgs, SiluMulArgs};
 use nvfp4_kernel::grouped::GroupedPrepareArgs;
-use nvfp4_kernel::launch::{self, AmaxArgs, DequantizeArgs, Kernel, OccupyArgs, QuantizeArgs, SiluMulArgs};
+use nvfp4_kernel::launch::Kernel;
 use nvfp4_kernel::layout::SCALE_BLOCK_K;
+use nvfp4_kernel::registry;
 use nvfp4_kernel::sm90::config::{self as sm90, Tile};
+use nvfp4_kernel::sm90::registry as sm90_registry;
 use nvfp4_kernel::sm100::config as sm100;
+use nvfp4_kernel::sm100::registry as sm100_registry;
 
 use crate::error::{Error, Result};
 use crate::kernels::{PTX_SM90A, PTX_SM100F};
@@ -199,6 +203,14 @@ pub enum HalfFormat {
     Bf16,
 }
 
+/// Loads every kernel of a registry list, in its order.
+fn load_all<A>(module: &Arc<CudaModule>, kernels: &[Kernel<A>]) -> Result<Vec<LoadedKernel<A>>> {
+    kernels
+        .iter()
+        .map(|&kernel| LoadedKernel::load(module, kernel))
+        .collect()
+}
+
 /// The loaded kernels of the module.
 pub(crate) struct Kernels {
     pub dequantize_f16: LoadedKernel<DequantizeArgs>,
@@ -206,111 +218,163 @@ pub(crate) struct Kernels {
     pub silu_mul_f16: LoadedKernel<SiluMulArgs>,
     pub silu_mul_bf16: LoadedKernel<SiluMulArgs>,
     /// Quantization and amax kernels for f32, f16 and bf16 input (in that order).
-    pub quantize: [LoadedKernel<QuantizeArgs>; 3],
-    pub amax: [LoadedKernel<AmaxArgs>; 3],
+    pub quantize: Vec<LoadedKernel<QuantizeArgs>>,
+    pub amax: Vec<LoadedKernel<AmaxArgs>>,
     pub occupy: LoadedKernel<OccupyArgs>,
     pub sm90: Option<Sm90Kernels>,
     pub sm100: Option<Sm100Kernels>,
 }
 
-/// The Hopper module's kernels.
+/// A tile's kernels as loaded; `T` is the architecture's tile, `D` and `G` its dense and
+/// grouped arguments.
+pub(crate) struct LoadedTile<T, D, G> {
+    tile: T,
+    dense: LoadedKernel<D>,
+    /// Gated (dual), then plain; absent for a tile without grouped kernels.
+    grouped: Option<[LoadedKernel<G>; 2]>,
+}
+
+/// Finds the loaded kernel of `tile`, or names what is missing.
+fn find_tiled<'a, T: PartialEq + std::fmt::Debug, D, G, K>(
+    tiles: &'a [LoadedTile<T, D, G>],
+    tile: T,
+    arch: Arch,
+    what: &str,
+    pick: impl Fn(&'a LoadedTile<T, D, G>) -> Option<&'a K>,
+) -> Result<&'a K> {
+    tiles
+        .iter()
+        .find(|loaded| loaded.tile == tile)
+        .and_then(pick)
+        .ok_or_else(|| Error::MissingKernel {
+            kernel: format!("{what} for {tile:?}"),
+            arch: arch.name(),
+        })
+}
+
+/// The Hopper module's kernels, loaded from its registry (`nvfp4_kernel::sm90::registry`).
 pub(crate) struct Sm90Kernels {
-    pub dual_gemm: Vec<(Tile, LoadedKernel<sm90::DualGemmArgs>)>,
-    pub grouped: Vec<(Tile, bool, LoadedKernel<sm90::GroupedArgs>)>,
+    tiled: Vec<LoadedTile<Tile, sm90::DualGemmArgs, sm90::GroupedArgs>>,
     pub predecode_tokens: LoadedKernel<sm90::PredecodeArgs>,
-    /// The decode-size dual GEMM for 1 and 2 token tiles (`launch::SM90_DECODE`).
-    pub decode: [LoadedKernel<sm90::DecodeArgs>; 2],
+    /// The decode-size dual GEMM, one kernel per count of 8-token tiles.
+    decode: Vec<(u32, LoadedKernel<sm90::DecodeArgs>)>,
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
 impl Sm90Kernels {
     fn load(module: &Arc<CudaModule>) -> Result<Self> {
-        let mut dual_gemm = Vec::new();
-        let mut grouped = Vec::new();
-        for tile in sm90::TILES {
-            let kernel = LoadedKernel::load(module, launch::sm90_dual_gemm(tile))?;
-            kernel.allow_shared_bytes(tile.shared().total)?;
-            dual_gemm.push((tile, kernel));
+        let mut tiled = Vec::new();
+        for entries in sm90_registry::TILED {
+            let tile = entries.tile;
+            let dense = LoadedKernel::load(module, entries.dense)?;
+            dense.allow_shared_bytes(tile.shared().total)?;
+            let grouped = match entries.grouped {
+                Some(grouped) => {
+                    let load = |kernel| -> Result<LoadedKernel<sm90::GroupedArgs>> {
+                        let kernel = LoadedKernel::load(module, kernel)?;
+                        kernel.allow_shared_bytes(tile.grouped_shared().total)?;
+                        Ok(kernel)
+                    };
+                    Some([load(grouped.gated)?, load(grouped.plain)?])
+                }
+                None => None,
+            };
+            tiled.push(LoadedTile { tile, dense, grouped });
         }
-        for tile in sm90::GROUPED_TILES {
-            for gated in [false, true] {
-                let kernel = LoadedKernel::load(module, launch::sm90_grouped(tile, gated))?;
-                kernel.allow_shared_bytes(tile.grouped_shared().total)?;
-                grouped.push((tile, gated, kernel));
-            }
+        let mut decode = Vec::new();
+        for entry in sm90_registry::DECODE {
+            let kernel = LoadedKernel::load(module, entry.kernel)?;
+            // The most the plans ask for: 16 token rows of the longest split.
+            kernel.allow_shared_bytes(sm90::decode_shared_bytes(
+                sm90::DECODE_MAX_TOKENS,
+                sm90::DECODE_MAX_STEPS_PER_SPLIT,
+            ))?;
+            decode.push((entry.token_tiles, kernel));
         }
         Ok(Self {
-            dual_gemm,
-            grouped,
-            predecode_tokens: LoadedKernel::load(module, launch::SM90_PREDECODE_TOKENS)?,
-            decode: {
-                let load = |kernel| -> Result<LoadedKernel<sm90::DecodeArgs>> {
-                    let kernel = LoadedKernel::load(module, kernel)?;
-                    // The most the plans ask for: 16 token rows of the longest split.
-                    kernel.allow_shared_bytes(sm90::decode_shared_bytes(
-                        sm90::DECODE_MAX_TOKENS,
-                        sm90::DECODE_MAX_STEPS_PER_SPLIT,
-                    ))?;
-                    Ok(kernel)
-                };
-                [load(launch::SM90_DECODE[0])?, load(launch::SM90_DECODE[1])?]
-            },
-            grouped_prepare: LoadedKernel::load(module, launch::SM90_GROUPED_PREPARE)?,
+            tiled,
+            predecode_tokens: LoadedKernel::load(module, sm90_registry::PREDECODE_TOKENS)?,
+            decode,
+            grouped_prepare: LoadedKernel::load(module, sm90_registry::GROUPED_PREPARE)?,
         })
     }
 
     /// The dense dual GEMM for `tile`.
-    pub fn dual_gemm(&self, tile: Tile) -> &LoadedKernel<sm90::DualGemmArgs> {
-        let found = self.dual_gemm.iter().find(|(t, _)| *t == tile);
-        // Every tile of `sm90::TILES` is loaded, and plans only pick those.
-        &found.unwrap_or(&self.dual_gemm[0]).1
+    pub fn dual_gemm(&self, tile: Tile) -> Result<&LoadedKernel<sm90::DualGemmArgs>> {
+        find_tiled(&self.tiled, tile, Arch::Sm90a, "dual GEMM", |t| Some(&t.dense))
     }
 
-    /// The grouped kernel for `tile`, gated or plain.
-    pub fn grouped(&self, tile: Tile, gated: bool) -> &LoadedKernel<sm90::GroupedArgs> {
-        let found = self.grouped.iter().find(|(t, g, _)| *t == tile && *g == gated);
-        &found.unwrap_or(&self.grouped[0]).2
+    /// The grouped kernel for `tile`, gated (dual) or plain.
+    pub fn grouped(&self, tile: Tile, gated: bool) -> Result<&LoadedKernel<sm90::GroupedArgs>> {
+        let what = if gated {
+            "grouped dual GEMM"
+        } else {
+            "grouped GEMM"
+        };
+        find_tiled(&self.tiled, tile, Arch::Sm90a, what, |t| {
+            t.grouped.as_ref().map(|g| &g[usize::from(!gated)])
+        })
+    }
+
+    /// The decode-size dual GEMM for `token_tiles` tiles of 8 tokens.
+    pub fn decode(&self, token_tiles: u32) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
+        self.decode
+            .iter()
+            .find(|(tiles, _)| *tiles == token_tiles)
+            .map(|(_, kernel)| kernel)
+            .ok_or_else(|| Error::MissingKernel {
+                kernel: format!("decode-size dual GEMM for {token_tiles} token tiles"),
+                arch: Arch::Sm90a.name(),
+            })
     }
 }
 
-/// The Blackwell module's kernels.
+/// The Blackwell module's kernels, loaded from its registry (`nvfp4_kernel::sm100::registry`).
 pub(crate) struct Sm100Kernels {
-    pub dual_gemm: Vec<(sm100::Tile, LoadedKernel<sm100::DualGemmArgs>)>,
-    pub grouped: Vec<(sm100::Tile, bool, LoadedKernel<sm100::GroupedArgs>)>,
+    tiled: Vec<LoadedTile<sm100::Tile, sm100::DualGemmArgs, sm100::GroupedArgs>>,
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
 impl Sm100Kernels {
     fn load(module: &Arc<CudaModule>) -> Result<Self> {
-        let mut dual_gemm = Vec::new();
-        let mut grouped = Vec::new();
-        for tile in sm100::TILES {
-            let kernel = LoadedKernel::load(module, launch::sm100_dual_gemm(tile))?;
-            kernel.allow_shared_bytes(tile.shared_bytes())?;
-            dual_gemm.push((tile, kernel));
-            for gated in [false, true] {
-                let kernel = LoadedKernel::load(module, launch::sm100_grouped(tile, gated))?;
+        let mut tiled = Vec::new();
+        for entries in sm100_registry::TILED {
+            let tile = entries.tile;
+            let load = |kernel: Kernel<_>| -> Result<_> {
+                let kernel = LoadedKernel::load(module, kernel)?;
                 kernel.allow_shared_bytes(tile.shared_bytes())?;
-                grouped.push((tile, gated, kernel));
-            }
+                Ok(kernel)
+            };
+            let dense = load(entries.dense)?;
+            let load = |kernel| -> Result<LoadedKernel<sm100::GroupedArgs>> {
+                let kernel = LoadedKernel::load(module, kernel)?;
+                kernel.allow_shared_bytes(tile.shared_bytes())?;
+                Ok(kernel)
+            };
+            let grouped = Some([load(entries.grouped_gated)?, load(entries.grouped_plain)?]);
+            tiled.push(LoadedTile { tile, dense, grouped });
         }
         Ok(Self {
-            dual_gemm,
-            grouped,
-            grouped_prepare: LoadedKernel::load(module, launch::SM100_GROUPED_PREPARE)?,
+            tiled,
+            grouped_prepare: LoadedKernel::load(module, sm100_registry::GROUPED_PREPARE)?,
         })
     }
 
     /// The dual GEMM for `tile`.
-    pub fn dual_gemm(&self, tile: sm100::Tile) -> &LoadedKernel<sm100::DualGemmArgs> {
-        let found = self.dual_gemm.iter().find(|(t, _)| *t == tile);
-        &found.unwrap_or(&self.dual_gemm[0]).1
+    pub fn dual_gemm(&self, tile: sm100::Tile) -> Result<&LoadedKernel<sm100::DualGemmArgs>> {
+        find_tiled(&self.tiled, tile, Arch::Sm100f, "dual GEMM", |t| Some(&t.dense))
     }
 
-    /// The grouped kernel for `tile`, gated or plain.
-    pub fn grouped(&self, tile: sm100::Tile, gated: bool) -> &LoadedKernel<sm100::GroupedArgs> {
-        let found = self.grouped.iter().find(|(t, g, _)| *t == tile && *g == gated);
-        &found.unwrap_or(&self.grouped[0]).2
+    /// The grouped kernel for `tile`, gated (dual) or plain.
+    pub fn grouped(&self, tile: sm100::Tile, gated: bool) -> Result<&LoadedKernel<sm100::GroupedArgs>> {
+        let what = if gated {
+            "grouped dual GEMM"
+        } else {
+            "grouped GEMM"
+        };
+        find_tiled(&self.tiled, tile, Arch::Sm100f, what, |t| {
+            t.grouped.as_ref().map(|g| &g[usize::from(!gated)])
+        })
     }
 }
 
@@ -329,21 +393,13 @@ impl Gpu {
         let shared_bytes_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
         let module = context.load_module(cudarc::nvrtc::Ptx::from_src(arch.ptx()))?;
         let kernels = Kernels {
-            dequantize_f16: LoadedKernel::load(&module, launch::DEQUANTIZE_F16)?,
-            dequantize_bf16: LoadedKernel::load(&module, launch::DEQUANTIZE_BF16)?,
-            silu_mul_f16: LoadedKernel::load(&module, launch::SILU_MUL_F16)?,
-            silu_mul_bf16: LoadedKernel::load(&module, launch::SILU_MUL_BF16)?,
-            quantize: [
-                LoadedKernel::load(&module, launch::QUANTIZE_F32)?,
-                LoadedKernel::load(&module, launch::QUANTIZE_F16)?,
-                LoadedKernel::load(&module, launch::QUANTIZE_BF16)?,
-            ],
-            amax: [
-                LoadedKernel::load(&module, launch::AMAX_F32)?,
-                LoadedKernel::load(&module, launch::AMAX_F16)?,
-                LoadedKernel::load(&module, launch::AMAX_BF16)?,
-            ],
-            occupy: LoadedKernel::load(&module, launch::OCCUPY)?,
+            dequantize_f16: LoadedKernel::load(&module, registry::DEQUANTIZE[0])?,
+            dequantize_bf16: LoadedKernel::load(&module, registry::DEQUANTIZE[1])?,
+            silu_mul_f16: LoadedKernel::load(&module, registry::SILU_MUL[0])?,
+            silu_mul_bf16: LoadedKernel::load(&module, registry::SILU_MUL[1])?,
+            quantize: load_all(&module, &registry::QUANTIZE)?,
+            amax: load_all(&module, &registry::AMAX)?,
+            occupy: LoadedKernel::load(&module, registry::OCCUPY)?,
             sm90: match arch {
                 Arch::Sm90a => Some(Sm90Kernels::load(&module)?),
                 Arch::Sm100f => None,
@@ -608,7 +664,7 @@ impl Gpu {
 /// Test support: a kernel that keeps multiprocessors busy.
 pub mod testing {
     use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-    use nvfp4_kernel::launch::OccupyArgs;
+    use nvfp4_kernel::common::OccupyArgs;
 
     use super::Gpu;
     use crate::error::Result;

@@ -4,7 +4,7 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr};
 use half::{bf16, f16};
-use nvfp4_kernel::launch::{AmaxArgs, QuantizeArgs};
+use nvfp4_kernel::common::{AmaxArgs, QuantizeArgs};
 use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K};
 
 use super::buffer::DeviceBuffer;

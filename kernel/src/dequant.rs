@@ -11,10 +11,11 @@
 //! aligned), `rows`, `k` (a multiple of 16; `rows · k / 16 < 2^31`), `global_scale` (1.0 when the
 //! matrix has none).
 
+use crate::common::DequantizeArgs;
 use crate::fp4::{E2M1_F16_RESCALE, e2m1_to_f16_bits_scaled};
-use crate::launch::DequantizeArgs;
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, mem, sreg};
+use crate::registry;
 
 /// Rounds an f32 to the 16-bit output element type.
 trait OutputElement {
@@ -81,38 +82,27 @@ unsafe fn dequantize<O: OutputElement>(
     }
 }
 
-/// Dequantizes an NVFP4 matrix to row-major fp16 (see the module doc for the parameters).
-///
-/// # Safety
-/// Pointers and sizes must satisfy the module doc's contract.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_dequantize_f16(args: DequantizeArgs) {
-    let DequantizeArgs {
-        data,
-        scales,
-        out,
-        rows,
-        k,
-        global_scale,
-    } = args;
-    // SAFETY: forwarded contract.
-    unsafe { dequantize::<F16>(data, scales, out, rows, k, global_scale) }
+macro_rules! dequantize_entries {
+    ($($element:ident $name:ident;)*) => {$(
+        /// Dequantizes an NVFP4 matrix to row-major fp16 or bf16, as the entry's name says (see
+        /// the module doc for the parameters).
+        ///
+        /// # Safety
+        /// Pointers and sizes must satisfy the module doc's contract.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: DequantizeArgs) {
+            let DequantizeArgs {
+                data,
+                scales,
+                out,
+                rows,
+                k,
+                global_scale,
+            } = args;
+            // SAFETY: forwarded contract.
+            unsafe { dequantize::<$element>(data, scales, out, rows, k, global_scale) }
+        }
+    )*};
 }
 
-/// Dequantizes an NVFP4 matrix to row-major bf16 (see the module doc for the parameters).
-///
-/// # Safety
-/// Pointers and sizes must satisfy the module doc's contract.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_dequantize_bf16(args: DequantizeArgs) {
-    let DequantizeArgs {
-        data,
-        scales,
-        out,
-        rows,
-        k,
-        global_scale,
-    } = args;
-    // SAFETY: forwarded contract.
-    unsafe { dequantize::<Bf16>(data, scales, out, rows, k, global_scale) }
-}
+registry::dequantize_entries!(dequantize_entries);

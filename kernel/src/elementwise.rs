@@ -5,9 +5,10 @@
 //! the same SiLU as the fused kernels. Parameters: `gate`, `up`, `out` (16-byte aligned), `len`
 //! (a multiple of 8).
 
+use crate::common::SiluMulArgs;
 use crate::epilogue::silu;
-use crate::launch::SiluMulArgs;
 use crate::ptx::{cvt, mem, sreg};
+use crate::registry;
 
 /// Widens and narrows one 16-bit element type.
 trait Element {
@@ -64,24 +65,20 @@ unsafe fn silu_mul<E: Element>(gate: *const u32, up: *const u32, out: *mut u32, 
     }
 }
 
-/// `out = silu(gate) · up` on fp16 vectors (see the module doc).
-///
-/// # Safety
-/// Pointers and `len` must satisfy the module doc's contract.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_silu_mul_f16(args: SiluMulArgs) {
-    let SiluMulArgs { gate, up, out, len } = args;
-    // SAFETY: forwarded contract.
-    unsafe { silu_mul::<F16>(gate, up, out, len) }
+macro_rules! silu_mul_entries {
+    ($($element:ident $name:ident;)*) => {$(
+        /// `out = silu(gate) · up` on fp16 or bf16 vectors, as the entry's name says (see the
+        /// module doc).
+        ///
+        /// # Safety
+        /// Pointers and `len` must satisfy the module doc's contract.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: SiluMulArgs) {
+            let SiluMulArgs { gate, up, out, len } = args;
+            // SAFETY: forwarded contract.
+            unsafe { silu_mul::<$element>(gate, up, out, len) }
+        }
+    )*};
 }
 
-/// `out = silu(gate) · up` on bf16 vectors (see the module doc).
-///
-/// # Safety
-/// Pointers and `len` must satisfy the module doc's contract.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_silu_mul_bf16(args: SiluMulArgs) {
-    let SiluMulArgs { gate, up, out, len } = args;
-    // SAFETY: forwarded contract.
-    unsafe { silu_mul::<Bf16>(gate, up, out, len) }
-}
+registry::silu_mul_entries!(silu_mul_entries);

@@ -1,26 +1,30 @@
-//! Device code of the NVFP4 dual GEMM, written in `no_std` Rust for rustc's nvptx backend.
+//! Device code of the NVFP4 GEMMs (dual GEMM, GEMM, their grouped forms, quantization), written
+//! in `no_std` Rust for rustc's nvptx backend.
 //!
 //! The crate is compiled in two ways:
-//! * for the host (any target, stable Rust): only the pure modules ([`layout`], [`fp4`]), which
-//!   the host library and its tests call, so that every layout or bit trick has one definition;
+//! * for the host (any target, stable Rust): the pure modules (layouts, codecs, descriptor
+//!   encoders, schedules, tile configurations, argument structs and the kernel registries),
+//!   which the host library and its tests call, so that every fact has one definition;
 //! * for `nvptx64-nvidia-cuda` by the host crate's `build.rs`, once per GPU architecture, with
 //!   `--cfg nvfp4_arch="sm_90a"` or `"sm_100f"`: the pure modules plus `ptx` (one wrapper per PTX
-//!   instruction) and the kernel entry points.
+//!   instruction) and the kernels.
 //!
-//! Kernels (exported PTX entry names):
-//! * `nvfp4_dequantize_f16`, `nvfp4_dequantize_bf16` (`dequant`): NVFP4 matrix → row-major
-//!   fp16/bf16, used to feed library baselines and to prove the toolchain end to end.
-//! * `nvfp4_silu_mul_f16`, `nvfp4_silu_mul_bf16` (`elementwise`): `silu(gate) · up`, the
-//!   last step of the unfused baseline the benchmarks compare against.
-//! * `nvfp4_dual_gemm_sm90_t{8,16,32,64,128}` (`sm90::dual_gemm`, sm_90a only): the fused dual
-//!   GEMM for Hopper, one entry per token-tile size ([`sm90::config`]).
-//! * `nvfp4_predecode_tokens_sm90` (`sm90::tokens`, sm_90a only): A → the fp16 token operand of
-//!   the large Hopper tiles, run by the host before the dual GEMM.
-//! * `nvfp4_grouped_{gemm,dual_gemm}_sm90_t{8,…,128}` and `nvfp4_grouped_prepare_sm90`
-//!   (`sm90::grouped`): the grouped kernels for Hopper and their preparation pass.
-//! * `nvfp4_dual_gemm_sm100_n{64,128}`, `nvfp4_grouped_{gemm,dual_gemm}_sm100_n{64,128}` and
-//!   `nvfp4_grouped_prepare_sm100` (`sm100`, sm_100f only, never run): the Blackwell kernels.
-//! * `nvfp4_quantize_{f32,f16,bf16}`, `nvfp4_amax_*` (`quantize`): the GPU quantizer.
+//! Layers, each calling only the ones before it: [`launch`] (the launch contract: entry points,
+//! typed kernels, tensor maps) → the pure shared logic ([`layout`], [`codec`], [`fp4`], [`desc`],
+//! [`schedule`], [`ring`], [`grouped`]) → per-architecture configurations ([`sm90::config`],
+//! [`sm100::config`], and [`common`] for the kernels both modules share) → the registries
+//! ([`sm90::registry`], [`sm100::registry`], [`registry`]), which declare every kernel entry
+//! once and from which the entry lists, launch bounds and host loaders are derived → the
+//! kernels (device only).
+//!
+//! Kernels, by module (names in the registries):
+//! * `dequant`, `elementwise`, `quantize`, `testing` (both modules): NVFP4 → fp16/bf16,
+//!   `silu(gate) · up`, the GPU quantizer and amax, and a test-support kernel.
+//! * `sm90` (sm_90a only): the dense dual GEMM per token tile, its token pre-decoder, the
+//!   decode-size dual GEMM, and the grouped GEMM / grouped dual GEMM per tile with their
+//!   preparation pass.
+//! * `sm100` (sm_100f only, never run: no Blackwell GPU here): the dense dual GEMM and the
+//!   grouped kernels per tile (tcgen05, block-scaled fp4) and their preparation pass.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -28,11 +32,13 @@
 )]
 
 pub mod codec;
+pub mod common;
 pub mod desc;
 pub mod fp4;
 pub mod grouped;
 pub mod launch;
 pub mod layout;
+pub mod registry;
 pub mod ring;
 pub mod schedule;
 pub mod sm100;

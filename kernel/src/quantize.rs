@@ -18,9 +18,10 @@
 //! Kernel parameters: [`QuantizeArgs`], [`AmaxArgs`].
 
 use crate::codec::{Divisor, E2M1_MAX, SIGN_BIT, auto_global_scale, e2m1_magnitude_code, e2m1_sign_bit};
-use crate::launch::{AmaxArgs, QuantizeArgs};
+use crate::common::{AmaxArgs, QuantizeArgs};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, float, mem, simd, sreg, warp};
+use crate::registry;
 
 /// An input element type: how a 16-element block is read, in two steps (the raw words, then
 /// the values or their largest magnitude) so that the quantizer can load the next block before
@@ -276,7 +277,7 @@ unsafe fn amax<E: InputElement>(args: &AmaxArgs) {
 }
 
 macro_rules! entry_points {
-    ($quantize:ident, $amax:ident, $element:ty) => {
+    ($($element:ident $quantize:ident $amax:ident;)*) => {$(
         /// Quantizes row-major values to NVFP4 (see the module doc).
         ///
         /// # Safety
@@ -296,9 +297,7 @@ macro_rules! entry_points {
             // SAFETY: forwarded contract.
             unsafe { amax::<$element>(&args) }
         }
-    };
+    )*};
 }
 
-entry_points!(nvfp4_quantize_f32, nvfp4_amax_f32, F32);
-entry_points!(nvfp4_quantize_f16, nvfp4_amax_f16, F16);
-entry_points!(nvfp4_quantize_bf16, nvfp4_amax_bf16, Bf16);
+registry::quantize_entries!(entry_points);

@@ -57,26 +57,15 @@ pub const SCALE_COLUMNS_PER_OPERAND: u32 = 4 * MMAS_PER_STAGE;
 pub const SCALE_COLUMNS_PER_STAGE: u32 = 3 * SCALE_COLUMNS_PER_OPERAND;
 
 /// One tile shape: 128 tokens × `n` outputs (the N of each of the two MMAs). The fastest public
-/// kernels use N = 64 for M ≤ 256 and N = 128 above.
+/// kernels use N = 64 for M ≤ 256 and N = 128 above; the tiles the module is built for are
+/// listed in `sm100::registry`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tile {
     /// Outputs per tile: 64 or 128.
     pub n: u32,
 }
 
-/// The tile shapes the kernel is built for.
-pub const TILES: [Tile; 2] = [Tile { n: 64 }, Tile { n: 128 }];
-
 impl Tile {
-    /// The tile for M tokens and N outputs: N = 128 above 256 tokens when N allows it.
-    pub const fn for_shape(m: u32, n: u32) -> Tile {
-        if m > 256 && n.is_multiple_of(128) {
-            TILES[1]
-        } else {
-            TILES[0]
-        }
-    }
-
     /// TMEM accumulator buffers: two (the epilogue of one tile overlaps the next tile's
     /// mainloop) where they fit next to the scale columns, one for N = 128.
     pub const fn accumulator_buffers(&self) -> u32 {
@@ -167,25 +156,6 @@ impl Tile {
     /// TMEM columns in use.
     pub const fn tmem_columns_used(&self) -> u32 {
         self.scale_columns_base() + STAGES * SCALE_COLUMNS_PER_STAGE
-    }
-
-    /// PTX entry name of the dense dual GEMM for this tile.
-    pub const fn entry_name(&self) -> &'static str {
-        if self.n <= 64 {
-            "nvfp4_dual_gemm_sm100_n64"
-        } else {
-            "nvfp4_dual_gemm_sm100_n128"
-        }
-    }
-
-    /// PTX entry name of the grouped kernel for this tile, gated (dual) or plain.
-    pub const fn grouped_entry_name(&self, gated: bool) -> &'static str {
-        match (gated, self.n <= 64) {
-            (true, true) => "nvfp4_grouped_dual_gemm_sm100_n64",
-            (true, false) => "nvfp4_grouped_dual_gemm_sm100_n128",
-            (false, true) => "nvfp4_grouped_gemm_sm100_n64",
-            (false, false) => "nvfp4_grouped_gemm_sm100_n128",
-        }
     }
 
     /// Outputs one tile computes: `n` gated; `2·n` plain, whose gate and up MMAs take the two
@@ -318,40 +288,36 @@ impl TilePlace {
     }
 }
 
-const fn check_tiles() {
-    let mut i = 0;
-    while i < TILES.len() {
-        let tile = TILES[i];
-        assert!(
-            tile.tmem_columns_used() <= TMEM_COLUMNS,
-            "the TMEM column plan exceeds the allocation"
-        );
-        assert!(
-            tile.stage_bytes().is_multiple_of(1024)
-                && tile.stage_b1().is_multiple_of(1024)
-                && tile.stage_b2().is_multiple_of(1024),
-            "swizzled tiles must stay 1024-byte aligned"
-        );
-        assert!(
-            tile.shared_bytes() <= 227 * 1024,
-            "the ring exceeds shared memory"
-        );
-        assert!(
-            tile.shared_bytes() > 227 * 1024 / 2,
-            "one CTA per SM: two would each wait for all 512 TMEM columns"
-        );
-        assert!(
-            tile.n.is_multiple_of(BOX_ROWS) && tile.n <= 256,
-            "MMA N must be a whole number of TMA boxes, ≤ 256"
-        );
-        assert!(
-            128u32.is_multiple_of(tile.n) || tile.n.is_multiple_of(128),
-            "B tiles must not straddle scale atoms"
-        );
-        i += 1;
-    }
+/// Compile-time checks of one tile (the registry, `sm100::registry`, runs them on each of its
+/// tiles): TMEM columns, alignments, shared memory, MMA shape.
+pub const fn check_tile(tile: Tile) {
+    assert!(
+        tile.tmem_columns_used() <= TMEM_COLUMNS,
+        "the TMEM column plan exceeds the allocation"
+    );
+    assert!(
+        tile.stage_bytes().is_multiple_of(1024)
+            && tile.stage_b1().is_multiple_of(1024)
+            && tile.stage_b2().is_multiple_of(1024),
+        "swizzled tiles must stay 1024-byte aligned"
+    );
+    assert!(
+        tile.shared_bytes() <= 227 * 1024,
+        "the ring exceeds shared memory"
+    );
+    assert!(
+        tile.shared_bytes() > 227 * 1024 / 2,
+        "one CTA per SM: two would each wait for all 512 TMEM columns"
+    );
+    assert!(
+        tile.n.is_multiple_of(BOX_ROWS) && tile.n <= 256,
+        "MMA N must be a whole number of TMA boxes, ≤ 256"
+    );
+    assert!(
+        128u32.is_multiple_of(tile.n) || tile.n.is_multiple_of(128),
+        "B tiles must not straddle scale atoms"
+    );
 }
-const _: () = check_tiles();
 const _: () = assert!(
     TMEM_COLUMNS.is_power_of_two() && TMEM_COLUMNS >= 32 && TMEM_COLUMNS <= 512,
     "tcgen05.alloc takes a power of two in 32..=512"

@@ -3,6 +3,7 @@
 use crate::ptx::{copy, kernel_param_address, sreg};
 use crate::schedule::TileGrid;
 use crate::sm100::config::{DualGemmArgs, TILE_M, Tile, TilePlace};
+use crate::sm100::registry;
 use crate::sm100::roles::{self, Job, Problem};
 
 /// The dense dual GEMM: tiles `blockIdx, blockIdx + gridDim, …` of one `m × n` grid.
@@ -106,5 +107,11 @@ macro_rules! entry_point {
     };
 }
 
-entry_point!(nvfp4_dual_gemm_sm100_n64, 64);
-entry_point!(nvfp4_dual_gemm_sm100_n128, 128);
+/// Defines the dense entry of every tile in the registry.
+macro_rules! dense_entries {
+    ($($n:literal $dense:ident $gated:ident $plain:ident;)*) => {
+        $(entry_point!($dense, $n);)*
+    };
+}
+
+registry::tiled_entries!(dense_entries);

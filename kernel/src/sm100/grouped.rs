@@ -19,6 +19,7 @@ use crate::prepare;
 use crate::ptx::{fence, kernel_param_address, mem, sreg};
 use crate::schedule::{GroupSchedule, GroupTable, GroupTileWalk};
 use crate::sm100::config::{GroupedArgs, Tile, TilePlace};
+use crate::sm100::registry;
 use crate::sm100::roles::{self, Job, Problem};
 
 /// The schedule table the preparation pass wrote, read from global memory (its groups' records
@@ -151,19 +152,38 @@ macro_rules! entry_point {
     };
 }
 
-entry_point!(nvfp4_grouped_dual_gemm_sm100_n64, true, 64);
-entry_point!(nvfp4_grouped_dual_gemm_sm100_n128, true, 128);
-entry_point!(nvfp4_grouped_gemm_sm100_n64, false, 64);
-entry_point!(nvfp4_grouped_gemm_sm100_n128, false, 128);
+/// Defines the grouped entries of every tile in the registry: all gated (dual) kernels, then
+/// all plain ones.
+macro_rules! grouped_entries {
+    ($($n:literal $dense:ident $gated:ident $plain:ident;)*) => {
+        $(entry_point!($gated, true, $n);)*
+        $(entry_point!($plain, false, $n);)*
+    };
+}
 
-/// The preparation pass of a grouped launch: one warp writes the tables (no token decoding on
-/// Blackwell). Launched programmatically after the previous kernel, it waits for it before
-/// touching memory.
-///
-/// # Safety
-/// The module contract; one block of 32 threads.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_grouped_prepare_sm100(args: GroupedPrepareArgs) {
+registry::tiled_entries!(grouped_entries);
+
+macro_rules! prepare_entry {
+    ($name:ident) => {
+        /// The preparation pass of a grouped launch: one warp writes the tables (no token decoding on
+        /// Blackwell). Launched programmatically after the previous kernel, it waits for it before
+        /// touching memory.
+        ///
+        /// # Safety
+        /// The module contract; one block of 32 threads.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: GroupedPrepareArgs) {
+            // SAFETY: forwarded.
+            unsafe { prepare_pass(args) }
+        }
+    };
+}
+
+registry::grouped_prepare_entry!(prepare_entry);
+
+/// The body of the preparation pass (see its entry).
+#[inline(always)]
+unsafe fn prepare_pass(args: GroupedPrepareArgs) {
     fence::launch_dependents();
     fence::grid_dependency_wait();
     let groups = args.groups.min(MAX_GROUPS);

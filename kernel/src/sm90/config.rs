@@ -1,6 +1,8 @@
-//! Tile configuration and shared-memory plan of the sm_90a dual-GEMM kernel (see
-//! `sm90::dual_gemm` for the design). Pure: the host uses it to pick a tile, size shared memory
-//! and count tiles; the kernel uses it for every offset.
+//! Configuration of the sm_90a kernels (see `docs/sm90-kernels.md` for the design): the tiled
+//! GEMMs' tile shape, roles, register split and shared-memory plan, the decode-size dual GEMM's
+//! constants, and every sm_90a kernel's arguments. Pure: the host uses it to size shared memory,
+//! count tiles and fill arguments; the kernels use it for every offset. Which tiles exist is
+//! the registry's (`sm90::registry`).
 
 use crate::grouped::{HEADER_RECORDS, MAX_GROUPS};
 use crate::layout::{ATOM_BYTES, SCALE_BLOCK_K};
@@ -121,27 +123,13 @@ pub const fn partial_slot_bytes(tile: Tile) -> u32 {
 /// Largest dynamic shared memory per block on sm_90.
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 
-/// One tile shape: `TOKENS` tokens (wgmma N) × [`TILE_N`] outputs.
+/// One tile shape: `tokens` tokens (wgmma N) × [`TILE_N`] outputs. The tiles the module is
+/// built for are listed in `sm90::registry`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tile {
-    /// Tokens per tile (the wgmma N dimension): 8, 16, 32, 64 or 128.
+    /// Tokens per tile (the wgmma N dimension, a multiple of 8 up to 256).
     pub tokens: u32,
 }
-
-/// The tile shapes the dense kernel is built for, smallest first.
-pub const TILES: [Tile; 6] = [
-    Tile { tokens: 8 },
-    Tile { tokens: 16 },
-    Tile { tokens: 32 },
-    Tile { tokens: 64 },
-    Tile { tokens: 128 },
-    Tile { tokens: 256 },
-];
-
-/// The tile shapes the grouped kernels are built for: all but the 256-token tile, whose
-/// consumers spill with a grouped problem's per-group row pointers (ptxas, 240 registers), and
-/// which would only pay off for groups of more than 256 tokens with whole waves of tiles.
-pub const GROUPED_TILES: [Tile; 5] = [TILES[0], TILES[1], TILES[2], TILES[3], TILES[4]];
 
 /// Byte offsets of the regions of dynamic shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,20 +155,6 @@ pub struct SharedPlan {
 pub const GROUP_TABLE_BYTES: u32 = 16 * (HEADER_RECORDS + MAX_GROUPS);
 
 impl Tile {
-    /// The smallest tile of [`GROUPED_TILES`] that covers `m` tokens in one tile, else the
-    /// widest of them (128 tokens). The dense host plan may pick the 256-token tile instead, by
-    /// cost (`host/dual_gemm.rs`).
-    pub const fn for_tokens(m: u32) -> Tile {
-        let mut i = 0;
-        while i < GROUPED_TILES.len() {
-            if GROUPED_TILES[i].tokens >= m {
-                return GROUPED_TILES[i];
-            }
-            i += 1;
-        }
-        GROUPED_TILES[GROUPED_TILES.len() - 1]
-    }
-
     /// Whether the dense kernel's tokens are pre-decoded for this tile (see
     /// [`PREDECODED_MIN_TOKENS`]; the grouped kernels always pre-decode them).
     pub const fn predecoded_tokens(&self) -> bool {
@@ -358,34 +332,6 @@ impl Tile {
             _ => 1,
         }
     }
-
-    /// PTX entry name of the kernel for this tile.
-    pub const fn entry_name(&self) -> &'static str {
-        match self.tokens {
-            8 => "nvfp4_dual_gemm_sm90_t8",
-            16 => "nvfp4_dual_gemm_sm90_t16",
-            32 => "nvfp4_dual_gemm_sm90_t32",
-            64 => "nvfp4_dual_gemm_sm90_t64",
-            128 => "nvfp4_dual_gemm_sm90_t128",
-            _ => "nvfp4_dual_gemm_sm90_t256",
-        }
-    }
-
-    /// PTX entry name of the grouped kernel for this tile, gated (dual) or plain.
-    pub const fn grouped_entry_name(&self, gated: bool) -> &'static str {
-        match (gated, self.tokens) {
-            (true, 8) => "nvfp4_grouped_dual_gemm_sm90_t8",
-            (true, 16) => "nvfp4_grouped_dual_gemm_sm90_t16",
-            (true, 32) => "nvfp4_grouped_dual_gemm_sm90_t32",
-            (true, 64) => "nvfp4_grouped_dual_gemm_sm90_t64",
-            (true, _) => "nvfp4_grouped_dual_gemm_sm90_t128",
-            (false, 8) => "nvfp4_grouped_gemm_sm90_t8",
-            (false, 16) => "nvfp4_grouped_gemm_sm90_t16",
-            (false, 32) => "nvfp4_grouped_gemm_sm90_t32",
-            (false, 64) => "nvfp4_grouped_gemm_sm90_t64",
-            (false, _) => "nvfp4_grouped_gemm_sm90_t128",
-        }
-    }
 }
 
 /// `setmaxnreg` counts are multiples of 8 in 24..=256.
@@ -398,54 +344,50 @@ const fn split_is_valid(split: RegisterSplit) -> bool {
         && split.consumer <= 256
 }
 
-const fn check_tiles() {
-    let mut i = 0;
-    while i < TILES.len() {
-        let tile = TILES[i];
-        let plan = tile.shared();
-        assert!(
-            plan.total <= MAX_SHARED_BYTES,
-            "a tile's shared memory exceeds 227 KB"
-        );
-        assert!(
-            tile.tokens.is_multiple_of(8) && tile.tokens <= 256,
-            "wgmma N must be a multiple of 8, ≤ 256"
-        );
-        assert!(
-            tile.decoded_slice_bytes().is_multiple_of(1024) && plan.raw_tokens.is_multiple_of(1024),
-            "swizzled regions must stay 1024-byte aligned"
-        );
-        assert!(
-            plan.raw_scales.is_multiple_of(16) && plan.barriers.is_multiple_of(8),
-            "bulk-copy and mbarrier alignment"
-        );
-        assert!(
-            128u32.is_multiple_of(tile.tokens) || tile.tokens.is_multiple_of(128),
-            "token tiles must not straddle scale groups"
-        );
-        assert!(
-            tile.grouped_shared().total <= MAX_SHARED_BYTES,
-            "a grouped tile's shared memory exceeds 227 KB"
-        );
-        assert!(
-            tile.predecoded_tokens() || tile.decoder_warpgroups() > 0,
-            "a tile that decodes its tokens needs decoder warpgroups"
-        );
-        let budget = tile.threads() * tile.entry_registers();
-        let grouped = tile.grouped_registers();
-        let registers = tile.registers();
-        assert!(
-            tile.registers_in_use(grouped) <= budget && tile.registers_in_use(registers) <= budget,
-            "setmaxnreg budget exceeds the CTA's launch allocation (setmaxnreg.inc would wait forever)"
-        );
-        assert!(
-            split_is_valid(grouped) && split_is_valid(registers),
-            "setmaxnreg counts are multiples of 8 in 24..=256"
-        );
-        i += 1;
-    }
+/// Compile-time checks of one tile (the registry, `sm90::registry`, runs them on each of its
+/// tiles): shared memory, wgmma shape, alignments, and the `setmaxnreg` budget.
+pub const fn check_tile(tile: Tile) {
+    let plan = tile.shared();
+    assert!(
+        plan.total <= MAX_SHARED_BYTES,
+        "a tile's shared memory exceeds 227 KB"
+    );
+    assert!(
+        tile.tokens.is_multiple_of(8) && tile.tokens <= 256,
+        "wgmma N must be a multiple of 8, ≤ 256"
+    );
+    assert!(
+        tile.decoded_slice_bytes().is_multiple_of(1024) && plan.raw_tokens.is_multiple_of(1024),
+        "swizzled regions must stay 1024-byte aligned"
+    );
+    assert!(
+        plan.raw_scales.is_multiple_of(16) && plan.barriers.is_multiple_of(8),
+        "bulk-copy and mbarrier alignment"
+    );
+    assert!(
+        128u32.is_multiple_of(tile.tokens) || tile.tokens.is_multiple_of(128),
+        "token tiles must not straddle scale groups"
+    );
+    assert!(
+        tile.grouped_shared().total <= MAX_SHARED_BYTES,
+        "a grouped tile's shared memory exceeds 227 KB"
+    );
+    assert!(
+        tile.predecoded_tokens() || tile.decoder_warpgroups() > 0,
+        "a tile that decodes its tokens needs decoder warpgroups"
+    );
+    let budget = tile.threads() * tile.entry_registers();
+    let grouped = tile.grouped_registers();
+    let registers = tile.registers();
+    assert!(
+        tile.registers_in_use(grouped) <= budget && tile.registers_in_use(registers) <= budget,
+        "setmaxnreg budget exceeds the CTA's launch allocation (setmaxnreg.inc would wait forever)"
+    );
+    assert!(
+        split_is_valid(grouped) && split_is_valid(registers),
+        "setmaxnreg counts are multiples of 8 in 24..=256"
+    );
 }
-const _: () = check_tiles();
 
 /// Arguments of the dense dual GEMM (`nvfp4_dual_gemm_sm90_t*`), passed by value as the
 /// kernel's only parameter: the host fills this very struct, so the two sides cannot disagree

@@ -23,6 +23,7 @@ use crate::sm90::config::{
     DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
     K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset, stage_block,
 };
+use crate::sm90::registry;
 use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
 
 /// One weight row's 16-byte chunk of a decode step as loaded: the packed codes of two scale
@@ -73,27 +74,23 @@ impl RowChunk {
     }
 }
 
-/// The decode-size dual GEMM for up to 8 tokens (see the module doc).
-///
-/// # Safety
-/// Arguments must satisfy [`DecodeArgs`]' contract with `m ≤ 8`, launched with
-/// `DECODE_WARPS · 32` threads per CTA and [`crate::sm90::config::decode_shared_bytes`] of
-/// dynamic shared memory.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_decode_sm90_m8(args: DecodeArgs) {
-    // SAFETY: forwarded.
-    unsafe { decode::<1>(args) }
+macro_rules! decode_entries {
+    ($($tiles:literal $name:ident;)*) => {$(
+        /// The decode-size dual GEMM for up to `8 · token_tiles` tokens (see the module doc).
+        ///
+        /// # Safety
+        /// Arguments must satisfy [`DecodeArgs`]' contract with `decode_token_tiles(m)` equal
+        /// to the entry's token tiles, launched with `DECODE_WARPS · 32` threads per CTA and
+        /// [`crate::sm90::config::decode_shared_bytes`] of dynamic shared memory.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
+            // SAFETY: forwarded.
+            unsafe { decode::<$tiles>(args) }
+        }
+    )*};
 }
 
-/// The decode-size dual GEMM for 9 to 16 tokens (see the module doc).
-///
-/// # Safety
-/// As [`nvfp4_dual_gemm_decode_sm90_m8`], with `8 < m ≤ 16`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_dual_gemm_decode_sm90_m16(args: DecodeArgs) {
-    // SAFETY: forwarded.
-    unsafe { decode::<2>(args) }
-}
+registry::decode_entries!(decode_entries);
 
 /// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`).
 /// One step's weight loads are in flight while a step is decoded: two (the most that fit in 64

@@ -9,6 +9,7 @@ use crate::sm90::config::{self, DualGemmArgs, K_PER_STAGE, TILE_N, Tile};
 use crate::sm90::mainloop::{
     self, ConsumerLane, PackedTokens, Problem, RowOffsets, Shared, TileJob, WeightBases, WeightStage, Work,
 };
+use crate::sm90::registry;
 
 /// A dense dual GEMM: one problem, tiles numbered token tile fastest.
 struct DenseProblem<'a, M> {
@@ -144,21 +145,22 @@ unsafe fn dual_gemm<
 }
 
 macro_rules! entry_point {
-    ($name:ident, $acc:literal, $mma:path) => {
+    ($name:ident, $tokens:literal, $mma:path) => {
         /// The sm_90a dual GEMM for one token-tile width (see the module doc for the contract).
         ///
         /// # Safety
         /// Arguments must satisfy the module contract.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: DualGemmArgs) {
+            const TILE: Tile = Tile { tokens: $tokens };
+            const ACC: usize = $tokens / 2;
             // SAFETY (both): forwarded contract; descriptors point into the decoded slices.
-            let mma = |acc: &mut [f32; $acc], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
-            const TILE: Tile = Tile { tokens: 2 * $acc };
+            let mma = |acc: &mut [f32; ACC], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
             const REGISTERS: config::RegisterSplit = TILE.registers();
             const SETS: usize = TILE.accumulator_sets() as usize;
             unsafe {
                 dual_gemm::<
-                    $acc,
+                    ACC,
                     SETS,
                     { REGISTERS.consumer },
                     { REGISTERS.decoder },
@@ -174,9 +176,11 @@ macro_rules! entry_point {
     };
 }
 
-entry_point!(nvfp4_dual_gemm_sm90_t8, 4, wgmma::m64n8k16);
-entry_point!(nvfp4_dual_gemm_sm90_t16, 8, wgmma::m64n16k16);
-entry_point!(nvfp4_dual_gemm_sm90_t32, 16, wgmma::m64n32k16);
-entry_point!(nvfp4_dual_gemm_sm90_t64, 32, wgmma::m64n64k16);
-entry_point!(nvfp4_dual_gemm_sm90_t128, 64, wgmma::m64n128k16);
-entry_point!(nvfp4_dual_gemm_sm90_t256, 128, wgmma::m64n256k16);
+/// Defines the dense entry of every tile in the registry.
+macro_rules! dense_entries {
+    ($($tokens:literal $mma:ident $dense:ident ($($grouped:ident)*);)*) => {
+        $(entry_point!($dense, $tokens, wgmma::$mma);)*
+    };
+}
+
+registry::tiled_entries!(dense_entries);

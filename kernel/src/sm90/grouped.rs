@@ -13,6 +13,7 @@ use crate::sm90::mainloop::{
     self, ConsumerLane, PackedTokens, Problem, RowOffsets, RowPointers, Shared, TileJob, WeightBases,
     WeightStage, Work,
 };
+use crate::sm90::registry;
 use crate::sm90::tokens::decode_slice;
 
 /// The schedule table in shared memory: the header at `base`, group `g`'s record at
@@ -179,7 +180,7 @@ unsafe fn grouped<
 }
 
 macro_rules! entry_point {
-    ($name:ident, $gated:literal, $acc:literal, $mma:path) => {
+    ($name:ident, $gated:literal, $tokens:literal, $mma:path) => {
         /// The sm_90a grouped kernel for one token-tile width (see the module doc for the
         /// contract).
         ///
@@ -187,14 +188,15 @@ macro_rules! entry_point {
         /// Arguments must satisfy the module contract.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: GroupedArgs) {
+            const TILE: Tile = Tile { tokens: $tokens };
+            const ACC: usize = $tokens / 2;
             // SAFETY (both): forwarded contract; descriptors point into the decoded slices.
-            let mma = |acc: &mut [f32; $acc], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
-            const TILE: Tile = Tile { tokens: 2 * $acc };
+            let mma = |acc: &mut [f32; ACC], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
             const REGISTERS: config::RegisterSplit = TILE.grouped_registers();
             const SETS: usize = TILE.accumulator_sets() as usize;
             unsafe {
                 grouped::<
-                    $acc,
+                    ACC,
                     SETS,
                     { REGISTERS.consumer },
                     { REGISTERS.decoder },
@@ -215,25 +217,38 @@ macro_rules! entry_point {
     };
 }
 
-entry_point!(nvfp4_grouped_dual_gemm_sm90_t8, true, 4, wgmma::m64n8k16);
-entry_point!(nvfp4_grouped_dual_gemm_sm90_t16, true, 8, wgmma::m64n16k16);
-entry_point!(nvfp4_grouped_dual_gemm_sm90_t32, true, 16, wgmma::m64n32k16);
-entry_point!(nvfp4_grouped_dual_gemm_sm90_t64, true, 32, wgmma::m64n64k16);
-entry_point!(nvfp4_grouped_dual_gemm_sm90_t128, true, 64, wgmma::m64n128k16);
-entry_point!(nvfp4_grouped_gemm_sm90_t8, false, 4, wgmma::m64n8k16);
-entry_point!(nvfp4_grouped_gemm_sm90_t16, false, 8, wgmma::m64n16k16);
-entry_point!(nvfp4_grouped_gemm_sm90_t32, false, 16, wgmma::m64n32k16);
-entry_point!(nvfp4_grouped_gemm_sm90_t64, false, 32, wgmma::m64n64k16);
-entry_point!(nvfp4_grouped_gemm_sm90_t128, false, 64, wgmma::m64n128k16);
+/// Defines the grouped entries of every tile in the registry that has them: all gated (dual)
+/// kernels, then all plain ones.
+macro_rules! grouped_entries {
+    ($($tokens:literal $mma:ident $dense:ident ($($gated:ident $plain:ident)?);)*) => {
+        $($(entry_point!($gated, true, $tokens, wgmma::$mma);)?)*
+        $($(entry_point!($plain, false, $tokens, wgmma::$mma);)?)*
+    };
+}
 
-/// The preparation pass of a grouped launch (see the module doc): tables by one warp of CTA 0,
-/// tokens by every thread (grid-stride over (token row, 64-K slice) items). Launched
-/// programmatically after the previous kernel, it waits for it before touching memory.
-///
-/// # Safety
-/// The module contract.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_grouped_prepare_sm90(args: GroupedPrepareArgs) {
+registry::tiled_entries!(grouped_entries);
+
+macro_rules! prepare_entry {
+    ($name:ident) => {
+        /// The preparation pass of a grouped launch (see the module doc): tables by one warp of CTA 0,
+        /// tokens by every thread (grid-stride over (token row, 64-K slice) items). Launched
+        /// programmatically after the previous kernel, it waits for it before touching memory.
+        ///
+        /// # Safety
+        /// The module contract.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: GroupedPrepareArgs) {
+            // SAFETY: forwarded.
+            unsafe { prepare_pass(args) }
+        }
+    };
+}
+
+registry::grouped_prepare_entry!(prepare_entry);
+
+/// The body of the preparation pass (see its entry).
+#[inline(always)]
+unsafe fn prepare_pass(args: GroupedPrepareArgs) {
     fence::launch_dependents();
     fence::grid_dependency_wait();
     let groups = args.groups.min(MAX_GROUPS);

@@ -26,7 +26,7 @@ use crate::sm90::config::{
 };
 use crate::sm90::tokens::scaled_pairs;
 
-/// Runs `$body` with `$q` bound to the literals 0, 1, …, 15 while below `$limit`. Loops over
+/// Runs `$body` with `$q` bound to the literals 0, 1, …, 31 while below `$limit`. Loops over
 /// the accumulators must use literal indices: LLVM does not fully unroll these loops, and a
 /// run-time index moves the accumulator array to local memory.
 macro_rules! unrolled32 {

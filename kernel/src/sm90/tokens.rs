@@ -22,6 +22,7 @@ use crate::ptx::{cvt, fence, mem, sreg, warp};
 use crate::sm90::config::{
     BLOCKS_PER_STAGE, K_PER_SLICE, PredecodeArgs, SLICES_PER_STAGE, padded_k, stage_block,
 };
+use crate::sm90::registry;
 
 /// 16-byte chunks of one token's decoded slice (128 bytes of fp16, one swizzle row).
 pub const CHUNKS_PER_SLICE: u32 = 2 * K_PER_SLICE / 16;
@@ -153,79 +154,85 @@ fn transpose_chunks_of_8_lanes(chunks: &mut [[u32; 4]; CHUNKS_PER_SLICE as usize
     exchange!(4: (0, 4) (1, 5) (2, 6) (3, 7));
 }
 
-/// Decodes an NVFP4 token matrix into the operand format above: `out` row `r`
-/// ([`padded_k`]`(k)` fp16) holds its `j`-th 64-K slice at bytes `128·j .. 128·j + 128`, zeros
-/// past K. One thread per (row, slice), grid-stride by whole warps; the threads of a slice pair
-/// (`2h`, `2h + 1`) read the interleaved halves of the same 64 packed bytes. A warp's 32 items
-/// are 4 KiB of `out` in one piece; after a transpose among each 8 lanes
-/// ([`transpose_chunks_of_8_lanes`]) every store instruction writes 4 whole 128-byte lines.
-/// (Stored straight from each thread, every store instruction wrote 16 bytes of each of 32
-/// lines: the kernel was L2-bound, 12 µs at M = 512, K = 7168. Staging in shared memory instead
-/// halved that, but cost the small shapes ≈ 1–2 µs, likely through the shared-memory carve-out
-/// change between it and the GEMMs.) It lets the dual GEMM that follows start early
-/// (programmatic dependent launch) and, should it be launched that way itself, waits for the
-/// previous kernel before it touches memory.
-///
-/// # Safety
-/// `data`: `rows × k/2` bytes, 16-byte aligned; `scales`: the blocked layout of `rows × k/16`
-/// codes, 4-byte aligned; `out`: `rows × padded_k(k)` fp16, 16-byte aligned; `k` a positive
-/// multiple of [`crate::sm90::config::K_MULTIPLE`] with `rows · padded_k(k) / 64 < 2^31`; a
-/// block size that is a multiple of 32.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvfp4_predecode_tokens_sm90(args: PredecodeArgs) {
-    let PredecodeArgs {
-        data,
-        scales,
-        out,
-        rows,
-        k,
-    } = args;
-    let slices_per_row = padded_k(k) / K_PER_SLICE;
-    if slices_per_row == 0 {
-        return; // never with a valid launch; also proves the divisions cannot panic
-    }
-    fence::launch_dependents();
-    fence::grid_dependency_wait();
-    let layout = BlockedScales::new(rows as usize, k as usize);
-    let total = rows * slices_per_row;
-    let lane = sreg::thread_idx_x() % 32;
-    let stride = sreg::grid_dim_x() * sreg::block_dim_x();
-    // The warp's first item: the loop runs warp-uniformly (every lane takes the shuffles).
-    let mut first = sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x() - lane;
-    while first < total {
-        let item = first + lane;
-        let mut chunks = [[0u32; 4]; CHUNKS_PER_SLICE as usize];
-        if item < total {
-            let (row, slice) = (item / slices_per_row, item % slices_per_row);
-            // SAFETY: the contract above.
-            chunks = unsafe {
-                decode_slice_chunks(
-                    data.add(row as usize * (k as usize / 2)),
-                    scales,
-                    layout,
-                    row as usize,
-                    k,
-                    slice,
-                )
-            };
-        }
-        transpose_chunks_of_8_lanes(&mut chunks, lane);
-        // Lane 8g + i now holds chunk i of the warp's items 8g .. 8g + 7; round r stores item
-        // 8g + r's chunk: 4 whole lines per instruction.
-        let group_first = first + lane / 8 * 8;
-        let chunk = (lane % 8) as usize;
-        for (r, words) in chunks.iter().enumerate() {
-            let item = group_first + r as u32;
-            if item < total {
-                // SAFETY: the item's 128 bytes are inside `out`.
-                unsafe {
-                    mem::st_global_v4_b32(
-                        out.add(item as usize * 4 * CHUNKS_PER_SLICE as usize + 4 * chunk),
-                        *words,
-                    )
-                };
+macro_rules! predecode_entry {
+    ($name:ident) => {
+        /// Decodes an NVFP4 token matrix into the operand format above: `out` row `r`
+        /// ([`padded_k`]`(k)` fp16) holds its `j`-th 64-K slice at bytes `128·j .. 128·j + 128`, zeros
+        /// past K. One thread per (row, slice), grid-stride by whole warps; the threads of a slice pair
+        /// (`2h`, `2h + 1`) read the interleaved halves of the same 64 packed bytes. A warp's 32 items
+        /// are 4 KiB of `out` in one piece; after a transpose among each 8 lanes
+        /// ([`transpose_chunks_of_8_lanes`]) every store instruction writes 4 whole 128-byte lines.
+        /// (Stored straight from each thread, every store instruction wrote 16 bytes of each of 32
+        /// lines: the kernel was L2-bound, 12 µs at M = 512, K = 7168. Staging in shared memory instead
+        /// halved that, but cost the small shapes ≈ 1–2 µs, likely through the shared-memory carve-out
+        /// change between it and the GEMMs.) It lets the dual GEMM that follows start early
+        /// (programmatic dependent launch) and, should it be launched that way itself, waits for the
+        /// previous kernel before it touches memory.
+        ///
+        /// # Safety
+        /// `data`: `rows × k/2` bytes, 16-byte aligned; `scales`: the blocked layout of `rows × k/16`
+        /// codes, 4-byte aligned; `out`: `rows × padded_k(k)` fp16, 16-byte aligned; `k` a positive
+        /// multiple of [`crate::sm90::config::K_MULTIPLE`] with `rows · padded_k(k) / 64 < 2^31`; a
+        /// block size that is a multiple of 32.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: PredecodeArgs) {
+            let PredecodeArgs {
+                data,
+                scales,
+                out,
+                rows,
+                k,
+            } = args;
+            let slices_per_row = padded_k(k) / K_PER_SLICE;
+            if slices_per_row == 0 {
+                return; // never with a valid launch; also proves the divisions cannot panic
+            }
+            fence::launch_dependents();
+            fence::grid_dependency_wait();
+            let layout = BlockedScales::new(rows as usize, k as usize);
+            let total = rows * slices_per_row;
+            let lane = sreg::thread_idx_x() % 32;
+            let stride = sreg::grid_dim_x() * sreg::block_dim_x();
+            // The warp's first item: the loop runs warp-uniformly (every lane takes the shuffles).
+            let mut first = sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x() - lane;
+            while first < total {
+                let item = first + lane;
+                let mut chunks = [[0u32; 4]; CHUNKS_PER_SLICE as usize];
+                if item < total {
+                    let (row, slice) = (item / slices_per_row, item % slices_per_row);
+                    // SAFETY: the contract above.
+                    chunks = unsafe {
+                        decode_slice_chunks(
+                            data.add(row as usize * (k as usize / 2)),
+                            scales,
+                            layout,
+                            row as usize,
+                            k,
+                            slice,
+                        )
+                    };
+                }
+                transpose_chunks_of_8_lanes(&mut chunks, lane);
+                // Lane 8g + i now holds chunk i of the warp's items 8g .. 8g + 7; round r stores item
+                // 8g + r's chunk: 4 whole lines per instruction.
+                let group_first = first + lane / 8 * 8;
+                let chunk = (lane % 8) as usize;
+                for (r, words) in chunks.iter().enumerate() {
+                    let item = group_first + r as u32;
+                    if item < total {
+                        // SAFETY: the item's 128 bytes are inside `out`.
+                        unsafe {
+                            mem::st_global_v4_b32(
+                                out.add(item as usize * 4 * CHUNKS_PER_SLICE as usize + 4 * chunk),
+                                *words,
+                            )
+                        };
+                    }
+                }
+                first += stride;
             }
         }
-        first += stride;
-    }
+    };
 }
+
+registry::predecode_tokens_entry!(predecode_entry);

@@ -1,0 +1,83 @@
+//! Arguments of the kernels both modules share (dequantization, `silu · up`, quantization, amax,
+//! and the test-support occupier), one `#[repr(C)]` struct per kernel family that the host
+//! fills and the kernel takes by value. Their entries are listed in `crate::registry`.
+
+/// Arguments of the dequantization kernels: an NVFP4 matrix to row-major fp16/bf16.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DequantizeArgs {
+    /// Packed e2m1 data, `rows × k/2` bytes, 8-byte aligned.
+    pub data: *const u8,
+    /// Blocked e4m3 scales.
+    pub scales: *const u8,
+    /// Output, `rows × k` elements, 16-byte aligned.
+    pub out: *mut u16,
+    /// Rows.
+    pub rows: u32,
+    /// K (a multiple of 16).
+    pub k: u32,
+    /// The matrix's global scale (1 for none).
+    pub global_scale: f32,
+}
+
+/// Arguments of the `silu(gate) · up` kernels on fp16/bf16 vectors.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiluMulArgs {
+    /// Gate values, `len` elements, 16-byte aligned.
+    pub gate: *const u32,
+    /// Up values, `len` elements, 16-byte aligned.
+    pub up: *const u32,
+    /// Output, `len` elements, 16-byte aligned.
+    pub out: *mut u32,
+    /// Elements (a multiple of 8, below 2³¹).
+    pub len: u32,
+}
+
+/// Arguments of the quantization kernels (`crate::quantize`): row-major f32 / f16 / bf16
+/// values to an NVFP4 matrix.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct QuantizeArgs {
+    /// `rows × k` input elements, 16-byte aligned.
+    pub values: *const u8,
+    /// Packed e2m1 output, `rows × k / 2` bytes, 8-byte aligned.
+    pub data: *mut u8,
+    /// Blocked e4m3 scales (padding left as the caller filled it: zeros, like the host's).
+    pub scales: *mut u8,
+    /// The tensor's largest magnitude as f32 bits (the amax kernel's result), from which the
+    /// kernel derives the global scale as the host's `GlobalScale::Auto` does; null: use
+    /// `global_scale`.
+    pub amax: *const u32,
+    /// `u64::MAX − i` for the smallest index `i` of a non-finite input element; 0 when there is
+    /// none (the caller zeroes it first).
+    pub status: *mut u64,
+    /// Rows.
+    pub rows: u32,
+    /// K (a multiple of 16; `rows · k / 16 < 2^31`).
+    pub k: u32,
+    /// The global scale when `amax` is null (1 for none).
+    pub global_scale: f32,
+}
+
+/// Arguments of the amax kernels: the largest magnitude of `blocks · 16` elements.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AmaxArgs {
+    /// The elements, 16-byte aligned.
+    pub values: *const u8,
+    /// Running maximum of the magnitudes' f32 bits (the caller zeroes it first).
+    pub amax: *mut u32,
+    /// 16-element blocks (below 2^31).
+    pub blocks: u32,
+}
+
+/// Arguments of the test-support kernel that occupies multiprocessors (`registry::OCCUPY`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OccupyArgs {
+    /// Each block spins until this word is non-zero.
+    pub release: *const u32,
+    /// Each block adds 1 here when it starts.
+    pub started: *mut u32,
+}

@@ -1,0 +1,305 @@
+//! The sm_90a kernel registry: every entry point of the Hopper module, declared once.
+//!
+//! Each list is a macro that hands its entries to a callback macro. The kernel files pass the
+//! macro that defines their entry functions (`sm90::dual_gemm`, `sm90::grouped`,
+//! `sm90::decode`, `sm90::tokens`); this module passes the macros that build the const tables
+//! below, from which `build.rs` (launch bounds), the PTX tests, the host loaders and the host's
+//! tile choice read. So an entry's name is written once, here, and a tile is one line.
+//!
+//! Pure: compiled for the host too.
+
+use crate::grouped::GroupedPrepareArgs;
+use crate::launch::{EntryPoint, Kernel};
+use crate::sm90::config::{
+    DECODE_WARPS, DecodeArgs, DualGemmArgs, GroupedArgs, PredecodeArgs, Tile, check_tile,
+};
+
+/// The tiled kernels, smallest tile first, one line per token-tile width:
+/// `tokens wgmma_shape dense_entry (grouped_dual_entry grouped_plain_entry);`, the parentheses
+/// empty where the tile has no grouped kernels.
+///
+/// The 256-token tile has none: its consumers spill with a grouped problem's per-group row
+/// pointers (ptxas, 240 registers), and it would only pay off for groups of more than 256
+/// tokens with whole waves of tiles.
+macro_rules! tiled_entries {
+    ($callback:ident) => {
+        $callback! {
+            8 m64n8k16 nvfp4_dual_gemm_sm90_t8
+                (nvfp4_grouped_dual_gemm_sm90_t8 nvfp4_grouped_gemm_sm90_t8);
+            16 m64n16k16 nvfp4_dual_gemm_sm90_t16
+                (nvfp4_grouped_dual_gemm_sm90_t16 nvfp4_grouped_gemm_sm90_t16);
+            32 m64n32k16 nvfp4_dual_gemm_sm90_t32
+                (nvfp4_grouped_dual_gemm_sm90_t32 nvfp4_grouped_gemm_sm90_t32);
+            64 m64n64k16 nvfp4_dual_gemm_sm90_t64
+                (nvfp4_grouped_dual_gemm_sm90_t64 nvfp4_grouped_gemm_sm90_t64);
+            128 m64n128k16 nvfp4_dual_gemm_sm90_t128
+                (nvfp4_grouped_dual_gemm_sm90_t128 nvfp4_grouped_gemm_sm90_t128);
+            256 m64n256k16 nvfp4_dual_gemm_sm90_t256 ();
+        }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use tiled_entries;
+
+/// The decode-size dual GEMM (`sm90::decode`), one line per count of 8-token tiles:
+/// `token_tiles entry;` (M ≤ 8, M ≤ 16).
+macro_rules! decode_entries {
+    ($callback:ident) => {
+        $callback! {
+            1 nvfp4_dual_gemm_decode_sm90_m8;
+            2 nvfp4_dual_gemm_decode_sm90_m16;
+        }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use decode_entries;
+
+/// The token pre-decoder of the large tiles (`sm90::tokens`).
+macro_rules! predecode_tokens_entry {
+    ($callback:ident) => {
+        $callback! { nvfp4_predecode_tokens_sm90 }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use predecode_tokens_entry;
+
+/// The preparation pass of the grouped kernels (`sm90::grouped`).
+macro_rules! grouped_prepare_entry {
+    ($callback:ident) => {
+        $callback! { nvfp4_grouped_prepare_sm90 }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use grouped_prepare_entry;
+
+/// One token-tile width and its kernels.
+#[derive(Clone, Copy, Debug)]
+pub struct TiledEntries {
+    /// The tile.
+    pub tile: Tile,
+    /// The dense dual GEMM.
+    pub dense: Kernel<DualGemmArgs>,
+    /// The grouped dual GEMM and the grouped (plain) GEMM, if the tile has them.
+    pub grouped: Option<GroupedEntries>,
+}
+
+/// The grouped kernels of one tile.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupedEntries {
+    /// The grouped dual GEMM.
+    pub gated: Kernel<GroupedArgs>,
+    /// The grouped GEMM.
+    pub plain: Kernel<GroupedArgs>,
+}
+
+impl TiledEntries {
+    /// The kernels of `tile` under these names. Every tiled entry runs `tile.threads()` threads
+    /// with `.minnctapersm 1`, which lets `setmaxnreg` move registers between its warpgroups.
+    const fn new(tile: Tile, dense: &'static str, grouped: Option<[&'static str; 2]>) -> Self {
+        Self {
+            tile,
+            dense: Kernel::new(dense, tile.threads(), Some(1)),
+            grouped: match grouped {
+                Some([gated, plain]) => Some(GroupedEntries {
+                    gated: Kernel::new(gated, tile.threads(), Some(1)),
+                    plain: Kernel::new(plain, tile.threads(), Some(1)),
+                }),
+                None => None,
+            },
+        }
+    }
+
+    /// The grouped kernel, gated or plain, if the tile has grouped kernels.
+    pub const fn grouped(&self, gated: bool) -> Option<Kernel<GroupedArgs>> {
+        match self.grouped {
+            Some(g) if gated => Some(g.gated),
+            Some(g) => Some(g.plain),
+            None => None,
+        }
+    }
+}
+
+macro_rules! tiled_table {
+    ($($tokens:literal $mma:ident $dense:ident ($($gated:ident $plain:ident)?);)*) => {
+        /// Every tiled entry, smallest tile first ([`tiled_entries!`]).
+        pub const TILED: [TiledEntries; [$($tokens),*].len()] = [$(
+            TiledEntries::new(
+                Tile { tokens: $tokens },
+                stringify!($dense),
+                grouped_names!($($gated $plain)?),
+            ),
+        )*];
+    };
+}
+
+macro_rules! grouped_names {
+    () => {
+        None
+    };
+    ($gated:ident $plain:ident) => {
+        Some([stringify!($gated), stringify!($plain)])
+    };
+}
+
+tiled_entries!(tiled_table);
+
+/// One kernel of the decode-size dual GEMM.
+#[derive(Clone, Copy, Debug)]
+pub struct DecodeEntry {
+    /// The 8-token tiles it computes (`config::decode_token_tiles(m)`).
+    pub token_tiles: u32,
+    /// The kernel: `DECODE_WARPS` warps per CTA and [`DECODE_CTAS_PER_SM`] CTAs per SM, which
+    /// holds ptxas to 64 registers per thread.
+    pub kernel: Kernel<DecodeArgs>,
+}
+
+macro_rules! decode_table {
+    ($($tiles:literal $name:ident;)*) => {
+        /// The decode-size dual GEMM, one kernel per count of token tiles ([`decode_entries!`]).
+        pub const DECODE: [DecodeEntry; [$($tiles),*].len()] = [$(
+            DecodeEntry {
+                token_tiles: $tiles,
+                kernel: Kernel::new(stringify!($name), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
+            },
+        )*];
+    };
+}
+decode_entries!(decode_table);
+
+/// The decode-size kernel for `token_tiles` tiles of 8 tokens, if the module has one.
+pub const fn decode(token_tiles: u32) -> Option<Kernel<DecodeArgs>> {
+    let mut i = 0;
+    while i < DECODE.len() {
+        if DECODE[i].token_tiles == token_tiles {
+            return Some(DECODE[i].kernel);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// CTAs of the decode-size dual GEMM per SM (`.minnctapersm`): 32 warps.
+pub const DECODE_CTAS_PER_SM: u32 = 4;
+
+macro_rules! single_kernel {
+    ($name:ident) => {
+        stringify!($name)
+    };
+}
+
+/// Token pre-decoding for the dual GEMM's large tiles (`sm90::tokens`).
+pub const PREDECODE_TOKENS: Kernel<PredecodeArgs> =
+    Kernel::new(predecode_tokens_entry!(single_kernel), 256, None);
+
+/// The preparation pass of the grouped kernels (`sm90::grouped`).
+pub const GROUPED_PREPARE: Kernel<GroupedPrepareArgs> =
+    Kernel::new(grouped_prepare_entry!(single_kernel), 256, None);
+
+const fn count_tiles(grouped_only: bool) -> usize {
+    let (mut i, mut count) = (0, 0);
+    while i < TILED.len() {
+        if !grouped_only || TILED[i].grouped.is_some() {
+            count += 1;
+        }
+        i += 1;
+    }
+    count
+}
+
+const fn tiles<const N: usize>(grouped_only: bool) -> [Tile; N] {
+    let mut out = [Tile { tokens: 0 }; N];
+    let (mut i, mut j) = (0, 0);
+    while i < TILED.len() {
+        if !grouped_only || TILED[i].grouped.is_some() {
+            out[j] = TILED[i].tile;
+            j += 1;
+        }
+        i += 1;
+    }
+    assert!(j == N, "tile count");
+    out
+}
+
+/// The tiles of the dense dual GEMM, smallest first.
+pub const TILES: [Tile; count_tiles(false)] = tiles(false);
+
+/// The tiles of the grouped kernels, smallest first.
+pub const GROUPED_TILES: [Tile; count_tiles(true)] = tiles(true);
+
+/// The widest tile of the dense dual GEMM, which its plan may pick by cost.
+pub const WIDEST_TILE: Tile = TILES[TILES.len() - 1];
+
+const _: () = {
+    let mut i = 1;
+    while i < TILED.len() {
+        assert!(
+            TILED[i - 1].tile.tokens < TILED[i].tile.tokens,
+            "tiles are listed smallest first, each once"
+        );
+        i += 1;
+    }
+    assert!(!GROUPED_TILES.is_empty(), "the grouped kernels need a tile");
+    let mut t = 0;
+    while t < TILES.len() {
+        check_tile(TILES[t]);
+        t += 1;
+    }
+};
+
+/// The smallest grouped tile that covers `m` tokens in one tile, else the widest grouped tile.
+/// (The dense plan also weighs [`WIDEST_TILE`] by cost: `host/dual_gemm.rs`.)
+pub const fn grouped_tile_for(m: u32) -> Tile {
+    let mut i = 0;
+    while i < GROUPED_TILES.len() {
+        if GROUPED_TILES[i].tokens >= m {
+            return GROUPED_TILES[i];
+        }
+        i += 1;
+    }
+    GROUPED_TILES[GROUPED_TILES.len() - 1]
+}
+
+/// The registry entry of `tile`, if the module has that tile.
+pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
+    let mut i = 0;
+    while i < TILED.len() {
+        if TILED[i].tile.tokens == tile.tokens {
+            return Some(&TILED[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
+const fn entry_count() -> usize {
+    TILED.len() + 2 * GROUPED_TILES.len() + DECODE.len() + 2
+}
+
+const fn entry_points() -> [EntryPoint; entry_count()] {
+    let mut out = [PREDECODE_TOKENS.entry; entry_count()];
+    let mut n = 0;
+    let mut i = 0;
+    while i < TILED.len() {
+        out[n] = TILED[i].dense.entry;
+        n += 1;
+        if let Some(grouped) = TILED[i].grouped {
+            out[n] = grouped.gated.entry;
+            out[n + 1] = grouped.plain.entry;
+            n += 2;
+        }
+        i += 1;
+    }
+    i = 0;
+    while i < DECODE.len() {
+        out[n] = DECODE[i].kernel.entry;
+        n += 1;
+        i += 1;
+    }
+    out[n] = PREDECODE_TOKENS.entry;
+    out[n + 1] = GROUPED_PREPARE.entry;
+    assert!(n + 2 == out.len(), "entry count");
+    out
+}
+
+/// Every entry point of the sm_90a module but the common ones (`crate::registry`).
+pub const ENTRY_POINTS: [EntryPoint; entry_count()] = entry_points();
