@@ -5,8 +5,10 @@
 //! `docs/toolchain.md`), then launch bounds from the kernel registries (`nvfp4_kernel::registry`) are inserted into
 //! the PTX text, then ptxas assembles it when found. The host crate embeds the result from
 //! `OUT_DIR`. Without an nvptx toolchain the PTX committed under `kernel/ptx/` is used instead, so
-//! that stable Rust alone builds the library; `NVFP4_REQUIRE_TOOLS=1` makes that an error, and
-//! `NVFP4_UPDATE_PTX=1` copies a fresh build over the committed files.
+//! that stable Rust alone builds the library, but only if their first line, a fingerprint of the
+//! kernel sources (`sources_header`), matches the sources here; `NVFP4_REQUIRE_TOOLS=1` makes a
+//! missing toolchain an error, and `NVFP4_UPDATE_PTX=1` copies a fresh build over the committed
+//! files.
 
 #[path = "host/tools.rs"]
 mod tools;
@@ -46,7 +48,13 @@ const UPDATE_PTX_ENV: &str = "NVFP4_UPDATE_PTX";
 const VERBOSE_ENV: &str = "NVFP4_BUILD_VERBOSE";
 
 fn main() {
-    for path in ["kernel/src", "kernel/Cargo.toml", "kernel/ptx", "host/tools.rs"] {
+    for path in [
+        "kernel/src",
+        "kernel/Cargo.toml",
+        "kernel/ptx",
+        "host/tools.rs",
+        "build.rs",
+    ] {
         println!("cargo:rerun-if-changed={path}");
     }
     for var in [
@@ -96,10 +104,14 @@ fn run() -> Result<(), String> {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").map_err(|e| e.to_string())?);
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
     let committed_dir = manifest_dir.join("kernel/ptx");
+    let sources = sources_header(&manifest_dir)?;
     let origin = match tools::find_nvptx_rustc() {
         Ok(rustc) => {
             for target in &TARGETS {
-                let ptx = build_ptx(&rustc, &manifest_dir, &out_dir, target)?;
+                let ptx = format!(
+                    "{sources}\n{}",
+                    build_ptx(&rustc, &manifest_dir, &out_dir, target)?
+                );
                 write(&out_dir.join(target.file), &ptx)?;
                 if std::env::var_os(UPDATE_PTX_ENV).is_some() {
                     write(&committed_dir.join(target.file), &ptx)?;
@@ -120,6 +132,16 @@ fn run() -> Result<(), String> {
                 let committed = committed_dir.join(target.file);
                 let ptx = std::fs::read_to_string(&committed)
                     .map_err(|e| format!("cannot read {}: {e}", committed.display()))?;
+                let built_from = ptx.lines().next().unwrap_or_default();
+                if built_from != sources {
+                    return Err(format!(
+                        "{} was built from other kernel sources than these ({built_from:?}, these: \
+                         {sources:?}) and no nvptx toolchain is here to rebuild it ({why}). Rebuild \
+                         and commit it where one is: `apt-get install rustc-web rust-web-src && \
+                         NVFP4_UPDATE_PTX=1 cargo build --release` (docs/toolchain.md)",
+                        committed.display()
+                    ));
+                }
                 write(&out_dir.join(target.file), &ptx)?;
             }
             "committed"
@@ -127,6 +149,58 @@ fn run() -> Result<(), String> {
     };
     println!("cargo:rustc-env=NVFP4_PTX_ORIGIN={origin}");
     assemble_with_ptxas(&out_dir)
+}
+
+/// The files the PTX is built from: the kernel crate's sources and manifest, and this build
+/// script (it writes the launch bounds).
+fn kernel_sources(manifest_dir: &Path) -> Result<Vec<PathBuf>, String> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+        let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if path.is_dir() {
+                walk(&path, out)?;
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut files = vec![
+        manifest_dir.join("kernel/Cargo.toml"),
+        manifest_dir.join("build.rs"),
+    ];
+    walk(&manifest_dir.join("kernel/src"), &mut files)?;
+    Ok(files)
+}
+
+/// The first line of every PTX module: a fingerprint of [`kernel_sources`] (64-bit FNV-1a over
+/// each file's path relative to the crate, with `/` separators, and its bytes, in path order;
+/// a staleness check, not a security measure). A committed module whose line differs was built
+/// from other sources.
+fn sources_header(manifest_dir: &Path) -> Result<String, String> {
+    let mut files = Vec::new();
+    for path in kernel_sources(manifest_dir)? {
+        let relative = path.strip_prefix(manifest_dir).map_err(|e| e.to_string())?;
+        let name = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        files.push((name, bytes));
+    }
+    files.sort();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, bytes) in &files {
+        for &byte in name.as_bytes().iter().chain(&[0]).chain(bytes).chain(&[0]) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    Ok(format!(
+        "// nvfp4-kernel sources fnv1a64:{hash:016x} ({} files)",
+        files.len()
+    ))
 }
 
 fn build_ptx(rustc: &Path, manifest_dir: &Path, out_dir: &Path, target: &Target) -> Result<String, String> {
