@@ -14,9 +14,8 @@ use half::f16;
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
-    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, K_MULTIPLE, K_PER_SLICE,
-    K_PER_STAGE, TILE_N, Tile, decode_partial_words, decode_shared_bytes, decode_steps, decode_token_tiles,
-    padded_k,
+    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, K_PER_SLICE, K_PER_STAGE,
+    TILE_N, Tile, decode_partial_words, decode_shared_bytes, decode_steps, decode_token_tiles, padded_k,
 };
 use nvfp4_kernel::sm90::registry as sm90_registry;
 use nvfp4_kernel::sm100::config as sm100;
@@ -26,26 +25,9 @@ use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
 use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref, tensor_map};
 use crate::problem::DualGemmShape;
-
-/// The scale the sm_90a kernel's fp16 operands carry: each is `value · 2⁻¹⁴`, so each product
-/// is `2⁻²⁸` too small and the epilogue multiplies by this.
-pub(crate) const SM90_OPERAND_RESCALE: f32 = (1u64 << 28) as f32;
-
-/// Largest value of the kernels' 32-bit sizes and offsets.
-pub(crate) const KERNEL_INDEX_LIMIT: u64 = (1 << 31) - 1;
-
-/// Checks a dimension against `1..=KERNEL_INDEX_LIMIT` and a multiple.
-pub(crate) fn check_dimension(arg: &'static str, value: usize, multiple: usize) -> Result<u32> {
-    if value == 0 || !value.is_multiple_of(multiple) || value as u64 > KERNEL_INDEX_LIMIT {
-        let rule = if multiple > 1 {
-            format!("must be a positive multiple of {multiple}, at most {KERNEL_INDEX_LIMIT}")
-        } else {
-            format!("must be in 1..={KERNEL_INDEX_LIMIT}")
-        };
-        return Err(Error::invalid(arg, rule, value));
-    }
-    Ok(value as u32)
-}
+use crate::rules::{
+    KERNEL_INDEX_LIMIT, SM90_OPERAND_RESCALE, StreamKState, check_gemm_shape, set_a_collector,
+};
 
 /// Launch geometry of the sm_90a kernel for one shape (pure; no GPU needed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,9 +51,7 @@ impl Sm90Geometry {
     /// a GPU with `multiprocessors` SMs.
     pub fn new(shape: DualGemmShape, multiprocessors: u32) -> Result<Self> {
         let DualGemmShape { m, n, k } = shape;
-        let m32 = check_dimension("m", m, 1)?;
-        let n32 = check_dimension("n", n, TILE_N as usize)?;
-        let k32 = check_dimension("k", k, K_MULTIPLE as usize)?;
+        let (m32, n32, k32) = check_gemm_shape(shape)?;
         if multiprocessors == 0 {
             return Err(Error::invalid("multiprocessors", "must be at least 1", 0));
         }
@@ -155,14 +135,26 @@ impl Sm100Geometry {
     /// multiple of 64, K of 64) and picks the grid.
     pub fn new(shape: DualGemmShape, multiprocessors: u32) -> Result<Self> {
         const _: () = assert!(
-            sm100_registry::NARROW_TILE.n == TILE_N && sm100::K_PER_MMA == K_MULTIPLE,
-            "both kernels share the shape rules"
+            sm100_registry::NARROW_TILE.n == TILE_N,
+            "N's rule is a multiple of the narrowest tile on both architectures"
         );
-        Sm90Geometry::new(shape, multiprocessors)?; // the shared shape rules, one definition
-        let (m, n) = (shape.m as u32, shape.n as u32);
+        let (m, n, k) = check_gemm_shape(shape)?;
+        if multiprocessors == 0 {
+            return Err(Error::invalid("multiprocessors", "must be at least 1", 0));
+        }
         let tile = sm100_registry::tile_for_shape(m, n);
-        let tiles = TileGrid::new(m, n, sm100::TILE_M, tile.n)
-            .ok_or_else(|| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
+        let too_large = || {
+            Error::invalid(
+                "m × n × k",
+                "too large for one launch",
+                format!("{m} × {n} × {k}"),
+            )
+        };
+        let tiles = TileGrid::new(m, n, sm100::TILE_M, tile.n).ok_or_else(too_large)?;
+        // The persistent loop counts tiles × K-stages in 32 bits.
+        if tiles.len() as u64 * k.div_ceil(sm100::K_PER_STAGE) as u64 > KERNEL_INDEX_LIMIT {
+            return Err(too_large());
+        }
         Ok(Self {
             tile,
             tiles,
@@ -319,25 +311,6 @@ impl DecodeSplit {
             splits,
             grid: splits * groups,
         }
-    }
-}
-
-/// The device state of a plan's stream-K fix-ups: partial-sum slots, their publication flags
-/// and the launch-ticket counter (see [`nvfp4_kernel::schedule::StreamK`]).
-pub(crate) struct StreamKState {
-    pub workspace: DeviceBuffer<u32>,
-    pub flags: DeviceBuffer<u32>,
-    pub tickets: DeviceBuffer<u64>,
-}
-
-impl StreamKState {
-    /// Zeroed state for `workspace_words` of partial sums and `flag_words` flags.
-    pub(crate) fn new(gpu: &Gpu, workspace_words: usize, flag_words: usize) -> Result<Self> {
-        Ok(Self {
-            workspace: DeviceBuffer::zeros(gpu.stream(), workspace_words)?,
-            flags: DeviceBuffer::zeros(gpu.stream(), flag_words)?,
-            tickets: DeviceBuffer::zeros(gpu.stream(), 1)?,
-        })
     }
 }
 
@@ -691,36 +664,5 @@ impl DualGemmPlan {
         // SAFETY: A has the planned shape (checked by the caller), `out` holds m × padded k
         // fp16, all 16-byte aligned.
         unsafe { kernel.launch(stream, gpu.grid_stride_blocks(kernel, items), 0, &args, false) }
-    }
-}
-
-/// The shared rule of the plans' `set_a_collector_use`: any choice on Blackwell, only `Reuse`
-/// (the no-op) elsewhere.
-pub(crate) fn set_a_collector(
-    slot: &mut sm100::ACollectorUse,
-    blackwell: bool,
-    collector: sm100::ACollectorUse,
-) -> Result<()> {
-    if !blackwell && collector != sm100::ACollectorUse::Reuse {
-        return Err(Error::invalid(
-            "A collector",
-            "only the sm_100f kernels have an MMA collector to switch",
-            format!("{collector:?}"),
-        ));
-    }
-    *slot = collector;
-    Ok(())
-}
-
-/// Checks that a device address is `bytes`-aligned.
-pub(crate) fn check_alignment(arg: &'static str, address: u64, bytes: u64) -> Result<()> {
-    if address.is_multiple_of(bytes) {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            arg,
-            format!("device address must be {bytes}-byte aligned"),
-            format!("{address:#x}"),
-        ))
     }
 }

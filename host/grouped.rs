@@ -50,13 +50,13 @@ use nvfp4_kernel::sm90::registry as sm90_registry;
 use nvfp4_kernel::sm100::config as sm100;
 use nvfp4_kernel::sm100::registry as sm100_registry;
 
-use crate::dual_gemm::{
-    KERNEL_INDEX_LIMIT, SM90_OPERAND_RESCALE, StreamKState, check_alignment, check_dimension,
-};
 use crate::error::{Error, Result};
-use crate::gpu::buffer::DeviceBuffer;
+use crate::gpu::buffer::{DeviceBuffer, check_alignment};
 use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
 use crate::matrix::NvFp4Matrix;
+use crate::rules::{
+    KERNEL_INDEX_LIMIT, SM90_OPERAND_RESCALE, StreamKState, check_dimension, set_a_collector,
+};
 
 /// The product each group computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -566,7 +566,7 @@ impl GroupedPlan {
     /// [`crate::dual_gemm::DualGemmPlan::set_a_collector_use`]).
     pub fn set_a_collector_use(&mut self, collector: sm100::ACollectorUse) -> Result<()> {
         let blackwell = matches!(self.backend, Backend::Sm100 { .. });
-        crate::dual_gemm::set_a_collector(&mut self.a_collector, blackwell, collector)
+        set_a_collector(&mut self.a_collector, blackwell, collector)
     }
 
     /// Chooses whether the GEMM kernel is a programmatic dependent launch (the default; see

@@ -47,6 +47,7 @@ pub mod problem;
 pub mod progress;
 pub mod quantize;
 pub mod reference;
+pub(crate) mod rules;
 pub mod tools;
 
 pub use error::{Error, Result};

@@ -3,13 +3,13 @@
 //! is taken once, when it is made, and launches use that address: no cudarc stream bookkeeping
 //! in the launch path, which would make a launch on another stream (a borrowed one, for
 //! example PyTorch's current stream) wait for events recorded elsewhere, and would break a
-//! graph capture.
+//! graph capture. Also the alignment rule of device addresses ([`check_alignment`]).
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A device allocation of `len` elements made on, and synchronized with, one stream; then used
 /// through its address only.
@@ -83,5 +83,18 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceBuffer<T> {
         }
         stream.synchronize()?;
         Ok(out)
+    }
+}
+
+/// Checks that a device address is `bytes`-aligned.
+pub(crate) fn check_alignment(arg: &'static str, address: u64, bytes: u64) -> Result<()> {
+    if address.is_multiple_of(bytes) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            arg,
+            format!("device address must be {bytes}-byte aligned"),
+            format!("{address:#x}"),
+        ))
     }
 }

@@ -616,7 +616,7 @@ impl Gpu {
     /// `out` is a 16-byte aligned device address of this GPU's context with `rows · k` values of
     /// `format`, not used by other work until the kernel completes.
     pub unsafe fn dequantize_raw(&self, m: NvFp4Ref, format: HalfFormat, out: u64) -> Result<()> {
-        crate::dual_gemm::check_alignment("out", out, 16)?;
+        buffer::check_alignment("out", out, 16)?;
         let kernel = match format {
             HalfFormat::F16 => &self.kernels.dequantize_f16,
             HalfFormat::Bf16 => &self.kernels.dequantize_bf16,

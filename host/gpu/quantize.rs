@@ -189,7 +189,7 @@ impl Gpu {
     ) -> Result<()> {
         refuse_auto(global)?;
         for (arg, address) in [("values", values), ("data", data), ("scales", scales)] {
-            crate::dual_gemm::check_alignment(arg, address, 16)?;
+            super::buffer::check_alignment(arg, address, 16)?;
         }
         self.enqueue_quantize_at(
             element as usize,

@@ -11,7 +11,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::f16;
 use nvfp4_kernel::layout::BlockedScales;
 
-use crate::dual_gemm::check_alignment;
+use super::buffer::check_alignment;
 use crate::error::{Error, Result};
 use crate::gpu::DeviceNvFp4Matrix;
 use crate::matrix::{validate_global_scale, validate_shape};
