@@ -38,17 +38,14 @@ fn compute_capability_selects_the_kernel_architecture() {
 
 fn opening_a_gpu_without_a_driver_is_a_typed_error() {
     if driver_available() {
-        common::skip_because(
-            "opening_a_gpu_without_a_driver_is_a_typed_error",
-            "a CUDA driver is installed here",
-        );
+        common::skip_because("a CUDA driver is installed here");
         return;
     }
     assert!(matches!(Gpu::open(0), Err(Error::NoDriver)));
 }
 
 fn matrices_round_trip_through_device_memory() {
-    let Some(gpu) = common::gpu_or_skip("matrices_round_trip_through_device_memory") else {
+    let Some(gpu) = common::gpu_or_skip() else {
         return;
     };
     let m = random_matrix(130, 272, Distribution::FullRange, &mut Rng::new(1)).unwrap();
@@ -92,7 +89,7 @@ fn assert_same_bits(what: &str, gpu: &[u16], cpu: &[u16], is_nan: fn(u16) -> boo
 }
 
 fn dequantization_matches_the_cpu_decoder_bit_for_bit() {
-    let Some(gpu) = common::gpu_or_skip("dequantization_matches_the_cpu_decoder_bit_for_bit") else {
+    let Some(gpu) = common::gpu_or_skip() else {
         return;
     };
     let mut rng = Rng::new(2026);
@@ -166,7 +163,7 @@ fn dequantization_matches_the_cpu_decoder_bit_for_bit() {
 }
 
 fn dequantization_rejects_an_output_of_the_wrong_length() {
-    let Some(gpu) = common::gpu_or_skip("dequantization_rejects_an_output_of_the_wrong_length") else {
+    let Some(gpu) = common::gpu_or_skip() else {
         return;
     };
     let m = gpu
@@ -299,7 +296,7 @@ fn check_quantizer<T: DeviceQuantizeInput + std::fmt::Debug>(
 }
 
 fn gpu_quantizer_is_bit_identical_to_the_cpu_quantizer() {
-    let Some(gpu) = common::gpu_or_skip("gpu_quantizer_is_bit_identical_to_the_cpu_quantizer") else {
+    let Some(gpu) = common::gpu_or_skip() else {
         return;
     };
     let mut rng = Rng::new(77);
@@ -392,8 +389,7 @@ fn caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_grap
     use nvfp4::gemm::GemmShape;
     use nvfp4::gpu::{Element, F16Mut, HalfFormat, NvFp4Ref};
     use nvfp4::reference::{self, TASK_TOLERANCE};
-    let test = "caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_graph";
-    let Some(mut gpu) = common::gpu_or_skip(test) else {
+    let Some(mut gpu) = common::gpu_or_skip() else {
         return;
     };
     // "Other code's" stream, lent to the library.

@@ -27,8 +27,7 @@ fn read_word(buffer: &CudaSlice<u32>, stream: &cudarc::driver::CudaStream) -> u3
 }
 
 fn stream_k_gemms_finish_on_a_few_multiprocessors_beside_a_kernel_that_holds_the_rest() {
-    let test = "stream_k_gemms_finish_on_a_few_multiprocessors_beside_a_kernel_that_holds_the_rest";
-    let Some(gpu) = common::gpu_or_skip(test) else {
+    let Some(gpu) = common::gpu_or_skip() else {
         return;
     };
     let context = gpu.stream().context().clone();

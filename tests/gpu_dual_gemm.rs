@@ -14,8 +14,8 @@ use nvfp4::reference::{self, TASK_TOLERANCE};
 use nvfp4::{Distribution, DualGemmShape, Error, Problem};
 
 /// A GPU with a dual-GEMM kernel (9.0 or 10.x), or a printed reason.
-fn dual_gemm_gpu_or_skip(test: &str) -> Option<Gpu> {
-    common::gpu_or_skip(test)
+fn dual_gemm_gpu_or_skip() -> Option<Gpu> {
+    common::gpu_or_skip()
 }
 
 /// Runs the kernel on a NaN-poisoned C and returns it.
@@ -64,7 +64,7 @@ fn check_shapes(gpu: &Gpu, shapes: &[(usize, usize, usize)]) {
 }
 
 fn matches_the_reference_on_the_benchmark_shapes() {
-    let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_on_the_benchmark_shapes") else {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
     check_shapes(
@@ -79,7 +79,7 @@ fn matches_the_reference_on_the_benchmark_shapes() {
 }
 
 fn matches_the_reference_on_the_reference_correctness_shapes() {
-    let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_on_the_reference_correctness_shapes") else {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
     check_shapes(
@@ -99,7 +99,7 @@ fn matches_the_reference_on_the_reference_correctness_shapes() {
 }
 
 fn matches_the_reference_for_decode_and_odd_token_counts() {
-    let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_for_decode_and_odd_token_counts") else {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
     let shapes: Vec<_> = [1, 2, 7, 16, 33, 64, 100, 128, 200, 1000]
@@ -110,8 +110,7 @@ fn matches_the_reference_for_decode_and_odd_token_counts() {
 }
 
 fn matches_the_reference_on_small_token_tiles_whole_and_split() {
-    let Some(gpu) = dual_gemm_gpu_or_skip("matches_the_reference_on_small_token_tiles_whole_and_split")
-    else {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
     // M ≤ 16 on Hopper: the decode-size kernel (K splits of 1 to 7 steps); M = 30, 32: token
@@ -130,9 +129,7 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
 }
 
 fn matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage() {
-    let Some(gpu) =
-        dual_gemm_gpu_or_skip("matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage")
-    else {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
     // K = 2880 (gpt-oss: 11 stages + 64), 64 (one slice), 320 and 576 (a stage + 1 and + 2
@@ -159,7 +156,7 @@ fn matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage() {
 fn a_collector_reuse_and_discard_both_match_the_reference() {
     use nvfp4::gpu::Arch;
     use nvfp4_kernel::sm100::config::ACollectorUse;
-    let Some(gpu) = dual_gemm_gpu_or_skip("a_collector_reuse_and_discard_both_match_the_reference") else {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
     let shape = DualGemmShape {
@@ -208,7 +205,7 @@ fn a_collector_reuse_and_discard_both_match_the_reference() {
 }
 
 fn same_inputs_give_bitwise_identical_outputs() {
-    let Some(gpu) = dual_gemm_gpu_or_skip("same_inputs_give_bitwise_identical_outputs") else {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
     for (m, n, k) in [(256, 4096, 7168), (7, 512, 1024)] {
@@ -223,9 +220,7 @@ fn back_to_back_programmatic_launches_match_the_reference_and_plain_launches() {
     // Launch i + 1 may start while launch i runs; both share the plan's stream-K counters and
     // workspace and, for 64-token tiles, the pre-decoded token buffer. Alternating inputs catch
     // a launch that touches any of those before the previous one has finished.
-    let Some(gpu) =
-        dual_gemm_gpu_or_skip("back_to_back_programmatic_launches_match_the_reference_and_plain_launches")
-    else {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
     for (m, n, k) in [(1, 4096, 7168), (64, 4096, 7168), (256, 3072, 4096)] {
@@ -275,7 +270,7 @@ fn back_to_back_programmatic_launches_match_the_reference_and_plain_launches() {
 }
 
 fn launch_rejects_operands_that_do_not_match_the_plan() {
-    let Some(gpu) = dual_gemm_gpu_or_skip("launch_rejects_operands_that_do_not_match_the_plan") else {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
     let problem = Problem::random(DualGemmShape { m: 8, n: 64, k: 256 }, Distribution::Task, 1).unwrap();
@@ -312,7 +307,7 @@ fn launch_rejects_operands_that_do_not_match_the_plan() {
 fn launches_after_a_launch_stopped_mid_way_are_right() {
     use cudarc::driver::{DevicePtrMut, sys};
     use nvfp4::gpu::{Arch, F16Mut};
-    let Some(mut gpu) = dual_gemm_gpu_or_skip("launches_after_a_launch_stopped_mid_way_are_right") else {
+    let Some(mut gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
     // A stream that can be captured (the context's default stream cannot).

@@ -20,8 +20,8 @@ use nvfp4::reference::{self, TASK_TOLERANCE};
 use nvfp4::{Distribution, Error, NvFp4Matrix};
 
 /// A supported GPU (both architectures have grouped kernels), or a printed reason.
-fn grouped_gpu_or_skip(test: &str) -> Option<Gpu> {
-    common::gpu_or_skip(test)
+fn grouped_gpu_or_skip() -> Option<Gpu> {
+    common::gpu_or_skip()
 }
 
 /// One grouped problem on the host: per group its tokens (`None`: no rows) and weights, each
@@ -317,9 +317,7 @@ const BENCHMARK_CASES: [(&[usize], usize, usize); 4] = [
 ];
 
 fn grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions() {
-    let Some(gpu) =
-        grouped_gpu_or_skip("grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions")
-    else {
+    let Some(gpu) = grouped_gpu_or_skip() else {
         return;
     };
     let mut failures = Vec::new();
@@ -343,8 +341,7 @@ fn grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions
 }
 
 fn separate_convention_takes_n_and_k_that_differ_between_groups() {
-    let Some(gpu) = grouped_gpu_or_skip("separate_convention_takes_n_and_k_that_differ_between_groups")
-    else {
+    let Some(gpu) = grouped_gpu_or_skip() else {
         return;
     };
     let rows = [7, 129, 1, 64, 33];
@@ -364,9 +361,7 @@ fn separate_convention_takes_n_and_k_that_differ_between_groups() {
 }
 
 fn grouped_dual_gemm_matches_the_reference_on_moe_layers_with_separate_and_concatenated_up_weights() {
-    let Some(gpu) = grouped_gpu_or_skip(
-        "grouped_dual_gemm_matches_the_reference_on_moe_layers_with_separate_and_concatenated_up_weights",
-    ) else {
+    let Some(gpu) = grouped_gpu_or_skip() else {
         return;
     };
     // Qwen3-30B-A3B-like (K = 2048, I = 768) and gpt-oss-like (K = 2880, I = 2880 cut to 1536)
@@ -396,7 +391,7 @@ fn grouped_dual_gemm_matches_the_reference_on_moe_layers_with_separate_and_conca
 }
 
 fn groups_without_rows_first_middle_and_last_and_odd_sizes() {
-    let Some(gpu) = grouped_gpu_or_skip("groups_without_rows_first_middle_and_last_and_odd_sizes") else {
+    let Some(gpu) = grouped_gpu_or_skip() else {
         return;
     };
     let routings: [&[usize]; 4] = [
@@ -426,8 +421,7 @@ fn groups_without_rows_first_middle_and_last_and_odd_sizes() {
 }
 
 fn moe_decode_with_256_groups_of_0_to_5_rows_and_skewed_prefill_sizes() {
-    let Some(gpu) = grouped_gpu_or_skip("moe_decode_with_256_groups_of_0_to_5_rows_and_skewed_prefill_sizes")
-    else {
+    let Some(gpu) = grouped_gpu_or_skip() else {
         return;
     };
     let mut rng = Rng::new(256);
@@ -455,7 +449,7 @@ fn moe_decode_with_256_groups_of_0_to_5_rows_and_skewed_prefill_sizes() {
 }
 
 fn one_group_and_the_dense_gemm_match_the_reference() {
-    let Some(gpu) = grouped_gpu_or_skip("one_group_and_the_dense_gemm_match_the_reference") else {
+    let Some(gpu) = grouped_gpu_or_skip() else {
         return;
     };
     let mut failures = Vec::new();
@@ -501,7 +495,7 @@ fn one_group_and_the_dense_gemm_match_the_reference() {
 }
 
 fn same_inputs_give_bitwise_identical_outputs() {
-    let Some(gpu) = grouped_gpu_or_skip("same_inputs_give_bitwise_identical_outputs") else {
+    let Some(gpu) = grouped_gpu_or_skip() else {
         return;
     };
     let rows = [80, 176, 0, 72, 3];
@@ -528,9 +522,7 @@ fn same_inputs_give_bitwise_identical_outputs() {
 }
 
 fn a_cuda_graph_captured_once_replays_with_new_device_side_offsets() {
-    let Some(mut gpu) =
-        grouped_gpu_or_skip("a_cuda_graph_captured_once_replays_with_new_device_side_offsets")
-    else {
+    let Some(mut gpu) = grouped_gpu_or_skip() else {
         return;
     };
     // The legacy default stream cannot be captured: work on a stream of our own, with cudarc's
@@ -606,7 +598,7 @@ fn a_cuda_graph_captured_once_replays_with_new_device_side_offsets() {
 }
 
 fn invalid_device_offsets_write_nothing_and_report_the_rule() {
-    let Some(gpu) = grouped_gpu_or_skip("invalid_device_offsets_write_nothing_and_report_the_rule") else {
+    let Some(gpu) = grouped_gpu_or_skip() else {
         return;
     };
     let rows = [16, 16, 16];
@@ -640,7 +632,7 @@ fn invalid_device_offsets_write_nothing_and_report_the_rule() {
 }
 
 fn launches_reject_inputs_that_do_not_match_the_plan() {
-    let Some(gpu) = grouped_gpu_or_skip("launches_reject_inputs_that_do_not_match_the_plan") else {
+    let Some(gpu) = grouped_gpu_or_skip() else {
         return;
     };
     let groups = random_groups(&[8, 8], &[(256, 256); 2], true, Distribution::Task, 2);

@@ -22,10 +22,7 @@ const COMMITTED: [(&str, &str, &str); 2] = [
 fn committed_ptx_matches_a_fresh_build() {
     if PTX_ORIGIN == PtxOrigin::Committed {
         // build.rs fails instead when NVFP4_REQUIRE_TOOLS is set, so this is never a CI skip.
-        common::skip_because(
-            "committed_ptx_matches_a_fresh_build",
-            "no nvptx toolchain; the build used kernel/ptx/",
-        );
+        common::skip_because("no nvptx toolchain; the build used kernel/ptx/");
         return;
     }
     for (arch, fresh, committed) in COMMITTED {
@@ -117,9 +114,10 @@ fn every_module_entry_is_in_its_registry() {
 
 /// The SASS of `ptx` assembled for `arch`, or `None` (with a printed skip) when ptxas or
 /// cuobjdump is absent.
-fn sass_of(arch: &str, ptx: &str, test: &str) -> Option<String> {
-    let ptxas = common::cuda_tool_or_skip("ptxas", test)?;
-    let cuobjdump = common::cuda_tool_or_skip("cuobjdump", test)?;
+fn sass_of(arch: &str, ptx: &str) -> Option<String> {
+    let test = common::current_test();
+    let ptxas = common::cuda_tool_or_skip("ptxas")?;
+    let cuobjdump = common::cuda_tool_or_skip("cuobjdump")?;
     // One directory per test: tests of one process run in parallel, and each removes its own.
     let dir = std::env::temp_dir().join(format!("nvfp4-sass-{arch}-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -164,11 +162,7 @@ fn function_sass<'a>(sass: &'a str, name: &str) -> &'a str {
 }
 
 fn sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry() {
-    let Some(sass) = sass_of(
-        "sm_90a",
-        PTX_SM90A,
-        "sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry",
-    ) else {
+    let Some(sass) = sass_of("sm_90a", PTX_SM90A) else {
         return;
     };
     let kernels = sm90_registry::TILED.iter().flat_map(|entries| {
@@ -188,8 +182,7 @@ fn sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry() {
 }
 
 fn sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory() {
-    let test = "sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory";
-    let Some(sass) = sass_of("sm_90a", PTX_SM90A, test) else {
+    let Some(sass) = sass_of("sm_90a", PTX_SM90A) else {
         return;
     };
     for decode in sm90_registry::DECODE {
@@ -206,8 +199,7 @@ fn sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory() {
 }
 
 fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
-    let test = "sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory";
-    let Some(sass) = sass_of("sm_100f", PTX_SM100F, test) else {
+    let Some(sass) = sass_of("sm_100f", PTX_SM100F) else {
         return;
     };
     // The dense dual GEMM and the grouped kernels (gated and plain) of every tile.
@@ -240,8 +232,7 @@ fn modules_call_no_external_functions() {
 }
 
 fn ptxas_assembles_both_modules_without_local_memory() {
-    let Some(ptxas) = common::cuda_tool_or_skip("ptxas", "ptxas_assembles_both_modules_without_local_memory")
-    else {
+    let Some(ptxas) = common::cuda_tool_or_skip("ptxas") else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("nvfp4-ptxas-{}", std::process::id()));

@@ -6,6 +6,7 @@
 //! the ignored, and a list of skipped tests and reasons is printed last.
 #![allow(dead_code)]
 
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -20,7 +21,20 @@ pub const REQUIRE_GPU_ENV: &str = "NVFP4_REQUIRE_GPU";
 /// Skips recorded by the running tests: (test, reason).
 static SKIPS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 
-fn skip(test: &str, reason: &str) {
+thread_local! {
+    /// The test [`run_tests`] runs on this thread: the name skips are recorded under.
+    static CURRENT_TEST: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// The name of the test running on this thread (as [`test_main!`] listed it).
+pub fn current_test() -> &'static str {
+    CURRENT_TEST
+        .get()
+        .expect("skips and test names are only known on a test's own thread, inside run_tests")
+}
+
+fn skip(reason: &str) {
+    let test = current_test();
     if let Ok(mut skips) = SKIPS.lock() {
         skips.push((test.to_string(), reason.to_string()));
     }
@@ -33,35 +47,35 @@ fn take_skip(test: &str) -> Option<String> {
     Some(skips.remove(position).1)
 }
 
-/// Opens GPU 0, or records why the test is skipped and returns `None`.
-pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
+/// Opens GPU 0, or records why the running test is skipped and returns `None`.
+pub fn gpu_or_skip() -> Option<Gpu> {
     match Gpu::open(0) {
         Ok(gpu) => Some(gpu),
         Err(e) if std::env::var_os(REQUIRE_GPU_ENV).is_some() => {
-            panic!("{test}: a GPU is required ({REQUIRE_GPU_ENV} is set) but: {e}")
+            panic!("a GPU is required ({REQUIRE_GPU_ENV} is set) but: {e}")
         }
         Err(e) => {
-            skip(test, &format!("needs a supported GPU: {e}"));
+            skip(&format!("needs a supported GPU: {e}"));
             None
         }
     }
 }
 
-/// Finds a CUDA tool, or records why the test is skipped (an error under NVFP4_REQUIRE_TOOLS=1).
-pub fn cuda_tool_or_skip(name: &str, test: &str) -> Option<PathBuf> {
+/// Finds a CUDA tool, or records why the running test is skipped (an error under NVFP4_REQUIRE_TOOLS=1).
+pub fn cuda_tool_or_skip(name: &str) -> Option<PathBuf> {
     match tools::find_cuda_tool(name) {
         Ok(path) => Some(path),
-        Err(why) if tools::tools_required() => panic!("{test}: {why} ({} is set)", tools::REQUIRE_TOOLS_ENV),
+        Err(why) if tools::tools_required() => panic!("{why} ({} is set)", tools::REQUIRE_TOOLS_ENV),
         Err(why) => {
-            skip(test, &why);
+            skip(&why);
             None
         }
     }
 }
 
-/// Records a skip (for conditions other than a missing GPU or tool).
-pub fn skip_because(test: &str, reason: &str) {
-    skip(test, reason);
+/// Records why the running test is skipped (for conditions other than a missing GPU or tool).
+pub fn skip_because(reason: &str) {
+    skip(reason);
 }
 
 /// Runs `tests` (name, function) with libtest's command line and output: a test that recorded a
@@ -72,6 +86,7 @@ pub fn run_tests(tests: Vec<(&'static str, fn())>) -> ExitCode {
         .into_iter()
         .map(|(name, test)| {
             Trial::ignorable_test(name, move || {
+                CURRENT_TEST.set(Some(name));
                 test();
                 Ok(take_skip(name).map_or(Completion::Completed, Completion::ignored_with))
             })
