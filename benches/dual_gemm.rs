@@ -33,8 +33,7 @@ mod common;
 use std::fmt::Write as _;
 
 use common::{
-    BenchResult, Ceilings, Timing, driver_and_clocks, gemm_nt, geomean, measure_ceilings, ratio, revision,
-    show, time_calls,
+    BenchResult, Ceilings, Cli, Timing, gemm_nt, geomean, measure_ceilings, ratio, show, time_calls,
 };
 use cudarc::cublas::{CudaBlas, Gemm};
 use cudarc::driver::{CudaSlice, DeviceRepr};
@@ -65,26 +64,14 @@ struct Options {
 }
 
 fn parse_options() -> Result<Options, String> {
+    let cli = Cli::parse(&["shapes", "sets", "max-seconds", "results"], &[])?;
     let mut options = Options {
         shapes: Vec::new(),
-        sets: 50,
-        max_seconds: 3.0,
-        results: "results".into(),
+        sets: cli.value("sets", 50)?,
+        max_seconds: cli.value("max-seconds", 3.0)?,
+        results: cli.value("results", "results".to_string())?,
     };
-    let mut list = "all".to_string();
-    let mut it = std::env::args().skip(1).filter(|a| a != "--bench");
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--shapes" => list = value,
-            "--sets" => options.sets = value.parse().map_err(|e| format!("--sets: {e}"))?,
-            "--max-seconds" => {
-                options.max_seconds = value.parse().map_err(|e| format!("--max-seconds: {e}"))?
-            }
-            "--results" => options.results = value,
-            _ => return Err(format!("unknown flag {flag}")),
-        }
-    }
+    let list: String = cli.value("shapes", "all".to_string())?;
     for item in list.split(',') {
         let group: &[(usize, usize, usize)] = match item {
             "bench" => &BENCH_SHAPES,
@@ -306,34 +293,15 @@ fn bench_shape(
 /// `torch._scaled_mm` NVFP4 and the CuTe DSL baseline (`None` where not run); `Err` says why it
 /// could not run at all.
 fn torch_baseline(shapes: &[DualGemmShape], sets: usize) -> Result<Vec<[Option<f64>; 3]>, String> {
-    let script = std::env::var("NVFP4_TORCH_BASELINE").unwrap_or_else(|_| "benches/torch_baseline.py".into());
-    if !std::path::Path::new(&script).is_file() {
-        return Err(format!(
-            "{script} not found (run from the repository root or set NVFP4_TORCH_BASELINE)"
-        ));
-    }
     let list: Vec<String> = shapes
         .iter()
         .map(|s| format!("{}x{}x{}", s.m, s.n, s.k))
         .collect();
-    let output = std::process::Command::new("python3")
-        .args([
-            script.as_str(),
-            "--sets",
-            &sets.to_string(),
-            "--shapes",
-            &list.join(","),
-        ])
-        .output()
-        .map_err(|e| format!("cannot run python3: {e}"))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(format!(
-            "torch baseline failed: {}",
-            stderr.lines().last().unwrap_or("")
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = common::python_baseline(
+        "NVFP4_TORCH_BASELINE",
+        "benches/torch_baseline.py",
+        &["--sets", &sets.to_string(), "--shapes", &list.join(",")],
+    )?;
     Ok(list
         .iter()
         .map(|name| {
@@ -480,51 +448,48 @@ fn write_results(
     rows: &[Row],
     table: &str,
 ) -> BenchResult<()> {
-    std::fs::create_dir_all(&options.results)?;
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_secs();
-    let revision = revision();
-    let smi = driver_and_clocks();
-    let mut json = format!(
-        "{{\n  \"device\": \"{}\",\n  \"nvidia_smi_driver_clocks\": \"{smi}\",\n  \"revision\": \"{revision}\",\n  \"unix_time\": {stamp},\n  \"sets\": {},\n  \"copy_gbs\": {:.1},\n  \"fp16_tflops\": {:.1},\n  \"bf16_tflops\": {:.1},\n  \"shapes\": [\n",
-        gpu.name(),
-        options.sets,
-        ceilings.copy_gbs,
-        ceilings.fp16_tflops,
-        ceilings.bf16_tflops
+    let unix_time = common::unix_time()?;
+    let shapes: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "m": r.shape.m,
+                "n": r.shape.n,
+                "k": r.shape.k,
+                "ours_us": r.ours.map(|o| o.us),
+                "ours_median_us": r.ours.map(|o| o.median_us),
+                "ours_relative_error": r.ours.map(|o| o.relative_error),
+                "ours_batches": r.ours.map(|o| o.batches),
+                "ours_plain_launch_us": r.ours_plain.map(|o| o.us),
+                "cublas_fp16_us": r.cublas_f16.us,
+                "cublas_bf16_us": r.cublas_bf16.us,
+                "torch_bf16_us": r.torch_bf16,
+                "torch_scaled_mm_us": r.torch_scaled_mm,
+                "cute_dsl_us": r.cute_dsl,
+                "floor_us": r.floor_us,
+                "floor_bound": r.floor_bound,
+            })
+        })
+        .collect();
+    let mut document = common::run_info(
+        gpu,
+        unix_time,
+        serde_json::json!({
+            "sets": options.sets,
+            "copy_gbs": ceilings.copy_gbs,
+            "fp16_tflops": ceilings.fp16_tflops,
+            "bf16_tflops": ceilings.bf16_tflops,
+        }),
     );
-    for (i, r) in rows.iter().enumerate() {
-        let json_value = |v: Option<f64>| v.map_or("null".to_string(), |t| format!("{t:.3}"));
-        let _ = writeln!(
-            json,
-            "    {{\"m\": {}, \"n\": {}, \"k\": {}, \"ours_us\": {}, \"ours_median_us\": {}, \"ours_relative_error\": {}, \"ours_batches\": {}, \"ours_plain_launch_us\": {}, \"cublas_fp16_us\": {:.3}, \"cublas_bf16_us\": {:.3}, \"torch_bf16_us\": {}, \"torch_scaled_mm_us\": {}, \"cute_dsl_us\": {}, \"floor_us\": {:.3}, \"floor_bound\": \"{}\"}}{}",
-            r.shape.m,
-            r.shape.n,
-            r.shape.k,
-            json_value(r.ours.map(|o| o.us)),
-            json_value(r.ours.map(|o| o.median_us)),
-            r.ours
-                .map_or("null".to_string(), |o| format!("{:.5}", o.relative_error)),
-            r.ours.map_or("null".to_string(), |o| o.batches.to_string()),
-            json_value(r.ours_plain.map(|o| o.us)),
-            r.cublas_f16.us,
-            r.cublas_bf16.us,
-            json_value(r.torch_bf16),
-            json_value(r.torch_scaled_mm),
-            json_value(r.cute_dsl),
-            r.floor_us,
-            r.floor_bound,
-            if i + 1 < rows.len() { "," } else { "" }
-        );
-    }
-    json.push_str("  ]\n}\n");
-    let base = format!("{}/bench-{stamp}", options.results);
-    std::fs::write(format!("{base}.json"), json)?;
-    std::fs::write(format!("{base}.md"), table)?;
-    std::fs::write(format!("{base}.svg"), svg_chart(gpu, rows))?;
-    println!("wrote {base}.json, {base}.md, {base}.svg");
-    Ok(())
+    document["shapes"] = shapes.into();
+    common::write_results(
+        &options.results,
+        "bench",
+        unix_time,
+        &document,
+        table,
+        Some(svg_chart(gpu, rows)),
+    )
 }
 
 /// Grouped horizontal bars per shape: floor, ours, cuBLAS fp16, PyTorch bf16 (µs, log scale).

@@ -38,9 +38,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{
-    BenchResult, Ceilings, Timing, driver_and_clocks, gemm_nt, geomean, measure_ceilings, ratio, show,
-};
+use common::{BenchResult, Ceilings, Cli, Timing, gemm_nt, geomean, measure_ceilings, ratio, show};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use half::f16;
@@ -133,36 +131,20 @@ struct Options {
 }
 
 fn parse_options() -> Result<Options, String> {
+    let cli = Cli::parse(
+        &["cases", "sets", "max-seconds", "results", "tokens-per-group"],
+        &["fixed-sizes-contiguous"],
+    )?;
+    let tokens_per_group: usize = cli.value("tokens-per-group", 0)?;
     let mut options = Options {
         cases: Vec::new(),
-        sets: 20,
-        max_seconds: 2.0,
-        results: "results".into(),
-        tokens_per_group: None,
-        fixed_sizes_contiguous: false,
+        sets: cli.value("sets", 20)?,
+        max_seconds: cli.value("max-seconds", 2.0)?,
+        results: cli.value("results", "results".to_string())?,
+        tokens_per_group: (tokens_per_group > 0).then_some(tokens_per_group),
+        fixed_sizes_contiguous: cli.switch("fixed-sizes-contiguous"),
     };
-    let mut list = "all".to_string();
-    let mut it = std::env::args().skip(1).filter(|a| a != "--bench");
-    while let Some(flag) = it.next() {
-        if flag == "--fixed-sizes-contiguous" {
-            options.fixed_sizes_contiguous = true;
-            continue;
-        }
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--cases" => list = value,
-            "--sets" => options.sets = value.parse().map_err(|e| format!("--sets: {e}"))?,
-            "--max-seconds" => {
-                options.max_seconds = value.parse().map_err(|e| format!("--max-seconds: {e}"))?
-            }
-            "--results" => options.results = value,
-            "--tokens-per-group" => {
-                options.tokens_per_group =
-                    Some(value.parse().map_err(|e| format!("--tokens-per-group: {e}"))?)
-            }
-            _ => return Err(format!("unknown flag {flag}")),
-        }
-    }
+    let list: String = cli.value("cases", "all".to_string())?;
     for item in list.split(',') {
         let matching: Vec<Case> = CASES
             .iter()
@@ -615,43 +597,27 @@ fn bench_case(
 /// Runs `benches/torch_grouped_baseline.py` on the cases (their group sizes per set written
 /// to a JSON file): µs of `torch._grouped_mm` bf16 per case, or why it could not run.
 fn torch_baseline(cases: &[Case], sets: usize, results: &str) -> Result<Vec<Option<f64>>, String> {
-    let script = std::env::var("NVFP4_TORCH_GROUPED_BASELINE")
-        .unwrap_or_else(|_| "benches/torch_grouped_baseline.py".into());
-    if !std::path::Path::new(&script).is_file() {
-        return Err(format!(
-            "{script} not found (run from the repository root or set NVFP4_TORCH_GROUPED_BASELINE)"
-        ));
-    }
-    let mut json = String::from("[\n");
-    for (i, case) in cases.iter().enumerate() {
-        let sizes: Vec<String> = routings(case, sets).iter().map(|s| format!("{s:?}")).collect();
-        let _ = writeln!(
-            json,
-            "  {{\"name\": \"{}\", \"dual\": {}, \"n\": {}, \"k\": {}, \"sizes\": [{}]}}{}",
-            case.name,
-            case.op == GroupedOp::DualGemm,
-            case.n,
-            case.k,
-            sizes.join(", "),
-            if i + 1 < cases.len() { "," } else { "" }
-        );
-    }
-    json.push_str("]\n");
+    let cases_json: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|case| {
+            serde_json::json!({
+                "name": case.name,
+                "dual": case.op == GroupedOp::DualGemm,
+                "n": case.n,
+                "k": case.k,
+                "sizes": routings(case, sets),
+            })
+        })
+        .collect();
     std::fs::create_dir_all(results).map_err(|e| e.to_string())?;
     let path = format!("{results}/grouped-cases.json");
-    std::fs::write(&path, json).map_err(|e| e.to_string())?;
-    let output = std::process::Command::new("python3")
-        .args([script.as_str(), &path])
-        .output()
-        .map_err(|e| format!("cannot run python3: {e}"))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(format!(
-            "torch baseline failed: {}",
-            stderr.lines().last().unwrap_or("")
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let text = serde_json::to_string_pretty(&cases_json).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    let stdout = common::python_baseline(
+        "NVFP4_TORCH_GROUPED_BASELINE",
+        "benches/torch_grouped_baseline.py",
+        &[&path],
+    )?;
     Ok(cases
         .iter()
         .map(|case| {
@@ -768,45 +734,38 @@ fn write_results(
     rows: &[Row],
     table: &str,
 ) -> BenchResult<()> {
-    std::fs::create_dir_all(&options.results)?;
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_secs();
-    let mut json = format!(
-        "{{\n  \"device\": \"{}\",\n  \"nvidia_smi_driver_clocks\": \"{}\",\n  \"revision\": \"{}\",\n  \"unix_time\": {stamp},\n  \"sets\": {},\n  \"copy_gbs\": {:.1},\n  \"fp16_tflops\": {:.1},\n  \"cases\": [\n",
-        gpu.name(),
-        driver_and_clocks(),
-        common::revision(),
-        options.sets,
-        ceilings.copy_gbs,
-        ceilings.fp16_tflops,
+    let unix_time = common::unix_time()?;
+    let cases: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "case": r.case.name,
+                "groups": r.case.groups,
+                "rows": r.sizes,
+                "n": r.case.n,
+                "k": r.case.k,
+                "tile": r.tile,
+                "ours_us": r.ours.us,
+                "ours_median_us": r.ours.median_us,
+                "ours_relative_error": r.ours.relative_error,
+                "ours_plain_launch_us": r.ours_plain.us,
+                "cublas_fp16_loop_us": r.cublas_loop.us,
+                "torch_grouped_mm_bf16_us": r.torch_grouped_mm,
+                "floor_us": r.floor_us,
+                "floor_bound": r.floor_bound,
+            })
+        })
+        .collect();
+    let mut document = common::run_info(
+        gpu,
+        unix_time,
+        serde_json::json!({
+            "sets": options.sets,
+            "copy_gbs": ceilings.copy_gbs,
+            "fp16_tflops": ceilings.fp16_tflops,
+        }),
     );
-    for (i, r) in rows.iter().enumerate() {
-        let _ = writeln!(
-            json,
-            "    {{\"case\": \"{}\", \"groups\": {}, \"rows\": \"{}\", \"n\": {}, \"k\": {}, \"tile\": {}, \"ours_us\": {:.3}, \"ours_median_us\": {:.3}, \"ours_relative_error\": {:.5}, \"ours_plain_launch_us\": {:.3}, \"cublas_fp16_loop_us\": {:.3}, \"torch_grouped_mm_bf16_us\": {}, \"floor_us\": {:.3}, \"floor_bound\": \"{}\"}}{}",
-            r.case.name,
-            r.case.groups,
-            r.sizes,
-            r.case.n,
-            r.case.k,
-            r.tile,
-            r.ours.us,
-            r.ours.median_us,
-            r.ours.relative_error,
-            r.ours_plain.us,
-            r.cublas_loop.us,
-            r.torch_grouped_mm
-                .map_or("null".to_string(), |t| format!("{t:.3}")),
-            r.floor_us,
-            r.floor_bound,
-            if i + 1 < rows.len() { "," } else { "" }
-        );
-    }
-    json.push_str("  ]\n}\n");
-    let base = format!("{}/grouped-{stamp}", options.results);
-    std::fs::write(format!("{base}.json"), json)?;
-    std::fs::write(format!("{base}.md"), table)?;
+    document["cases"] = cases.into();
     let labels: Vec<String> = rows.iter().map(|r| r.case.name.to_string()).collect();
     let svg = common::svg_bars(
         &format!(
@@ -825,7 +784,12 @@ fn write_results(
             }
         },
     );
-    std::fs::write(format!("{base}.svg"), svg)?;
-    println!("wrote {base}.json, {base}.md, {base}.svg");
-    Ok(())
+    common::write_results(
+        &options.results,
+        "grouped",
+        unix_time,
+        &document,
+        table,
+        Some(svg),
+    )
 }

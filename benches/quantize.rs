@@ -7,10 +7,17 @@
 //! back, the L2 flushed before each batch, batches until the mean is known to 0.5 %. Bytes
 //! counted: the input read, packed data and scales written. The `Auto` global scale adds an amax
 //! pass (a second read) and one wait per call (`Gpu::quantize`): timed too, per call.
+//!
+//! ```text
+//! cargo bench --bench quantize -- [--max-seconds 2] [--results DIR]
+//! ```
+//! Output: a markdown table on stdout; JSON and markdown under `--results` (default `results/`).
 
 mod common;
 
-use common::{BenchResult, time_calls};
+use std::fmt::Write as _;
+
+use common::{BenchResult, Cli, time_calls};
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use nvfp4::gpu::{DeviceQuantizeInput, Gpu};
@@ -20,16 +27,33 @@ use nvfp4::{BlockedScales, GlobalScale};
 const ROWS: usize = 4096;
 const K: usize = 7168;
 const SETS: usize = 8;
-const MAX_SECONDS: f64 = 2.0;
+
+struct Options {
+    max_seconds: f64,
+    results: String,
+}
 
 fn main() {
-    common::run_on_gpu("quantize", |_| None, run);
+    let options = match Cli::parse(&["max-seconds", "results"], &[]).and_then(|cli| {
+        Ok(Options {
+            max_seconds: cli.value("max-seconds", 2.0)?,
+            results: cli.value("results", "results".to_string())?,
+        })
+    }) {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("quantize bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    common::run_on_gpu("quantize", |_| None, |gpu| run(gpu, &options));
 }
 
 /// µs per call of the enqueue-only quantizer and of the waiting one with `Auto`, for `T`.
 fn time_type<T: DeviceQuantizeInput>(
     gpu: &Gpu,
     flush: &mut CudaSlice<u8>,
+    max_seconds: f64,
     convert: impl Fn(f32) -> T,
 ) -> BenchResult<(f64, f64)> {
     let mut rng = Rng::new(5);
@@ -45,23 +69,24 @@ fn time_type<T: DeviceQuantizeInput>(
         .map(|_| gpu.alloc_nvfp4(ROWS, K))
         .collect::<nvfp4::Result<Vec<_>>>()?;
     let mut checks = gpu.quantize_checks()?;
-    let fixed = time_calls(gpu, flush, SETS, MAX_SECONDS, |i| {
+    let fixed = time_calls(gpu, flush, SETS, max_seconds, |i| {
         Ok(gpu.quantize_into(&inputs[i], &mut outputs[i], GlobalScale::Fixed(0.01), &mut checks)?)
     })?;
     checks.result(gpu, &inputs[SETS - 1])?;
-    let auto = time_calls(gpu, flush, SETS, MAX_SECONDS, |i| {
+    let auto = time_calls(gpu, flush, SETS, max_seconds, |i| {
         gpu.quantize(ROWS, K, &inputs[i], GlobalScale::Auto)?;
         Ok(())
     })?;
     Ok((fixed.us, auto.us))
 }
 
-fn run(gpu: &Gpu) -> BenchResult<()> {
+fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
+    let max_seconds = options.max_seconds;
     let mut flush: CudaSlice<u8> = gpu.stream().alloc_zeros(common::FLUSH_BYTES)?;
     let bytes = 1usize << 30;
     let source: CudaSlice<u8> = gpu.stream().alloc_zeros(bytes)?;
     let mut target: CudaSlice<u8> = gpu.stream().alloc_zeros(bytes)?;
-    let copy = time_calls(gpu, &mut flush, 3, MAX_SECONDS, |_| {
+    let copy = time_calls(gpu, &mut flush, 3, max_seconds, |_| {
         Ok(gpu.stream().memcpy_dtod(&source, &mut target)?)
     })?;
     drop((source, target));
@@ -70,20 +95,43 @@ fn run(gpu: &Gpu) -> BenchResult<()> {
         "device: {}; copy {copy_gbs:.0} GB/s (read + write), measured now; {ROWS} × {K}, {SETS} input sets",
         gpu.name()
     );
-    println!(
-        "\n| input | quantize_into µs | GB/s | of copy | quantize (Auto, waits) µs |\n| --- | --- | --- | --- | --- |"
+    let mut table = String::from(
+        "| input | quantize_into µs | GB/s | of copy | quantize (Auto, waits) µs |\n| --- | --- | --- | --- | --- |\n",
     );
+    let mut inputs = Vec::new();
     let written = ROWS * K / 2 + BlockedScales::new(ROWS, K).len();
     for (name, element_bytes, (fixed, auto)) in [
-        ("f32", 4, time_type(gpu, &mut flush, |x| x)?),
-        ("f16", 2, time_type(gpu, &mut flush, f16::from_f32)?),
-        ("bf16", 2, time_type(gpu, &mut flush, bf16::from_f32)?),
+        ("f32", 4, time_type(gpu, &mut flush, max_seconds, |x| x)?),
+        ("f16", 2, time_type(gpu, &mut flush, max_seconds, f16::from_f32)?),
+        (
+            "bf16",
+            2,
+            time_type(gpu, &mut flush, max_seconds, bf16::from_f32)?,
+        ),
     ] {
         let gbs = (ROWS * K * element_bytes + written) as f64 / fixed / 1e3;
-        println!(
+        let _ = writeln!(
+            table,
             "| {name} | {fixed:.1} | {gbs:.0} | {:.0} % | {auto:.1} |",
             100.0 * gbs / copy_gbs
         );
+        inputs.push(serde_json::json!({
+            "input": name,
+            "rows": ROWS,
+            "k": K,
+            "ours_us": fixed,
+            "ours_gbs": gbs,
+            "of_copy": gbs / copy_gbs,
+            "auto_us": auto,
+        }));
     }
-    Ok(())
+    println!("\n{table}");
+    let unix_time = common::unix_time()?;
+    let mut document = common::run_info(
+        gpu,
+        unix_time,
+        serde_json::json!({ "sets": SETS, "copy_gbs": copy_gbs }),
+    );
+    document["inputs"] = inputs.into();
+    common::write_results(&options.results, "quantize", unix_time, &document, &table, None)
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the test, example and bench binaries here (the GPU machine has no Rust) and bundles them
 # with scripts/gpu-run.sh into .gpu-bundle/ (git-ignored). Then, with the device tool:
-#   run(command="bash .gpu-bundle/run.sh [tests|examples|benches|all] [FILTER]", carry=[".gpu-bundle"])
-# Each REV of `--baseline REV` (repeatable) adds that revision's dual_gemm bench and example,
-# built in a temporary worktree, as .gpu-bundle/baseline/dual_gemm-REV (for side-by-side timing
-# with .gpu-bundle/ab.sh) and .gpu-bundle/baseline/example-dual_gemm-REV (its reference check:
-# `--m M --n N --k K --check-only`). Only the GPU test binaries (tests/gpu*.rs) are bundled: the
+#   run(command="bash .gpu-bundle/run.sh tests|examples|benches|all|sanitize|ab ...", carry=[".gpu-bundle"])
+# Each REV of `--baseline REV` (repeatable) adds that revision's benches (dual_gemm, grouped,
+# quantize) and dual_gemm example, built in a temporary worktree, as .gpu-bundle/baseline/BENCH-REV
+# (for side-by-side timing with `run.sh ab`) and .gpu-bundle/baseline/example-dual_gemm-REV (its
+# reference check: `--m M --n N --k K --check-only`). Only the GPU test binaries (tests/gpu*.rs) are bundled: the
 # others need no GPU, and the bundle must stay under the device tool's 64 MiB.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -52,23 +52,21 @@ for rev in "${baselines[@]}"; do
   (
     cd "$tree"
     export CARGO_TARGET_DIR="${TMPDIR:-/tmp}/nvfp4-baseline-target"
-    cargo bench --no-run --bench dual_gemm --message-format=json-render-diagnostics
+    cargo bench --no-run --bench dual_gemm --bench grouped --bench quantize --message-format=json-render-diagnostics
     cargo build --release --example dual_gemm --message-format=json-render-diagnostics
   ) | executables | while IFS=$'\t' read -r kind name path; do
     case "$kind/$name" in
-      benches/dual_gemm) cp "$path" "$bundle/baseline/dual_gemm-$rev" ;;
+      benches/dual_gemm|benches/grouped|benches/quantize) cp "$path" "$bundle/baseline/$name-$rev" ;;
       examples/dual_gemm) cp "$path" "$bundle/baseline/example-dual_gemm-$rev" ;;
     esac
   done
   git worktree remove --force "$tree"
-  for built in dual_gemm example-dual_gemm; do
+  for built in dual_gemm grouped quantize example-dual_gemm; do
     [ -f "$bundle/baseline/$built-$rev" ] || { echo "no $built built at $rev" >&2; exit 1; }
   done
 done
 
 cp scripts/gpu-run.sh "$bundle/run.sh"
-cp scripts/sanitize.sh "$bundle/sanitize.sh"
-cp scripts/ab-bench.sh "$bundle/ab.sh"
 git rev-parse --short HEAD > "$bundle/REVISION"
 echo "bundled $(find "$bundle" -type f | wc -l) files, $(du -sh "$bundle" | cut -f1), revision $(cat "$bundle/REVISION"):"
 find "$bundle" -type f | sort | sed 's/^/  /'

@@ -1,41 +1,140 @@
 #!/usr/bin/env bash
-# Runner for the binaries that scripts/gpu-bundle.sh bundles; runs on the GPU machine.
-#   bash .gpu-bundle/run.sh [tests|examples|benches|all] [FILTER]
-# GPU tests must not skip there (NVFP4_REQUIRE_GPU=1). Each binary is killed after
-# $NVFP4_RUN_TIMEOUT seconds (default 300), so a hung kernel cannot eat the whole lease.
-# Logs go to $OUT (or /tmp) and a summary table is printed last.
+# The one runner for the binaries that scripts/gpu-bundle.sh bundles; runs on the GPU machine,
+# from the repository root (the benches find benches/*.py there):
+#   bash .gpu-bundle/run.sh tests|examples|benches|all [FILTER]   GPU tests must not skip there
+#   bash .gpu-bundle/run.sh sanitize [memcheck] [racecheck]        compute-sanitizer on the ops,
+#                                                                   each run with its reference check
+#   bash .gpu-bundle/run.sh ab ROUNDS "BENCH ARGS" LABEL=BINARY...  side-by-side bench builds
+# `ab` runs every binary once per round, in turn, with the same arguments (so clocks and
+# neighbours drift alike), each writing its JSON results (`--results`), then prints a table of
+# each row's median `ours_us` per build, read from that JSON, e.g.
+#   bash .gpu-bundle/run.sh ab 3 "--shapes bench,decode" old=.gpu-bundle/baseline/dual_gemm-REV \
+#       new=.gpu-bundle/benches/dual_gemm
+# Every binary is killed after $NVFP4_RUN_TIMEOUT seconds (default 300), so a hung kernel cannot
+# eat the whole lease. Logs and results go to $OUT (or /tmp); a summary is printed last.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
-what="${1:-all}"
-filter="${2:-}"
 logs="${OUT:-/tmp}"
 export NVFP4_REQUIRE_GPU=1
 summary=()
 
-echo "revision $(cat "$here/REVISION" 2>/dev/null)"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader 2>/dev/null
-
-run_one() { # kind name args...
-  local kind=$1 name=$2; shift 2
-  local log="$logs/$kind-$name.log"
-  local start=$SECONDS
-  timeout "${NVFP4_RUN_TIMEOUT:-300}" "$here/$kind/$name" "$@" 2>&1 | tee "$log"
-  local rc=${PIPESTATUS[0]}
-  summary+=("$(printf '%-9s %-28s %-6s %4ss' "$kind" "$name" "$([ "$rc" = 0 ] && echo ok || echo FAIL:$rc)" $((SECONDS - start)))")
+# Runs one command with the timeout, its output to $logs/NAME.log (and the terminal unless
+# QUIET is set), and adds a summary line: NAME, verdict, seconds, and a note picked from the log.
+run_logged() { # name note-pattern command...
+  local name=$1 pattern=$2; shift 2
+  local log="$logs/$name.log" start=$SECONDS
+  if [ -n "${QUIET:-}" ]; then
+    timeout "${NVFP4_RUN_TIMEOUT:-300}" "$@" >"$log" 2>&1
+  else
+    timeout "${NVFP4_RUN_TIMEOUT:-300}" "$@" 2>&1 | tee "$log"
+    ( exit "${PIPESTATUS[0]}" )
+  fi
+  local rc=$?
+  local note=""
+  [ -n "$pattern" ] && note=$(grep -E "$pattern" "$log" | tail -1)
+  summary+=("$(printf '%-40s %-7s %4ss  %s' "$name" "$([ "$rc" = 0 ] && echo ok || echo "FAIL:$rc")" \
+    $((SECONDS - start)) "$note")")
+  return $rc
 }
 
-if [ "$what" = tests ] || [ "$what" = all ]; then
-  for t in "$here"/tests/*; do
-    run_one tests "$(basename "$t")" --test-threads=1 $filter
+binaries() { # kind filter
+  local kind=$1 filter=$2
+  for b in "$here/$kind"/*; do
+    [ -f "$b" ] || continue
+    case "$kind" in
+      tests) run_logged "tests-$(basename "$b")" "test result:" "$b" --test-threads=1 $filter ;;
+      *) run_logged "$kind-$(basename "$b")" "" "$b" $filter ;;
+    esac
   done
-fi
-if [ "$what" = examples ] || [ "$what" = all ]; then
-  for e in "$here"/examples/*; do run_one examples "$(basename "$e")" $filter; done
-fi
-if [ "$what" = benches ] || [ "$what" = all ]; then
-  for b in "$here"/benches/*; do run_one benches "$(basename "$b")" $filter; done
-fi
+}
 
+sanitize() { # tools...
+  local tools="${*:-memcheck racecheck}" b="$here"
+  one() { # tool name command...
+    local tool=$1 name=$2; shift 2
+    QUIET=1 run_logged "san-$tool-$name" "ERROR SUMMARY|RACECHECK SUMMARY" \
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$@"
+    echo "${summary[-1]}"
+  }
+  for tool in $tools; do
+    one $tool dual-7x512x1024 $b/examples/dual_gemm --m 7 --n 512 --k 1024 --check-only
+    one $tool dual-16x4096x7168 $b/examples/dual_gemm --m 16 --n 4096 --k 7168 --check-only
+    one $tool dual-3x64x2880 $b/examples/dual_gemm --m 3 --n 64 --k 2880 --check-only # decode-size: 23 splits, a half last step
+    one $tool dual-30x2048x2304 $b/examples/dual_gemm --m 30 --n 2048 --k 2304 --check-only
+    one $tool dual-64x512x1024 $b/examples/dual_gemm --m 64 --n 512 --k 1024 --check-only
+    one $tool dual-512x4096x320 $b/examples/dual_gemm --m 512 --n 4096 --k 320 --check-only # 256-token tiles
+    one $tool moe-small $b/examples/moe --tokens 24 --experts 8 --top-k 2 --hidden 512 --intermediate 256
+    one $tool grouped-benchmark-cases $b/tests/gpu_grouped --test-threads=1 --exact \
+      grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions
+  done
+  case " $tools " in *" memcheck "*)
+    one memcheck dual-256x4096x7168 $b/examples/dual_gemm --m 256 --n 4096 --k 7168 --check-only
+    one memcheck moe-gptoss-2880 $b/examples/moe --tokens 100 --experts 16 --top-k 4 --hidden 2880 --intermediate 2880
+  ;; esac
+}
+
+ab() { # rounds "bench args" label=binary...
+  local rounds=$1 args=$2; shift 2
+  local labels=()
+  for spec in "$@"; do labels+=("${spec%%=*}"); done
+  for round in $(seq 1 "$rounds"); do
+    for spec in "$@"; do
+      local label=${spec%%=*} binary=${spec#*=}
+      local dir="$logs/ab-$label-$round"
+      rm -rf "$dir"
+      QUIET=1 run_logged "ab-$label-$round" "" "$binary" $args --results "$dir"
+      echo "${summary[-1]}"
+    done
+  done
+  python3 - "$logs" "$rounds" "${labels[@]}" <<'PY'
+import glob, json, statistics, sys
+logs, rounds, labels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+
+def rows(document):
+    """(row name, ours µs) of a bench's JSON: dual_gemm shapes, grouped cases, quantize inputs."""
+    for s in document.get("shapes", []):
+        yield f"{s['m']}x{s['n']}x{s['k']}", s.get("ours_us")
+    for c in document.get("cases", []):
+        yield c["case"], c.get("ours_us")
+    for i in document.get("inputs", []):
+        yield f"{i['input']} {i['rows']}x{i['k']}", i.get("ours_us")
+
+times, order = {}, []
+for label in labels:
+    for r in range(1, rounds + 1):
+        for path in sorted(glob.glob(f"{logs}/ab-{label}-{r}/*.json")):
+            if path.endswith("grouped-cases.json"):
+                continue
+            for name, us in rows(json.load(open(path))):
+                if name not in times:
+                    order.append(name)
+                if us is not None:
+                    times.setdefault(name, {}).setdefault(label, []).append(us)
+print()
+print("| row | " + " | ".join(f"{l} µs (median of {rounds})" for l in labels) + " | " +
+      " | ".join(f"{l}/{labels[0]}" for l in labels[1:]) + " |")
+print("|" + " --- |" * (2 * len(labels)))
+for name in order:
+    med = [statistics.median(times[name][l]) if times.get(name, {}).get(l) else None for l in labels]
+    cells = [f"{m:.2f}" if m is not None else "—" for m in med]
+    ratios = [f"{m / med[0]:.3f}" if m is not None and med[0] else "—" for m in med[1:]]
+    print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+PY
+}
+
+echo "revision $(cat "$here/REVISION" 2>/dev/null)"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader 2>/dev/null
+what="${1:-all}"
+[ $# -gt 0 ] && shift
+case "$what" in
+  tests|examples|benches) binaries "$what" "${1:-}" ;;
+  all) for kind in tests examples benches; do binaries $kind "${1:-}"; done ;;
+  sanitize) sanitize "$@" ;;
+  ab)
+    if [ $# -lt 3 ]; then sed -n '2,13p' "$0" >&2; exit 2; fi
+    ab "$@" ;;
+  *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+esac
 echo
 echo "== summary =="
 printf '%s\n' "${summary[@]}"

@@ -1,6 +1,7 @@
-//! The measuring method shared by the benches (the reference harness's, docs/format.md): timed
-//! batches of back-to-back calls after an L2 flush, until the mean is known to 0.5 %; the
-//! ceilings of the floor model measured in the same run; table helpers and the run's metadata.
+//! What the benches share: the measuring method (the reference harness's, docs/format.md: timed
+//! batches of back-to-back calls after an L2 flush, until the mean is known to 0.5 %), the
+//! ceilings of the floor model measured in the same run, the command line, the Python baseline
+//! subprocesses, and the results files (JSON with the run's metadata, markdown, SVG).
 
 #![allow(dead_code)] // each bench uses a subset
 
@@ -295,4 +296,123 @@ pub fn svg_bars(
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// A bench's command line: `--flag value` pairs and bare switches, each among those the bench
+/// declares (cargo's own `--bench` is dropped).
+pub struct Cli {
+    values: Vec<(String, String)>,
+    switches: Vec<String>,
+}
+
+impl Cli {
+    /// Parses the process arguments: `flags` take a value, `switches` none.
+    pub fn parse(flags: &[&str], switches: &[&str]) -> Result<Self, String> {
+        let mut cli = Cli {
+            values: Vec::new(),
+            switches: Vec::new(),
+        };
+        let mut it = std::env::args().skip(1).filter(|a| a != "--bench");
+        while let Some(arg) = it.next() {
+            let name = arg.strip_prefix("--").unwrap_or(&arg);
+            if switches.contains(&name) {
+                cli.switches.push(name.to_string());
+            } else if flags.contains(&name) {
+                let value = it.next().ok_or_else(|| format!("{arg} needs a value"))?;
+                cli.values.push((name.to_string(), value));
+            } else {
+                let known: Vec<String> = flags.iter().chain(switches).map(|f| format!("--{f}")).collect();
+                return Err(format!("unknown flag {arg} (known: {})", known.join(" ")));
+            }
+        }
+        Ok(cli)
+    }
+
+    /// The last value given for `--flag`, parsed, or `default`.
+    pub fn value<T: std::str::FromStr>(&self, flag: &str, default: T) -> Result<T, String>
+    where
+        T::Err: std::fmt::Display,
+    {
+        match self.values.iter().rev().find(|(name, _)| name == flag) {
+            Some((_, value)) => value.parse().map_err(|e| format!("--{flag} {value}: {e}")),
+            None => Ok(default),
+        }
+    }
+
+    /// Whether the switch `--name` was given.
+    pub fn switch(&self, name: &str) -> bool {
+        self.switches.iter().any(|s| s == name)
+    }
+}
+
+/// Runs a Python baseline script with `args` and returns its standard output. The script is
+/// `$env_var` or `default_path` (relative to the repository root, where the benches run).
+pub fn python_baseline(env_var: &str, default_path: &str, args: &[&str]) -> Result<String, String> {
+    let script = std::env::var(env_var).unwrap_or_else(|_| default_path.into());
+    if !std::path::Path::new(&script).is_file() {
+        return Err(format!(
+            "{script} not found (run from the repository root or set {env_var})"
+        ));
+    }
+    let output = std::process::Command::new("python3")
+        .arg(&script)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run python3: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!(
+            "{script} failed: {}",
+            stderr.lines().last().unwrap_or("")
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The run's metadata, first in every results file: device, driver and clocks, the revision
+/// the bench was built from, the time, and `extra` (the bench's own settings and ceilings).
+pub fn run_info(gpu: &Gpu, unix_time: u64, extra: serde_json::Value) -> serde_json::Value {
+    let mut info = serde_json::json!({
+        "device": gpu.name(),
+        "nvidia_smi_driver_clocks": driver_and_clocks(),
+        "revision": revision(),
+        "unix_time": unix_time,
+    });
+    if let (Some(info), serde_json::Value::Object(extra)) = (info.as_object_mut(), extra) {
+        info.extend(extra);
+    }
+    info
+}
+
+/// Seconds since the Unix epoch (the results files' stamp).
+pub fn unix_time() -> BenchResult<u64> {
+    Ok(std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs())
+}
+
+/// Writes `DIR/PREFIX-STAMP.json` (`document`), `.md` (`table`) and, if given, `.svg`, and
+/// says where.
+pub fn write_results(
+    dir: &str,
+    prefix: &str,
+    unix_time: u64,
+    document: &serde_json::Value,
+    table: &str,
+    svg: Option<String>,
+) -> BenchResult<()> {
+    std::fs::create_dir_all(dir)?;
+    let base = format!("{dir}/{prefix}-{unix_time}");
+    std::fs::write(
+        format!("{base}.json"),
+        serde_json::to_string_pretty(document)? + "\n",
+    )?;
+    std::fs::write(format!("{base}.md"), table)?;
+    let mut written = format!("{base}.json, {base}.md");
+    if let Some(svg) = svg {
+        std::fs::write(format!("{base}.svg"), svg)?;
+        written += &format!(", {base}.svg");
+    }
+    println!("wrote {written}");
+    Ok(())
 }
