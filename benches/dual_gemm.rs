@@ -32,9 +32,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{
-    BenchResult, Ceilings, Cli, Timing, gemm_nt, geomean, measure_ceilings, ratio, show, time_calls,
-};
+use common::{BenchResult, Cli, Results, Timing, gemm_nt, geomean, ratio, show, time_calls};
 use cudarc::cublas::{CudaBlas, Gemm};
 use cudarc::driver::{CudaSlice, DeviceRepr};
 use half::{bf16, f16};
@@ -105,16 +103,9 @@ fn parse_options() -> Result<Options, String> {
 }
 
 fn main() {
-    let options = match parse_options() {
-        Ok(options) => options,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    };
     // Every supported GPU: both modules have a dual-GEMM kernel (the 10.x one has never run),
     // and a shape without one still times the baselines (`KernelUnavailable` → no "ours").
-    common::run_on_gpu("dual_gemm", |_| None, |gpu| run(gpu, &options));
+    common::run_with_options("dual_gemm", parse_options(), |_| None, run);
 }
 
 /// One shape's results.
@@ -224,12 +215,15 @@ where
 
 fn bench_shape(
     gpu: &Gpu,
-    blas: &CudaBlas,
-    flush: &mut CudaSlice<u8>,
+    setup: &mut common::Setup,
     shape: DualGemmShape,
     options: &Options,
-    ceilings: &Ceilings,
 ) -> BenchResult<Row> {
+    let common::Setup {
+        blas,
+        flush,
+        ceilings,
+    } = setup;
     let sets = options.sets;
     let problems: Vec<Problem> = (0..sets as u64)
         .into_par_iter()
@@ -322,23 +316,17 @@ fn torch_baseline(shapes: &[DualGemmShape], sets: usize) -> Result<Vec<[Option<f
 }
 
 fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
-    let blas = CudaBlas::new(gpu.stream().clone())?;
-    let mut flush: CudaSlice<u8> = gpu.stream().alloc_zeros(common::FLUSH_BYTES)?;
-    println!(
-        "device: {} ({} SMs); {} input sets per shape; method: see benches/dual_gemm.rs",
-        gpu.name(),
-        gpu.multiprocessors(),
-        options.sets
-    );
-    let ceilings = measure_ceilings(gpu, &blas, &mut flush, options.max_seconds)?;
-    println!(
-        "ceilings measured now: copy {:.0} GB/s (read + write), cuBLAS 8192³ fp16 {:.0} TFLOP/s, bf16 {:.0} TFLOP/s",
-        ceilings.copy_gbs, ceilings.fp16_tflops, ceilings.bf16_tflops
-    );
+    let mut setup = common::setup(
+        gpu,
+        "shape",
+        options.sets,
+        "benches/dual_gemm.rs",
+        options.max_seconds,
+    )?;
     let mut rows = Vec::new();
     for &shape in &options.shapes {
         eprintln!("  {}×{}×{} …", shape.m, shape.n, shape.k);
-        rows.push(bench_shape(gpu, &blas, &mut flush, shape, options, &ceilings)?);
+        rows.push(bench_shape(gpu, &mut setup, shape, options)?);
     }
     let torch_note = match torch_baseline(&options.shapes, options.sets) {
         Ok(times) => {
@@ -350,8 +338,21 @@ fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
         Err(why) => format!("PyTorch baseline skipped: {why}"),
     };
     let table = markdown_table(&rows);
-    println!("\n{torch_note}\n\n{table}");
-    write_results(gpu, options, &ceilings, &rows, &table)?;
+    common::write_results(
+        gpu,
+        &torch_note,
+        Results {
+            dir: &options.results,
+            prefix: "bench",
+            sets: options.sets,
+            ceilings: Some(setup.ceilings),
+            settings: serde_json::Value::Null,
+            rows_key: "shapes",
+            rows: rows.iter().map(row_json).collect(),
+            table: &table,
+            svg: Some(svg_chart(gpu, &rows)),
+        },
+    )?;
     Ok(())
 }
 
@@ -441,55 +442,25 @@ fn markdown_table(rows: &[Row]) -> String {
     t
 }
 
-fn write_results(
-    gpu: &Gpu,
-    options: &Options,
-    ceilings: &Ceilings,
-    rows: &[Row],
-    table: &str,
-) -> BenchResult<()> {
-    let unix_time = common::unix_time()?;
-    let shapes: Vec<serde_json::Value> = rows
-        .iter()
-        .map(|r| {
-            serde_json::json!({
-                "m": r.shape.m,
-                "n": r.shape.n,
-                "k": r.shape.k,
-                "ours_us": r.ours.map(|o| o.us),
-                "ours_median_us": r.ours.map(|o| o.median_us),
-                "ours_relative_error": r.ours.map(|o| o.relative_error),
-                "ours_batches": r.ours.map(|o| o.batches),
-                "ours_plain_launch_us": r.ours_plain.map(|o| o.us),
-                "cublas_fp16_us": r.cublas_f16.us,
-                "cublas_bf16_us": r.cublas_bf16.us,
-                "torch_bf16_us": r.torch_bf16,
-                "torch_scaled_mm_us": r.torch_scaled_mm,
-                "cute_dsl_us": r.cute_dsl,
-                "floor_us": r.floor_us,
-                "floor_bound": r.floor_bound,
-            })
-        })
-        .collect();
-    let mut document = common::run_info(
-        gpu,
-        unix_time,
-        serde_json::json!({
-            "sets": options.sets,
-            "copy_gbs": ceilings.copy_gbs,
-            "fp16_tflops": ceilings.fp16_tflops,
-            "bf16_tflops": ceilings.bf16_tflops,
-        }),
-    );
-    document["shapes"] = shapes.into();
-    common::write_results(
-        &options.results,
-        "bench",
-        unix_time,
-        &document,
-        table,
-        Some(svg_chart(gpu, rows)),
-    )
+/// A shape's JSON record.
+fn row_json(r: &Row) -> serde_json::Value {
+    serde_json::json!({
+        "m": r.shape.m,
+        "n": r.shape.n,
+        "k": r.shape.k,
+        "ours_us": r.ours.map(|o| o.us),
+        "ours_median_us": r.ours.map(|o| o.median_us),
+        "ours_relative_error": r.ours.map(|o| o.relative_error),
+        "ours_batches": r.ours.map(|o| o.batches),
+        "ours_plain_launch_us": r.ours_plain.map(|o| o.us),
+        "cublas_fp16_us": r.cublas_f16.us,
+        "cublas_bf16_us": r.cublas_bf16.us,
+        "torch_bf16_us": r.torch_bf16,
+        "torch_scaled_mm_us": r.torch_scaled_mm,
+        "cute_dsl_us": r.cute_dsl,
+        "floor_us": r.floor_us,
+        "floor_bound": r.floor_bound,
+    })
 }
 
 /// Grouped horizontal bars per shape: floor, ours, cuBLAS fp16, PyTorch bf16 (µs, log scale).

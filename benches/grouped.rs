@@ -38,7 +38,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{BenchResult, Ceilings, Cli, Timing, gemm_nt, geomean, measure_ceilings, ratio, show};
+use common::{BenchResult, Cli, Results, Timing, gemm_nt, geomean, ratio, show};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use half::f16;
@@ -164,14 +164,7 @@ fn parse_options() -> Result<Options, String> {
 }
 
 fn main() {
-    let options = match parse_options() {
-        Ok(options) => options,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    };
-    common::run_on_gpu("grouped", |_| None, |gpu| run(gpu, &options));
+    common::run_with_options("grouped", parse_options(), |_| None, run);
 }
 
 /// Group sizes of each input set.
@@ -539,14 +532,12 @@ fn bench_separate(
     Ok((ours.remove(0), ours.remove(0), cublas_loop, tile))
 }
 
-fn bench_case(
-    gpu: &Gpu,
-    blas: &CudaBlas,
-    flush: &mut CudaSlice<u8>,
-    case: &Case,
-    options: &Options,
-    ceilings: &Ceilings,
-) -> BenchResult<Row> {
+fn bench_case(gpu: &Gpu, setup: &mut common::Setup, case: &Case, options: &Options) -> BenchResult<Row> {
+    let common::Setup {
+        blas,
+        flush,
+        ceilings,
+    } = setup;
     let sizes = routings(case, options.sets);
     let (ours, ours_plain, cublas_loop, tile) = match case.routing {
         Routing::Fixed(fixed) if options.fixed_sizes_contiguous => {
@@ -630,25 +621,19 @@ fn torch_baseline(cases: &[Case], sets: usize, results: &str) -> Result<Vec<Opti
 }
 
 fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
-    let blas = CudaBlas::new(gpu.stream().clone())?;
-    let mut flush: CudaSlice<u8> = gpu.stream().alloc_zeros(common::FLUSH_BYTES)?;
-    println!(
-        "device: {} ({} SMs); {} input sets per case; method: see benches/grouped.rs",
-        gpu.name(),
-        gpu.multiprocessors(),
-        options.sets
-    );
-    let ceilings = measure_ceilings(gpu, &blas, &mut flush, options.max_seconds)?;
-    println!(
-        "ceilings measured now: copy {:.0} GB/s (read + write), cuBLAS 8192³ fp16 {:.0} TFLOP/s",
-        ceilings.copy_gbs, ceilings.fp16_tflops
-    );
+    let mut setup = common::setup(
+        gpu,
+        "case",
+        options.sets,
+        "benches/grouped.rs",
+        options.max_seconds,
+    )?;
     let mut rows = Vec::new();
     for case in &options.cases {
         eprintln!("  {} …", case.name);
-        rows.push(bench_case(gpu, &blas, &mut flush, case, options, &ceilings)?);
+        rows.push(bench_case(gpu, &mut setup, case, options)?);
     }
-    drop(flush);
+    drop(setup.flush);
     let torch_note = match torch_baseline(&options.cases, options.sets, &options.results) {
         Ok(times) => {
             for (row, t) in rows.iter_mut().zip(times) {
@@ -659,8 +644,21 @@ fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
         Err(why) => format!("PyTorch baseline skipped: {why}"),
     };
     let table = markdown_table(&rows);
-    println!("\n{torch_note}\n\n{table}");
-    write_results(gpu, options, &ceilings, &rows, &table)
+    common::write_results(
+        gpu,
+        &torch_note,
+        Results {
+            dir: &options.results,
+            prefix: "grouped",
+            sets: options.sets,
+            ceilings: Some(setup.ceilings),
+            settings: serde_json::Value::Null,
+            rows_key: "cases",
+            rows: rows.iter().map(row_json).collect(),
+            table: &table,
+            svg: Some(svg_chart(gpu, &rows)),
+        },
+    )
 }
 
 fn markdown_table(rows: &[Row]) -> String {
@@ -727,47 +725,30 @@ fn markdown_table(rows: &[Row]) -> String {
     t
 }
 
-fn write_results(
-    gpu: &Gpu,
-    options: &Options,
-    ceilings: &Ceilings,
-    rows: &[Row],
-    table: &str,
-) -> BenchResult<()> {
-    let unix_time = common::unix_time()?;
-    let cases: Vec<serde_json::Value> = rows
-        .iter()
-        .map(|r| {
-            serde_json::json!({
-                "case": r.case.name,
-                "groups": r.case.groups,
-                "rows": r.sizes,
-                "n": r.case.n,
-                "k": r.case.k,
-                "tile": r.tile,
-                "ours_us": r.ours.us,
-                "ours_median_us": r.ours.median_us,
-                "ours_relative_error": r.ours.relative_error,
-                "ours_plain_launch_us": r.ours_plain.us,
-                "cublas_fp16_loop_us": r.cublas_loop.us,
-                "torch_grouped_mm_bf16_us": r.torch_grouped_mm,
-                "floor_us": r.floor_us,
-                "floor_bound": r.floor_bound,
-            })
-        })
-        .collect();
-    let mut document = common::run_info(
-        gpu,
-        unix_time,
-        serde_json::json!({
-            "sets": options.sets,
-            "copy_gbs": ceilings.copy_gbs,
-            "fp16_tflops": ceilings.fp16_tflops,
-        }),
-    );
-    document["cases"] = cases.into();
+/// A case's JSON record.
+fn row_json(r: &Row) -> serde_json::Value {
+    serde_json::json!({
+        "case": r.case.name,
+        "groups": r.case.groups,
+        "rows": r.sizes,
+        "n": r.case.n,
+        "k": r.case.k,
+        "tile": r.tile,
+        "ours_us": r.ours.us,
+        "ours_median_us": r.ours.median_us,
+        "ours_relative_error": r.ours.relative_error,
+        "ours_plain_launch_us": r.ours_plain.us,
+        "cublas_fp16_loop_us": r.cublas_loop.us,
+        "torch_grouped_mm_bf16_us": r.torch_grouped_mm,
+        "floor_us": r.floor_us,
+        "floor_bound": r.floor_bound,
+    })
+}
+
+/// Grouped horizontal bars per case: floor, ours, cuBLAS loop, torch._grouped_mm (µs, log scale).
+fn svg_chart(gpu: &Gpu, rows: &[Row]) -> String {
     let labels: Vec<String> = rows.iter().map(|r| r.case.name.to_string()).collect();
-    let svg = common::svg_bars(
+    common::svg_bars(
         &format!(
             "Grouped NVFP4 GEMMs on {} — µs per call (log scale), floor from ceilings measured in the same run",
             gpu.name()
@@ -783,13 +764,5 @@ fn write_results(
                 _ => r.torch_grouped_mm,
             }
         },
-    );
-    common::write_results(
-        &options.results,
-        "grouped",
-        unix_time,
-        &document,
-        table,
-        Some(svg),
     )
 }

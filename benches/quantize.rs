@@ -17,7 +17,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{BenchResult, Cli, time_calls};
+use common::{BenchResult, Cli, Results, time_calls};
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use nvfp4::gpu::{DeviceQuantizeInput, Gpu};
@@ -34,19 +34,13 @@ struct Options {
 }
 
 fn main() {
-    let options = match Cli::parse(&["max-seconds", "results"], &[]).and_then(|cli| {
+    let options = Cli::parse(&["max-seconds", "results"], &[]).and_then(|cli| {
         Ok(Options {
             max_seconds: cli.value("max-seconds", 2.0)?,
             results: cli.value("results", "results".to_string())?,
         })
-    }) {
-        Ok(options) => options,
-        Err(e) => {
-            eprintln!("quantize bench: {e}");
-            std::process::exit(2);
-        }
-    };
-    common::run_on_gpu("quantize", |_| None, |gpu| run(gpu, &options));
+    });
+    common::run_with_options("quantize", options, |_| None, run);
 }
 
 /// µs per call of the enqueue-only quantizer and of the waiting one with `Auto`, for `T`.
@@ -125,13 +119,19 @@ fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
             "auto_us": auto,
         }));
     }
-    println!("\n{table}");
-    let unix_time = common::unix_time()?;
-    let mut document = common::run_info(
+    common::write_results(
         gpu,
-        unix_time,
-        serde_json::json!({ "sets": SETS, "copy_gbs": copy_gbs }),
-    );
-    document["inputs"] = inputs.into();
-    common::write_results(&options.results, "quantize", unix_time, &document, &table, None)
+        "",
+        Results {
+            dir: &options.results,
+            prefix: "quantize",
+            sets: SETS,
+            ceilings: None,
+            settings: serde_json::json!({ "copy_gbs": copy_gbs }),
+            rows_key: "inputs",
+            rows: inputs,
+            table: &table,
+            svg: None,
+        },
+    )
 }

@@ -38,6 +38,55 @@ pub fn run_on_gpu(
     }
 }
 
+/// What every GEMM bench sets up first: cuBLAS, the L2-flush buffer and the ceilings of the
+/// floor model, measured now; the device and the ceilings are printed.
+pub struct Setup {
+    /// cuBLAS on the GPU's stream (the peers and the fp16 ceiling).
+    pub blas: CudaBlas,
+    /// Zeroed before each timed batch ([`FLUSH_BYTES`]).
+    pub flush: CudaSlice<u8>,
+    /// The ceilings measured in this run.
+    pub ceilings: Ceilings,
+}
+
+/// Sets up a GEMM bench of `sets` input sets per `unit` (shape, case), described in `source`.
+pub fn setup(gpu: &Gpu, unit: &str, sets: usize, source: &str, max_seconds: f64) -> BenchResult<Setup> {
+    let blas = CudaBlas::new(gpu.stream().clone())?;
+    let mut flush: CudaSlice<u8> = gpu.stream().alloc_zeros(FLUSH_BYTES)?;
+    println!(
+        "device: {} ({} SMs); {sets} input sets per {unit}; method: see {source}",
+        gpu.name(),
+        gpu.multiprocessors(),
+    );
+    let ceilings = measure_ceilings(gpu, &blas, &mut flush, max_seconds)?;
+    println!(
+        "ceilings measured now: copy {:.0} GB/s (read + write), cuBLAS 8192³ fp16 {:.0} TFLOP/s, bf16 {:.0} TFLOP/s",
+        ceilings.copy_gbs, ceilings.fp16_tflops, ceilings.bf16_tflops
+    );
+    Ok(Setup {
+        blas,
+        flush,
+        ceilings,
+    })
+}
+
+/// [`run_on_gpu`] after the bench's command line: prints a bad command line's error and exits
+/// with status 2, else runs `run` with the options.
+pub fn run_with_options<O>(
+    name: &str,
+    options: Result<O, String>,
+    unsupported: impl Fn(&Gpu) -> Option<String>,
+    run: impl FnOnce(&Gpu, &O) -> BenchResult<()>,
+) {
+    match options {
+        Ok(options) => run_on_gpu(name, unsupported, |gpu| run(gpu, &options)),
+        Err(e) => {
+            eprintln!("{name} bench: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
 /// Errors of a bench run.
 pub type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -369,47 +418,56 @@ pub fn python_baseline(env_var: &str, default_path: &str, args: &[&str]) -> Resu
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// The run's metadata, first in every results file: device, driver and clocks, the revision
-/// the bench was built from, the time, and `extra` (the bench's own settings and ceilings).
-pub fn run_info(gpu: &Gpu, unix_time: u64, extra: serde_json::Value) -> serde_json::Value {
-    let mut info = serde_json::json!({
+/// What a bench run writes under its results folder.
+pub struct Results<'a> {
+    /// The folder (`--results`).
+    pub dir: &'a str,
+    /// The files' name before the time stamp.
+    pub prefix: &'a str,
+    /// Input sets per row.
+    pub sets: usize,
+    /// The ceilings measured in the run, if the bench has them.
+    pub ceilings: Option<Ceilings>,
+    /// The bench's own settings, written after the ceilings (an object, or null).
+    pub settings: serde_json::Value,
+    /// The key of the rows' list (`shapes`, `cases`, `inputs`).
+    pub rows_key: &'a str,
+    /// One record per row; every record has `ours_us` (what `scripts/gpu-run.sh ab` compares).
+    pub rows: Vec<serde_json::Value>,
+    /// The markdown table.
+    pub table: &'a str,
+    /// An SVG chart, if the bench draws one.
+    pub svg: Option<String>,
+}
+
+/// Prints `note` and the table, then writes `DIR/PREFIX-STAMP.json` (the run's metadata: device,
+/// driver and clocks, the revision the bench was built from, the time, sets, ceilings; then the
+/// settings and the rows), `.md` (the table) and, if given, `.svg`, and says where.
+pub fn write_results(gpu: &Gpu, note: &str, results: Results) -> BenchResult<()> {
+    println!("\n{note}\n\n{}", results.table);
+    let unix_time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    let mut document = serde_json::json!({
         "device": gpu.name(),
         "nvidia_smi_driver_clocks": driver_and_clocks(),
         "revision": revision(),
         "unix_time": unix_time,
     });
-    if let (Some(info), serde_json::Value::Object(extra)) = (info.as_object_mut(), extra) {
-        info.extend(extra);
+    if let (Some(object), serde_json::Value::Object(settings)) = (document.as_object_mut(), results.settings)
+    {
+        object.extend(settings);
+        object.insert(results.rows_key.to_string(), results.rows.into());
     }
-    info
-}
-
-/// Seconds since the Unix epoch (the results files' stamp).
-pub fn unix_time() -> BenchResult<u64> {
-    Ok(std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_secs())
-}
-
-/// Writes `DIR/PREFIX-STAMP.json` (`document`), `.md` (`table`) and, if given, `.svg`, and
-/// says where.
-pub fn write_results(
-    dir: &str,
-    prefix: &str,
-    unix_time: u64,
-    document: &serde_json::Value,
-    table: &str,
-    svg: Option<String>,
-) -> BenchResult<()> {
-    std::fs::create_dir_all(dir)?;
-    let base = format!("{dir}/{prefix}-{unix_time}");
+    std::fs::create_dir_all(results.dir)?;
+    let base = format!("{}/{}-{unix_time}", results.dir, results.prefix);
     std::fs::write(
         format!("{base}.json"),
-        serde_json::to_string_pretty(document)? + "\n",
+        serde_json::to_string_pretty(&document)? + "\n",
     )?;
-    std::fs::write(format!("{base}.md"), table)?;
+    std::fs::write(format!("{base}.md"), results.table)?;
     let mut written = format!("{base}.json, {base}.md");
-    if let Some(svg) = svg {
+    if let Some(svg) = results.svg {
         std::fs::write(format!("{base}.svg"), svg)?;
         written += &format!(", {base}.svg");
     }
