@@ -448,17 +448,23 @@ pub fn write_results(gpu: &Gpu, note: &str, results: Results) -> BenchResult<()>
     let unix_time = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs();
-    let mut document = serde_json::json!({
-        "device": gpu.name(),
-        "nvidia_smi_driver_clocks": driver_and_clocks(),
-        "revision": revision(),
-        "unix_time": unix_time,
-    });
-    if let (Some(object), serde_json::Value::Object(settings)) = (document.as_object_mut(), results.settings)
-    {
-        object.extend(settings);
-        object.insert(results.rows_key.to_string(), results.rows.into());
+    let mut document = serde_json::Map::new();
+    let mut put = |key: &str, value: serde_json::Value| document.insert(key.to_string(), value);
+    put("device", gpu.name().into());
+    put("nvidia_smi_driver_clocks", driver_and_clocks().into());
+    put("revision", revision().into());
+    put("unix_time", unix_time.into());
+    put("sets", results.sets.into());
+    if let Some(c) = results.ceilings {
+        put("copy_gbs", c.copy_gbs.into());
+        put("fp16_tflops", c.fp16_tflops.into());
+        put("bf16_tflops", c.bf16_tflops.into());
     }
+    if let serde_json::Value::Object(settings) = results.settings {
+        document.extend(settings);
+    }
+    document.insert(results.rows_key.to_string(), results.rows.into());
+    let document = serde_json::Value::Object(document);
     std::fs::create_dir_all(results.dir)?;
     let base = format!("{}/{}-{unix_time}", results.dir, results.prefix);
     std::fs::write(
