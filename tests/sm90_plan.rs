@@ -1,0 +1,240 @@
+//! The sm_90a tile configuration and host plans: tile choice, K order, the dense plan's geometry
+//! and cost model, the decode-size split, and their rejections.
+
+use nvfp4::dual_gemm::{DecodeSplit, Sm90Geometry};
+use nvfp4::{DualGemmShape, Error};
+use nvfp4_kernel::sm90::config::{BLOCKS_PER_STAGE, SLICES_PER_STAGE, WEIGHT_CHUNKS_PER_STAGE, stage_block};
+use nvfp4_kernel::sm90::registry::{TILES, grouped_tile_for};
+
+#[test]
+fn sm90_tiles_cover_small_m_in_one_tile_and_large_m_with_128() {
+    assert_eq!(grouped_tile_for(1).tokens, 8);
+    assert_eq!(grouped_tile_for(9).tokens, 16);
+    assert_eq!(grouped_tile_for(33).tokens, 64);
+    assert_eq!(grouped_tile_for(100).tokens, 128);
+    assert_eq!(grouped_tile_for(1000).tokens, 128);
+    for tile in TILES {
+        assert!(tile.shared().total <= 227 * 1024, "{tile:?}");
+    }
+}
+
+#[test]
+fn sm90_predecoded_tiles_load_one_decoded_slice_per_tma_box_and_keep_no_raw_ring() {
+    use nvfp4_kernel::sm90::config::{K_PER_SLICE, PREDECODED_MIN_TOKENS};
+    let mut predecoded = 0;
+    for tile in TILES {
+        let plan = tile.shared();
+        if tile.predecoded_tokens() {
+            predecoded += 1;
+            assert!(tile.tokens >= PREDECODED_MIN_TOKENS);
+            // The producer's box is {K_PER_SLICE fp16, tokens rows}: one decoded slice, within
+            // TMA's 256-row box limit and the 128-byte swizzle span.
+            assert_eq!(K_PER_SLICE * 2 * tile.tokens, tile.decoded_slice_bytes());
+            assert!(tile.tokens <= 256 && K_PER_SLICE * 2 == 128);
+            assert_eq!(plan.raw_scales, plan.raw_tokens, "no raw token stages");
+            assert_eq!(plan.barriers, plan.raw_scales, "no raw scale stages");
+        } else {
+            assert!(plan.raw_scales > plan.raw_tokens && plan.barriers > plan.raw_scales);
+        }
+    }
+    assert!(predecoded >= 1, "the largest tile pre-decodes its tokens");
+    assert!(TILES[TILES.len() - 1].predecoded_tokens() && !TILES[0].predecoded_tokens());
+}
+
+#[test]
+fn sm90_k_order_gives_every_block_of_a_stage_one_slice_and_lane_and_each_lane_whole_chunks() {
+    let mut owner = vec![None; BLOCKS_PER_STAGE as usize];
+    for slice in 0..SLICES_PER_STAGE {
+        for lane in 0..4 {
+            let block = stage_block(slice, lane);
+            assert!(
+                block < BLOCKS_PER_STAGE,
+                "slice {slice} lane {lane}: block {block}"
+            );
+            assert_eq!(owner[block as usize], None, "block {block} assigned twice");
+            owner[block as usize] = Some((slice, lane));
+        }
+    }
+    assert!(
+        owner.iter().all(Option::is_some),
+        "every block of the stage is decoded"
+    );
+    // Each lane's blocks are whole 16-byte chunks (two blocks each): slices 2h and 2h + 1 take
+    // the low and high half of chunk h, whose scale codes are adjacent bytes of one atom word.
+    for lane in 0..4 {
+        for h in 0..WEIGHT_CHUNKS_PER_STAGE {
+            let (low, high) = (stage_block(2 * h, lane), stage_block(2 * h + 1, lane));
+            assert_eq!(low % 2, 0, "lane {lane} chunk {h} starts a 16-byte chunk");
+            assert_eq!(high, low + 1, "lane {lane} chunk {h} is one 16-byte chunk");
+            assert_eq!(low / 4, high / 4, "both scale codes in one atom word");
+        }
+        // The chunks of a lane sit at a fixed stride (one address increment in the kernel).
+        assert_eq!(
+            stage_block(2, lane) - stage_block(0, lane),
+            stage_block(2, 0) - stage_block(0, 0)
+        );
+    }
+    // A quad's four lanes read four consecutive 16-byte chunks per load: coalesced rows.
+    for h in 0..WEIGHT_CHUNKS_PER_STAGE {
+        let chunks: Vec<u32> = (0..4).map(|lane| stage_block(2 * h, lane) / 2).collect();
+        assert!(chunks.windows(2).all(|w| w[1] == w[0] + 1), "chunks {chunks:?}");
+    }
+}
+
+#[test]
+fn sm90_geometry_keeps_whole_tiles_when_waves_are_full_and_splits_k_otherwise() {
+    // (m, n, k, CTAs, whole tiles per CTA)
+    let cases = [
+        (256, 4096, 7168, 128, true),  // 128 tiles: one 97 % wave
+        (512, 4096, 7168, 128, true),  // 256 tiles: two 97 % waves
+        (256, 3072, 4096, 132, false), // 96 tiles: 73 % → stream-K
+        (512, 3072, 7168, 132, false), // 192 tiles: 73 % → stream-K
+        (1, 4096, 7168, 128, false),   // 64 tiles: 48 % → stream-K, half a tile per CTA
+    ];
+    for (m, n, k, ctas, whole) in cases {
+        let g = Sm90Geometry::new(DualGemmShape { m, n, k }, 132).unwrap();
+        assert_eq!(g.grid, ctas, "{m}×{n}×{k}");
+        let share = |c: u32| g.split.begin(c + 1) - g.split.begin(c);
+        let (most, least) = (
+            (0..ctas).map(share).max().unwrap(),
+            (0..ctas).map(share).min().unwrap(),
+        );
+        assert!(
+            most <= least + 1,
+            "{m}×{n}×{k}: shares differ by more than one stage"
+        );
+        assert_eq!(
+            least.is_multiple_of(g.split.space.stages) && most == least,
+            whole,
+            "{m}×{n}×{k}"
+        );
+    }
+    let tiny = Sm90Geometry::new(DualGemmShape { m: 1, n: 64, k: 256 }, 132).unwrap();
+    assert_eq!(
+        (tiny.grid, tiny.split.total()),
+        (1, 1),
+        "never more CTAs than K-stages"
+    );
+}
+
+#[test]
+fn sm90_geometry_picks_256_token_tiles_only_where_whole_waves_make_them_cheaper() {
+    // (m, n, k, tokens per tile): measured on an H100 (perf log entry 29), 256-token tiles won
+    // at 512×4096×7168 (102.3 → 87.8 µs) and lost at 384×4096×7168 (86.0 → 109.4), at
+    // 256×4096×7168 (54.3 → 56.3) and 256×3072×4096 (36.2 → 42.7), split by stream-K.
+    let cases = [
+        (512, 4096, 7168, 256),
+        (1024, 4096, 7168, 256),
+        (4096, 14336, 4096, 256),
+        (384, 4096, 7168, 128),
+        (256, 4096, 7168, 128),
+        (256, 3072, 4096, 128),
+        (512, 3072, 7168, 128), // 96 wide tiles: not whole waves
+        (128, 4096, 7168, 128),
+        (16, 4096, 7168, 16),
+    ];
+    for (m, n, k, tokens) in cases {
+        let g = Sm90Geometry::new(DualGemmShape { m, n, k }, 132).unwrap();
+        assert_eq!(g.tile.tokens, tokens, "{m}×{n}×{k}");
+        assert_eq!(g.shared_bytes, g.tile.shared().total);
+        if tokens == 256 {
+            let whole = nvfp4_kernel::schedule::data_parallel_ctas(g.tiles.len(), 132);
+            assert_eq!(whole, Some(g.grid), "{m}×{n}×{k}: wide tiles only as whole tiles");
+        }
+    }
+}
+
+#[test]
+fn decode_split_fills_one_wave_with_no_empty_split_and_fits_shared_memory() {
+    use nvfp4_kernel::sm90::config::{
+        DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, MAX_SHARED_BYTES, decode_shared_bytes,
+        decode_steps,
+    };
+    // (n, k, resident CTAs, splits): 4 CTAs on each of 132 SMs.
+    let cases = [
+        (4096, 7168, 528, 8),  // 64 row groups × 8 splits of 7 steps
+        (3072, 7168, 528, 10), // 48 row groups: 11 splits would leave one of 1 step; 6 each
+        (512, 64, 528, 1),     // one step
+        (64, 2880, 528, 23),   // one row group: a split per step (the last holds 64 K)
+        (32768, 7168, 528, 2), // 512 row groups: one split would exceed shared memory
+        (4096, 7168, 1, 2),    // one resident CTA: the longest splits
+    ];
+    for (n, k, capacity, splits) in cases {
+        let split = DecodeSplit::new(n, k, capacity);
+        let steps = decode_steps(k);
+        assert_eq!(split.splits, splits, "{n}×{k}");
+        assert_eq!(split.grid, split.splits * n / DECODE_GROUP_N, "{n}×{k}");
+        assert!(split.steps_per_split <= DECODE_MAX_STEPS_PER_SPLIT, "{n}×{k}");
+        assert!(
+            split.splits * split.steps_per_split >= steps,
+            "{n}×{k}: K covered"
+        );
+        assert!(
+            (split.splits - 1) * split.steps_per_split < steps,
+            "{n}×{k}: no empty split"
+        );
+    }
+    assert!(decode_shared_bytes(DECODE_MAX_TOKENS, DECODE_MAX_STEPS_PER_SPLIT) <= MAX_SHARED_BYTES);
+}
+
+#[test]
+fn sm90_geometry_rejects_shapes_naming_the_dimension_and_rule() {
+    let bad = [
+        ((0, 64, 256), "m"),
+        ((1, 96, 256), "n"),
+        ((1, 0, 256), "n"),
+        ((1, 64, 96), "k"),
+        ((1, 64, 0), "k"),
+        ((1 << 31, 64, 256), "m"),
+    ];
+    for ((m, n, k), arg) in bad {
+        match Sm90Geometry::new(DualGemmShape { m, n, k }, 132) {
+            Err(Error::InvalidArgument { arg: a, rule, .. }) => {
+                assert_eq!(a, arg, "{m}×{n}×{k}");
+                assert!(rule.contains("multiple") || rule.contains("1..="), "{rule}");
+            }
+            other => panic!("{m}×{n}×{k}: expected an error naming `{arg}`, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn sm90_geometry_reports_launches_too_large_for_32_bit_counts_instead_of_wrapping() {
+    // 2^20 token tiles × 2^16 output tiles wrapped to 0 tiles in u32 (then divided by it).
+    for n in [1 << 22, (1 << 22) + 64] {
+        let shape = DualGemmShape {
+            m: 1 << 23,
+            n,
+            k: 256,
+        };
+        match Sm90Geometry::new(shape, 132) {
+            Err(Error::InvalidArgument { arg, rule, .. }) => {
+                assert!(arg.starts_with("m × n"), "{arg}: {rule}");
+                assert!(rule.contains("too large"), "{rule}");
+            }
+            other => panic!("{shape:?}: expected a typed error, got {other:?}"),
+        }
+    }
+    assert!(Sm90Geometry::new(DualGemmShape { m: 1, n: 64, k: 256 }, 0).is_err());
+}
+
+#[test]
+fn grid_size_is_an_error_for_zero_tiles_stages_or_multiprocessors_and_for_overflow() {
+    use nvfp4::dual_gemm::grid_size;
+    for (tiles, stages, sms) in [(0, 1, 132), (4, 1, 0), (4, 0, 132), (1 << 20, 1 << 12, 132)] {
+        assert!(
+            matches!(grid_size(tiles, stages, sms), Err(Error::InvalidArgument { .. })),
+            "{tiles} × {stages} on {sms}"
+        );
+    }
+    assert_eq!(grid_size(128, 28, 132).unwrap(), 128);
+    assert_eq!(grid_size(1, 1, 132).unwrap(), 1);
+}
+
+#[test]
+fn sm90_geometry_takes_k_in_multiples_of_64_with_a_partial_last_stage() {
+    for k in [64, 128, 192, 2880, 7168 + 64] {
+        let g = Sm90Geometry::new(DualGemmShape { m: 16, n: 4096, k }, 132).unwrap();
+        assert_eq!(g.split.space.stages, k.div_ceil(256) as u32, "k = {k}");
+    }
+}
