@@ -1,0 +1,224 @@
+//! The separate convention (the GPU MODE grouped problem): per group its own A, B (and B3) and
+//! C with its own M, N and K, sizes on the host; each launch uploads the groups' table.
+
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+use half::f16;
+use nvfp4_kernel::grouped::GroupedPrepareArgs;
+use nvfp4_kernel::launch::TensorMap;
+use nvfp4_kernel::sm90::config::{K_MULTIPLE, TILE_N};
+
+use crate::error::{Error, Result};
+use crate::gpu::buffer::check_alignment;
+use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
+use crate::rules::check_dimension;
+
+use super::{Backend, GroupedLayout, GroupedPlan, operand_rescale, sm100_tile_for};
+
+/// One group of a separate-convention launch. A group without tokens has `a` and `c` both
+/// `None` (it computes nothing and reads no weights).
+pub struct SeparateGroup<'a> {
+    /// Its tokens, `M_g × K_g`.
+    pub a: Option<&'a DeviceNvFp4Matrix>,
+    /// Gate (dual) or plain weights, `N_g × K_g`.
+    pub gate: &'a DeviceNvFp4Matrix,
+    /// Up weights of a dual GEMM, `N_g × K_g`.
+    pub up: Option<&'a DeviceNvFp4Matrix>,
+    /// Its output, `M_g × N_g` fp16.
+    pub c: Option<&'a mut CudaSlice<f16>>,
+}
+
+/// Byte offset of the per-group tensor maps in a separate-convention table of `groups` entries
+/// (Blackwell; 128-byte aligned).
+pub(super) fn separate_maps_offset(groups: usize) -> usize {
+    (groups * std::mem::size_of::<nvfp4_kernel::grouped::SeparateGroup>())
+        .next_multiple_of(tensor_map::MAP_BYTES)
+}
+
+/// Bytes of a separate-convention table of `groups` entries (with their maps on Blackwell).
+pub(super) fn separate_table_bytes(groups: usize, arch: Arch) -> usize {
+    match arch {
+        Arch::Sm90a => groups * std::mem::size_of::<nvfp4_kernel::grouped::SeparateGroup>(),
+        Arch::Sm100f => separate_maps_offset(groups) + 3 * groups * tensor_map::MAP_BYTES,
+    }
+}
+
+impl GroupedPlan {
+    /// Enqueues a separate-convention launch: group `g` computes into its own `c`.
+    pub fn launch_separate(&mut self, gpu: &Gpu, groups: &mut [SeparateGroup]) -> Result<()> {
+        let GroupedLayout::Separate {
+            groups: most_groups,
+            rows: capacity,
+            max_k,
+        } = self.layout
+        else {
+            return Err(Error::invalid(
+                "groups",
+                "this plan takes the contiguous convention (launch)",
+                "separate groups",
+            ));
+        };
+        if groups.is_empty() || groups.len() > most_groups {
+            return Err(Error::invalid(
+                "groups",
+                format!("must hold 1..={most_groups} groups (the plan's)"),
+                groups.len(),
+            ));
+        }
+        let gated = self.op.gated();
+        let stream = gpu.stream();
+        let blackwell = matches!(self.backend, Backend::Sm100 { .. });
+        let rescale = operand_rescale(gpu.arch());
+        // Blackwell: each group's three maps follow the entries in the uploaded table.
+        let table_base = self
+            .separate_table
+            .as_ref()
+            .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?
+            .address();
+        let maps_base = table_base + separate_maps_offset(most_groups) as u64;
+        let mut maps = Vec::new();
+        let mut table = Vec::with_capacity(groups.len());
+        let mut token_row = 0usize;
+        for (g, group) in groups.iter_mut().enumerate() {
+            let (n, k) = (group.gate.rows(), group.gate.k());
+            let m = group.a.map_or(0, |a| a.rows());
+            if let Some(a) = group.a
+                && a.k() != k
+            {
+                return Err(Error::ShapeMismatch(format!(
+                    "group {g}: A has K = {}, its weights K = {k}",
+                    a.k()
+                )));
+            }
+            check_dimension("n", n, TILE_N as usize)
+                .and_then(|_| check_dimension("k", k, K_MULTIPLE as usize))
+                .map_err(|e| Error::ShapeMismatch(format!("group {g}: {e}")))?;
+            if k > max_k {
+                return Err(Error::ShapeMismatch(format!(
+                    "group {g}: K = {k} exceeds the plan's max_k {max_k}"
+                )));
+            }
+            let up = match (gated, group.up) {
+                (true, Some(up)) if (up.rows(), up.k()) == (n, k) => up,
+                (true, Some(up)) => {
+                    return Err(Error::ShapeMismatch(format!(
+                        "group {g}: up weights are {} × {}, the gate's {n} × {k}",
+                        up.rows(),
+                        up.k()
+                    )));
+                }
+                (true, None) => {
+                    return Err(Error::invalid(
+                        "up",
+                        "a dual GEMM needs up weights in every group",
+                        g,
+                    ));
+                }
+                (false, Some(_)) => return Err(Error::invalid("up", "a plain GEMM takes no up weights", g)),
+                (false, None) => group.gate,
+            };
+            let c_address = match (group.a, group.c.as_deref_mut()) {
+                (Some(_), Some(c)) if c.len() == m * n => c.device_ptr_mut(stream).0,
+                (Some(_), Some(c)) => {
+                    return Err(Error::BufferLength {
+                        arg: "c",
+                        expected: m * n,
+                        got: c.len(),
+                    });
+                }
+                (None, None) => 0,
+                _ => {
+                    return Err(Error::invalid(
+                        "c",
+                        "a group has both tokens and an output, or neither",
+                        g,
+                    ));
+                }
+            };
+            let address = |b: &CudaSlice<u8>| b.device_ptr(stream).0;
+            // Blackwell reads each matrix through its own tensor map (made at upload).
+            // Blackwell reads each matrix through its map, at `maps_base + 128·(3g + i)`.
+            let mut map = |m: Option<&DeviceNvFp4Matrix>| -> Result<u64> {
+                if !blackwell {
+                    return Ok(0);
+                }
+                let at = maps_base + (maps.len() * tensor_map::MAP_BYTES) as u64;
+                maps.push(match m {
+                    Some(m) => tensor_map::packed_rows(address(m.data_buffer()), m.rows(), m.k())?,
+                    None => TensorMap::default(), // a group without tokens reads none
+                });
+                Ok(at)
+            };
+            let global_a = group.a.and_then(|a| a.global_scale()).unwrap_or(1.0);
+            let entry = nvfp4_kernel::grouped::SeparateGroup {
+                a: group.a.map_or(0, |a| address(a.data_buffer())),
+                a_scales: group.a.map_or(0, |a| address(a.scales_buffer())),
+                gate: address(group.gate.data_buffer()),
+                gate_scales: address(group.gate.scales_buffer()),
+                up: address(up.data_buffer()),
+                up_scales: address(up.scales_buffer()),
+                out: c_address,
+                // Hopper: the group's rows in the decoded token buffer; Blackwell: its own map.
+                token_row: if blackwell { 0 } else { token_row as u32 },
+                rows: m as u32,
+                n: n as u32,
+                k: k as u32,
+                alpha_gate: rescale * global_a * group.gate.global_scale().unwrap_or(1.0),
+                alpha_up: rescale * global_a * up.global_scale().unwrap_or(1.0),
+                a_map: map(group.a)?,
+                gate_map: map(Some(group.gate))?,
+                up_map: map(Some(up))?,
+            };
+            for (arg, address) in [
+                ("a", entry.a),
+                ("a scales", entry.a_scales),
+                ("gate", entry.gate),
+                ("gate scales", entry.gate_scales),
+                ("up", entry.up),
+                ("up scales", entry.up_scales),
+                ("c", entry.out),
+            ] {
+                check_alignment(arg, address, 16)?;
+            }
+            table.push(entry);
+            token_row += m;
+        }
+        if token_row > capacity {
+            return Err(Error::invalid(
+                "groups",
+                format!("must hold at most {capacity} tokens in all (the plan's rows)"),
+                token_row,
+            ));
+        }
+        // SAFETY: `SeparateGroup` is `repr(C)` plain data without padding; the slice covers
+        // exactly the table's elements.
+        let bytes: &[u8] = unsafe {
+            std::slice::from_raw_parts(table.as_ptr().cast::<u8>(), std::mem::size_of_val(&table[..]))
+        };
+        let mut upload = bytes.to_vec();
+        if blackwell {
+            upload.resize(separate_maps_offset(most_groups), 0);
+            upload.extend(tensor_map::bytes_of(&maps));
+        }
+        let table_buffer = self
+            .separate_table
+            .as_ref()
+            .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?;
+        table_buffer.upload_on(stream, &upload)?;
+        let separate = table_base;
+        let tile = self.launch_tile(Some(sm100_tile_for(
+            gated,
+            token_row / table.len(),
+            table.iter().map(|e| (e.n, 0)),
+        )))?;
+        let mut args = GroupedPrepareArgs {
+            groups: groups.len() as u32,
+            separate_convention: 1,
+            separate: separate as *const nvfp4_kernel::grouped::SeparateGroup,
+            ..self.prepare_args(groups.len(), tile)
+        };
+        if !blackwell {
+            args.token_rows = token_row as u32;
+        }
+        self.enqueue(gpu, &args, tile, [TensorMap::default(); 3])
+    }
+}
