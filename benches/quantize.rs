@@ -20,8 +20,9 @@ use std::fmt::Write as _;
 use common::{BenchResult, Cli, Results, time_calls};
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
-use nvfp4::gpu::{DeviceQuantizeInput, Gpu};
+use nvfp4::gpu::Gpu;
 use nvfp4::problem::Rng;
+use nvfp4::quantize::DeviceQuantizeInput;
 use nvfp4::{BlockedScales, GlobalScale};
 
 const ROWS: usize = 4096;

@@ -36,7 +36,9 @@
 //! the host, the kernels and the tests.
 
 pub mod codec;
+pub mod dequantize;
 pub mod dual_gemm;
+pub mod elementwise;
 pub mod error;
 pub mod gemm;
 pub mod gpu;

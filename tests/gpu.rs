@@ -8,9 +8,9 @@ mod common;
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use nvfp4::codec::e4m3_to_f32;
-use nvfp4::gpu::DeviceQuantizeInput;
 use nvfp4::gpu::{Arch, Gpu, driver_available};
 use nvfp4::problem::{Rng, random_matrix};
+use nvfp4::quantize::DeviceQuantizeInput;
 use nvfp4::{BlockedScales, Distribution, Error, GlobalScale, NvFp4Matrix};
 
 fn compute_capability_selects_the_kernel_architecture() {
@@ -387,7 +387,8 @@ fn gpu_quantizer_is_bit_identical_to_the_cpu_quantizer() {
 fn caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_graph() {
     use cudarc::driver::{DevicePtr, DevicePtrMut};
     use nvfp4::gemm::GemmShape;
-    use nvfp4::gpu::{Element, F16Mut, HalfFormat, NvFp4Ref};
+    use nvfp4::gpu::{F16Mut, HalfFormat, NvFp4Ref};
+    use nvfp4::quantize::Element;
     use nvfp4::reference::{self, TASK_TOLERANCE};
     let Some(mut gpu) = common::gpu_or_skip() else {
         return;
@@ -442,7 +443,7 @@ fn caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_grap
     let dual = gpu.plan_dual_gemm(nvfp4::DualGemmShape { m, n, k }).unwrap();
     let plain = gpu.plan_gemm(GemmShape { m, n, k }).unwrap();
     let mut checks = gpu.quantize_checks().unwrap();
-    let run = |gpu: &Gpu, checks: &mut nvfp4::gpu::QuantizeChecks| {
+    let run = |gpu: &Gpu, checks: &mut nvfp4::quantize::QuantizeChecks| {
         // SAFETY: as above.
         unsafe {
             gpu.quantize_raw(

@@ -4,15 +4,16 @@ use cudarc::driver::CudaSlice;
 
 use super::Gpu;
 use crate::error::Result;
-use crate::matrix::NvFp4Matrix;
+use crate::matrix::{NvFp4Matrix, validate_shape};
+use nvfp4_kernel::layout::BlockedScales;
 
 /// An NVFP4 matrix in device memory, with the same layout as [`NvFp4Matrix`].
 pub struct DeviceNvFp4Matrix {
     rows: usize,
     k: usize,
-    pub(super) data: CudaSlice<u8>,
-    pub(super) scales: CudaSlice<u8>,
-    pub(super) global_scale: Option<f32>,
+    pub(crate) data: CudaSlice<u8>,
+    pub(crate) scales: CudaSlice<u8>,
+    pub(crate) global_scale: Option<f32>,
 }
 
 impl DeviceNvFp4Matrix {
@@ -73,5 +74,17 @@ impl Gpu {
         let data = self.stream().clone_dtoh(&m.data)?;
         let scales = self.stream().clone_dtoh(&m.scales)?;
         NvFp4Matrix::from_parts(m.rows, m.k, data, scales, m.global_scale)
+    }
+}
+
+impl Gpu {
+    /// A zero-filled NVFP4 matrix of `rows × k` in device memory (no global scale), for
+    /// `Gpu::quantize_into`.
+    pub fn alloc_nvfp4(&self, rows: usize, k: usize) -> Result<DeviceNvFp4Matrix> {
+        validate_shape(rows, k)?;
+        let stream = self.stream();
+        let data = stream.alloc_zeros::<u8>(rows * k / 2)?;
+        let scales = stream.alloc_zeros::<u8>(BlockedScales::new(rows, k).len())?;
+        self.device_matrix(rows, k, data, scales, None)
     }
 }

@@ -1,5 +1,8 @@
-//! GPU runtime: opening a device, choosing the kernels for its architecture, NVFP4 matrices in
-//! device memory, and the dequantization kernel.
+//! The GPU runtime: opening a device, loading the kernel module of its architecture from its
+//! registry, the library's device memory, NVFP4 matrices in device memory and views of
+//! caller-owned memory, tensor maps, and launching. The ops live above it (`crate::quantize`,
+//! `crate::dequantize`, `crate::elementwise`, `crate::dual_gemm`, `crate::gemm`,
+//! `crate::grouped`) and this module calls none of them.
 //!
 //! Everything goes through `cudarc`'s driver API with dynamic loading, so the library builds and
 //! its CPU paths run on machines without a GPU or driver; [`Gpu::open`] reports those cases as
@@ -7,13 +10,11 @@
 
 pub(crate) mod buffer;
 mod matrix;
-mod quantize;
 pub(crate) mod tensor_map;
 pub use tensor_map::driver_version;
 mod views;
 
 pub use matrix::DeviceNvFp4Matrix;
-pub use quantize::{DeviceQuantizeInput, Element, QuantizeChecks};
 pub use views::{F16Mut, NvFp4Ref};
 
 use std::sync::Arc;
@@ -22,12 +23,10 @@ use cudarc::driver::sys::CUdevice_attribute::{
     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
 };
 use cudarc::driver::sys::CUfunction_attribute;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
-use half::{bf16, f16};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use nvfp4_kernel::common::{AmaxArgs, DequantizeArgs, OccupyArgs, QuantizeArgs, SiluMulArgs};
 use nvfp4_kernel::grouped::GroupedPrepareArgs;
 use nvfp4_kernel::launch::Kernel;
-use nvfp4_kernel::layout::SCALE_BLOCK_K;
 use nvfp4_kernel::registry;
 use nvfp4_kernel::sm90::config::{self as sm90, Tile};
 use nvfp4_kernel::sm90::registry as sm90_registry;
@@ -488,100 +487,6 @@ impl Gpu {
         })
     }
 
-    /// Dequantizes `m` to a new row-major fp16 buffer (`rows × k`), stream-ordered.
-    pub fn dequantize_f16(&self, m: &DeviceNvFp4Matrix) -> Result<CudaSlice<f16>> {
-        // SAFETY: every element is written by the kernel before the buffer can be read.
-        let mut out = unsafe { self.stream.alloc::<f16>(m.rows() * m.k()) }?;
-        self.dequantize_f16_into(m, &mut out)?;
-        Ok(out)
-    }
-
-    /// Dequantizes `m` into `out` (`rows × k` fp16, row-major), stream-ordered.
-    pub fn dequantize_f16_into(&self, m: &DeviceNvFp4Matrix, out: &mut CudaSlice<f16>) -> Result<()> {
-        self.launch_dequantize(&self.kernels.dequantize_f16, m, out)
-    }
-
-    /// Dequantizes `m` to a new row-major bf16 buffer (`rows × k`), stream-ordered.
-    pub fn dequantize_bf16(&self, m: &DeviceNvFp4Matrix) -> Result<CudaSlice<bf16>> {
-        // SAFETY: every element is written by the kernel before the buffer can be read.
-        let mut out = unsafe { self.stream.alloc::<bf16>(m.rows() * m.k()) }?;
-        self.dequantize_bf16_into(m, &mut out)?;
-        Ok(out)
-    }
-
-    /// Dequantizes `m` into `out` (`rows × k` bf16, row-major), stream-ordered.
-    pub fn dequantize_bf16_into(&self, m: &DeviceNvFp4Matrix, out: &mut CudaSlice<bf16>) -> Result<()> {
-        self.launch_dequantize(&self.kernels.dequantize_bf16, m, out)
-    }
-
-    /// `out = silu(gate) ⊙ up` element-wise on fp16 buffers of one length (a multiple of 8),
-    /// stream-ordered: the last step of an unfused gate/up projection.
-    pub fn silu_mul_f16(
-        &self,
-        gate: &CudaSlice<f16>,
-        up: &CudaSlice<f16>,
-        out: &mut CudaSlice<f16>,
-    ) -> Result<()> {
-        self.launch_silu_mul(&self.kernels.silu_mul_f16, gate, up, out)
-    }
-
-    /// `out = silu(gate) ⊙ up` element-wise on bf16 buffers (see [`Self::silu_mul_f16`]).
-    pub fn silu_mul_bf16(
-        &self,
-        gate: &CudaSlice<bf16>,
-        up: &CudaSlice<bf16>,
-        out: &mut CudaSlice<bf16>,
-    ) -> Result<()> {
-        self.launch_silu_mul(&self.kernels.silu_mul_bf16, gate, up, out)
-    }
-
-    fn launch_silu_mul<T: cudarc::driver::DeviceRepr>(
-        &self,
-        kernel: &LoadedKernel<SiluMulArgs>,
-        gate: &CudaSlice<T>,
-        up: &CudaSlice<T>,
-        out: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        let len = gate.len();
-        if up.len() != len {
-            return Err(Error::BufferLength {
-                arg: "up",
-                expected: len,
-                got: up.len(),
-            });
-        }
-        if out.len() != len {
-            return Err(Error::BufferLength {
-                arg: "out",
-                expected: len,
-                got: out.len(),
-            });
-        }
-        if !len.is_multiple_of(8) || len >= 1 << 31 {
-            return Err(Error::invalid("len", "must be a multiple of 8 below 2^31", len));
-        }
-        let stream = &self.stream;
-        let (gate, _gate) = gate.device_ptr(stream);
-        let (up, _up) = up.device_ptr(stream);
-        let (out, _out) = out.device_ptr_mut(stream);
-        let args = SiluMulArgs {
-            gate: gate as *const u32,
-            up: up as *const u32,
-            out: out as *mut u32,
-            len: len as u32,
-        };
-        // SAFETY: the three buffers hold `len` elements (checked), allocations are 256-aligned.
-        unsafe {
-            kernel.launch(
-                stream,
-                self.grid_stride_blocks(kernel, (len / 8) as u32),
-                0,
-                &args,
-                false,
-            )
-        }
-    }
-
     /// Blocks of a grid-stride kernel over `items` work items, one per thread: enough blocks
     /// for every item, at most one full wave (the blocks that are resident at once on all SMs,
     /// so that every thread loops over the same number of items, give or take one, and no
@@ -590,74 +495,6 @@ impl Gpu {
         items
             .div_ceil(kernel.kernel.entry.threads_per_block)
             .clamp(1, self.multiprocessors * kernel.resident_per_sm)
-    }
-
-    fn launch_dequantize<T: cudarc::driver::DeviceRepr>(
-        &self,
-        kernel: &LoadedKernel<DequantizeArgs>,
-        m: &DeviceNvFp4Matrix,
-        out: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        if out.len() != m.rows() * m.k() {
-            return Err(Error::BufferLength {
-                arg: "out",
-                expected: m.rows() * m.k(),
-                got: out.len(),
-            });
-        }
-        let (out, _out) = out.device_ptr_mut(&self.stream);
-        self.launch_dequantize_at(kernel, m.view(&self.stream), out)
-    }
-
-    /// Dequantizes `m` into caller-owned `out` (`rows × k` values of `format`, row-major),
-    /// stream-ordered.
-    ///
-    /// # Safety
-    /// `out` is a 16-byte aligned device address of this GPU's context with `rows · k` values of
-    /// `format`, not used by other work until the kernel completes.
-    pub unsafe fn dequantize_raw(&self, m: NvFp4Ref, format: HalfFormat, out: u64) -> Result<()> {
-        buffer::check_alignment("out", out, 16)?;
-        let kernel = match format {
-            HalfFormat::F16 => &self.kernels.dequantize_f16,
-            HalfFormat::Bf16 => &self.kernels.dequantize_bf16,
-        };
-        self.launch_dequantize_at(kernel, m, out)
-    }
-
-    fn launch_dequantize_at(
-        &self,
-        kernel: &LoadedKernel<DequantizeArgs>,
-        m: NvFp4Ref,
-        out: u64,
-    ) -> Result<()> {
-        let blocks = m.rows() * m.k() / SCALE_BLOCK_K;
-        if blocks >= 1 << 31 {
-            return Err(Error::invalid(
-                "rows × k / 16",
-                "must be below 2^31 for the dequantization kernel",
-                blocks,
-            ));
-        }
-        let stream = &self.stream;
-        let args = DequantizeArgs {
-            data: m.data_address() as *const u8,
-            scales: m.scales_address() as *const u8,
-            out: out as *mut u16,
-            rows: m.rows() as u32,
-            k: m.k() as u32,
-            global_scale: m.global_scale().unwrap_or(1.0),
-        };
-        // SAFETY: the buffers have the lengths the kernel reads and writes (the view's contract
-        // and the callers').
-        unsafe {
-            kernel.launch(
-                stream,
-                self.grid_stride_blocks(kernel, blocks as u32),
-                0,
-                &args,
-                false,
-            )
-        }
     }
 }
 

@@ -14,8 +14,9 @@ use std::sync::Mutex;
 
 use nvfp4::dual_gemm::DualGemmPlan;
 use nvfp4::gemm::{GemmPlan, GemmShape};
-use nvfp4::gpu::{Element, F16Mut, Gpu, HalfFormat, NvFp4Ref, QuantizeChecks};
+use nvfp4::gpu::{F16Mut, Gpu, HalfFormat, NvFp4Ref};
 use nvfp4::grouped::{ContiguousAddresses, GroupedLayout, GroupedOp, GroupedPlan, UpWeights};
+use nvfp4::quantize::{Element, QuantizeChecks};
 use nvfp4::{DualGemmShape, Error, GlobalScale, NvFp4Matrix};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;

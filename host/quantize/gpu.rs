@@ -7,12 +7,12 @@ use half::{bf16, f16};
 use nvfp4_kernel::common::{AmaxArgs, QuantizeArgs};
 use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K};
 
-use super::buffer::DeviceBuffer;
-use super::{DeviceNvFp4Matrix, Gpu};
+use super::{GlobalScale, QuantizeInput};
 use crate::codec::auto_global_scale;
 use crate::error::{Error, Result};
+use crate::gpu::buffer::{DeviceBuffer, check_alignment};
+use crate::gpu::{DeviceNvFp4Matrix, Gpu};
 use crate::matrix::{validate_global_scale, validate_shape};
-use crate::quantize::{GlobalScale, QuantizeInput};
 
 mod sealed {
     /// Which kernels read the type: 0 f32, 1 f16, 2 bf16 (as `Element`).
@@ -96,17 +96,7 @@ impl QuantizeChecks {
 }
 
 impl Gpu {
-    /// A zero-filled NVFP4 matrix of `rows × k` in device memory (no global scale), for
-    /// [`Self::quantize_into`].
-    pub fn alloc_nvfp4(&self, rows: usize, k: usize) -> Result<DeviceNvFp4Matrix> {
-        validate_shape(rows, k)?;
-        let stream = self.stream();
-        let data = stream.alloc_zeros::<u8>(rows * k / 2)?;
-        let scales = stream.alloc_zeros::<u8>(BlockedScales::new(rows, k).len())?;
-        self.device_matrix(rows, k, data, scales, None)
-    }
-
-    /// Device words for [`Self::quantize_into`]'s checks.
+    /// Device words for [`Gpu::quantize_into`]'s checks.
     pub fn quantize_checks(&self) -> Result<QuantizeChecks> {
         Ok(QuantizeChecks {
             status: DeviceBuffer::zeros(self.stream(), 1)?,
@@ -120,7 +110,7 @@ impl Gpu {
     /// launch; a NaN or infinite value gives `Error::NonFinite` with the first such index.
     ///
     /// Waits for the stream once at the end (to read the non-finite check and, for `Auto`, the
-    /// global scale the GPU chose); [`Self::quantize_into`] does not wait. Memory-bound: one
+    /// global scale the GPU chose); [`Gpu::quantize_into`] does not wait. Memory-bound: one
     /// read of the values (two for `Auto`).
     pub fn quantize<T: DeviceQuantizeInput>(
         &self,
@@ -148,8 +138,8 @@ impl Gpu {
     /// Enqueues the quantization of `values` into `out` without waiting (stream-ordered; no
     /// allocation and no host-device copy: only kernels and a memset of the check words, so a
     /// CUDA graph can capture it), bit-identical to
-    /// [`Self::quantize`]. `global` is `None` or `Fixed`: `Auto` needs the tensor's amax on
-    /// the host for `out`'s global scale, so only [`Self::quantize`] takes it. Non-finite
+    /// [`Gpu::quantize`]. `global` is `None` or `Fixed`: `Auto` needs the tensor's amax on
+    /// the host for `out`'s global scale, so only [`Gpu::quantize`] takes it. Non-finite
     /// input is reported by `checks.result` (until then `out` must not be trusted).
     pub fn quantize_into<T: DeviceQuantizeInput>(
         &self,
@@ -168,7 +158,7 @@ impl Gpu {
     }
 
     /// Enqueues the quantization of caller-owned values into caller-owned NVFP4 buffers (see
-    /// [`Self::quantize_into`]: `global` is `None` or `Fixed`, nothing is allocated, copied or
+    /// [`Gpu::quantize_into`]: `global` is `None` or `Fixed`, nothing is allocated, copied or
     /// awaited; [`QuantizeChecks::first_non_finite`] reports non-finite input).
     ///
     /// # Safety
@@ -189,7 +179,7 @@ impl Gpu {
     ) -> Result<()> {
         refuse_auto(global)?;
         for (arg, address) in [("values", values), ("data", data), ("scales", scales)] {
-            super::buffer::check_alignment(arg, address, 16)?;
+            check_alignment(arg, address, 16)?;
         }
         self.enqueue_quantize_at(
             element as usize,

@@ -11,12 +11,19 @@
 //! `±6 · 448 · global` (*saturation*). [`NvFp4Matrix::quantize_with_stats`] counts both, so a
 //! caller can tell when its choice of global scale lost information.
 
+//!
+//! The same quantization runs on the GPU (`Gpu::quantize`, `Gpu::quantize_into`,
+//! `Gpu::quantize_raw`), bit for bit: both sides share one codec (`nvfp4_kernel::codec`).
+
 use half::{bf16, f16};
 use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K};
 
 use crate::codec::{E2M1_MAX, E4M3_MAX, auto_global_scale, e4m3_to_f32, f32_to_e2m1, f32_to_e4m3};
 use crate::error::{Error, Result};
 use crate::matrix::{NvFp4Matrix, validate_global_scale, validate_shape};
+
+mod gpu;
+pub use gpu::{DeviceQuantizeInput, Element, QuantizeChecks};
 
 /// How the fp32 global scale of a quantized matrix is chosen.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
