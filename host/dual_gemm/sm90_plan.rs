@@ -1,0 +1,257 @@
+//! The dual GEMM's sm_90a planning: the tiled kernel's geometry and its cost model (tile,
+//! stream-K split, grid), the decode-size kernel's K split, and the token pre-decoding step.
+
+use nvfp4_kernel::launch::TensorMap;
+use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
+use nvfp4_kernel::sm90::config::{
+    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile,
+    decode_steps, padded_k,
+};
+use nvfp4_kernel::sm90::registry as sm90_registry;
+
+use crate::error::{Error, Result};
+use crate::gpu::buffer::DeviceBuffer;
+use crate::gpu::{Gpu, NvFp4Ref};
+use crate::problem::DualGemmShape;
+use crate::rules::{KERNEL_INDEX_LIMIT, check_gemm_shape};
+
+use super::DualGemmPlan;
+
+/// Launch geometry of the sm_90a kernel for one shape (pure; no GPU needed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sm90Geometry {
+    /// Token tile (wgmma N).
+    pub tile: Tile,
+    /// Output tiles.
+    pub tiles: TileGrid,
+    /// Persistent CTAs ([`grid_size`]); each takes an equal share of all tiles' K-stages, whole
+    /// tiles when the grid divides them.
+    pub grid: u32,
+    /// The stream-K split of tiles × K-stages over the grid.
+    pub split: StreamK<UniformTiles>,
+    /// Dynamic shared memory per CTA.
+    pub shared_bytes: u32,
+}
+
+impl Sm90Geometry {
+    /// Checks `shape` against the sm_90a kernel's rules (any M ≥ 1, N a multiple of 64, K a
+    /// multiple of 64, every size within the kernel's 32-bit indices) and picks tile and grid for
+    /// a GPU with `multiprocessors` SMs.
+    pub fn new(shape: DualGemmShape, multiprocessors: u32) -> Result<Self> {
+        let DualGemmShape { m, n, k } = shape;
+        let (m32, n32, k32) = check_gemm_shape(shape)?;
+        if multiprocessors == 0 {
+            return Err(Error::invalid("multiprocessors", "must be at least 1", 0));
+        }
+        let too_large = |what: &'static str, rule: &str| {
+            Error::invalid(
+                what,
+                format!("too large for one launch ({rule})"),
+                format!("{m} × {n} × {k}"),
+            )
+        };
+        // C (M × N fp16) and, for pre-decoded tiles, the M × padded K token buffer are indexed in
+        // 64 bits; the kernels' 32-bit counts are tiles, iterations and token items.
+        let stages = k32.div_ceil(K_PER_STAGE);
+        let mut best: Option<(u64, Self)> = None;
+        let narrow = sm90_registry::grouped_tile_for(m32);
+        for tile in [narrow, sm90_registry::WIDEST_TILE] {
+            let wide = tile == sm90_registry::WIDEST_TILE;
+            if wide && m32 <= narrow.tokens {
+                continue; // one narrower tile already covers M
+            }
+            let tiles = TileGrid::new(m32, n32, tile.tokens, TILE_N)
+                .ok_or_else(|| too_large("m × n", "more than 2^32 tiles"))?;
+            let space = UniformTiles::new(tiles.len(), stages)
+                .filter(|s| (s.tiles as u64) * (s.stages as u64) <= KERNEL_INDEX_LIMIT)
+                .ok_or_else(|| too_large("m × n × k", "tiles × K-stages ≥ 2^31"))?;
+            let data_parallel = nvfp4_kernel::schedule::data_parallel_ctas(tiles.len(), multiprocessors);
+            if wide && data_parallel.is_none() {
+                continue; // split wide tiles were slower (perf log entry 29)
+            }
+            let grid = grid_size(tiles.len(), stages, multiprocessors)?;
+            let split = StreamK::new(space, grid, 0);
+            let cost = stream_k_cost(&split) as u64 * slice_clocks(tile) as u64;
+            let geometry = Self {
+                tile,
+                tiles,
+                grid,
+                split,
+                shared_bytes: tile.shared().total,
+            };
+            if best.as_ref().is_none_or(|(fastest, _)| cost < *fastest) {
+                best = Some((cost, geometry));
+            }
+        }
+        // The first candidate is never skipped, so `best` is set (or an error returned above).
+        let Some((_, geometry)) = best else {
+            return Err(too_large("m × n", "no tile"));
+        };
+        if geometry.tile.predecoded_tokens()
+            && (m as u64) * (padded_k(k32) / K_PER_SLICE) as u64 > KERNEL_INDEX_LIMIT
+        {
+            return Err(too_large("m × k", "m × k / 64 ≥ 2^31 token slices"));
+        }
+        Ok(geometry)
+    }
+
+    /// u32 words of the stream-K partial-sum workspace: two slots per CTA.
+    pub fn workspace_words(&self) -> usize {
+        2 * self.grid as usize * sm90::partial_slot_bytes(self.tile) as usize / 4
+    }
+
+    /// Publication flags: one per partial-sum slot.
+    pub fn flag_words(&self) -> usize {
+        2 * self.grid as usize
+    }
+}
+
+/// Most multiprocessors a plan is made for (GPUs have at most a few hundred; the stream-K cost
+/// search is quadratic in this).
+pub const MAX_MULTIPROCESSORS: u32 = 1024;
+
+/// Clocks a CTA spends per 64-K slice beyond its tensor work, fitted to one H100 run (perf log
+/// entry 29): at 512×4096×7168, both plans data-parallel on 128 CTAs, 128-token tiles (224
+/// slices per CTA) took 102.3 µs and 256-token tiles (112 slices) 87.8 µs, a ratio of 1.65
+/// per slice, where the tensor work alone doubles.
+const SLICE_OVERHEAD_CLOCKS: u32 = 270;
+
+/// Estimated clocks of one 64-K slice of `tile`: the tensor work (2 consumer warpgroups × 64
+/// rows × T tokens × 64 K at 2048 fp16 FMA per clock, = 4·T) and [`SLICE_OVERHEAD_CLOCKS`].
+fn slice_clocks(tile: Tile) -> u32 {
+    4 * tile.tokens + SLICE_OVERHEAD_CLOCKS
+}
+
+/// What a split segment costs its CTA on top of its own K-stages, in stages (see
+/// `stream_k_cost`).
+const SEGMENT_COST_STAGES: u32 = 1;
+
+/// The slowest CTA of a stream-K split under a cost model: its stages plus
+/// [`SEGMENT_COST_STAGES`] per split segment (the fix-up and, for a CTA's later segment, the
+/// pipeline restart; per-CTA traces at M = 1 on an H100, stages of ≈ 2.1 k clocks, showed
+/// ≈ 1.5–2 k clocks for a segment that stores its partial sums and ≈ 2.5 k for the reducer).
+fn stream_k_cost(split: &StreamK<UniformTiles>) -> u32 {
+    (0..split.ctas)
+        .map(|cta| {
+            split
+                .segments(cta)
+                .map(|s| s.stages + if s.count > 1 { SEGMENT_COST_STAGES } else { 0 })
+                .sum::<u32>()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// CTAs for `tiles × stages` work on `multiprocessors` SMs: whole tiles per CTA (data-parallel)
+/// when full waves of tiles keep at least 90 % of the SMs busy and the CTAs divide the tiles
+/// evenly ([`nvfp4_kernel::schedule::data_parallel_ctas`]); otherwise an equal stream-K share each for
+/// the number of CTAs, from 7/8 of the SMs to all of them, whose slowest CTA
+/// (`stream_k_cost`) is fastest (the most CTAs among equals). At M = 1, N = 4096, K = 7168 on
+/// 132 SMs that is 128 CTAs of one half-tile each instead of 132 CTAs whose shares straddle
+/// tiles. Zero tiles, stages or SMs, more than [`MAX_MULTIPROCESSORS`] SMs, or more than 2^31
+/// iterations, are errors.
+pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
+    for (arg, value) in [
+        ("tiles", tiles),
+        ("stages", stages),
+        ("multiprocessors", multiprocessors),
+    ] {
+        if value == 0 {
+            return Err(Error::invalid(arg, "must be at least 1", value));
+        }
+    }
+    if multiprocessors > MAX_MULTIPROCESSORS {
+        return Err(Error::invalid(
+            "multiprocessors",
+            format!("must be at most {MAX_MULTIPROCESSORS}"),
+            multiprocessors,
+        ));
+    }
+    let total = tiles as u64 * stages as u64;
+    if total > KERNEL_INDEX_LIMIT {
+        return Err(Error::invalid(
+            "tiles × stages",
+            format!("must be at most {KERNEL_INDEX_LIMIT}"),
+            total,
+        ));
+    }
+    if let Some(ctas) = nvfp4_kernel::schedule::data_parallel_ctas(tiles, multiprocessors) {
+        return Ok(ctas);
+    }
+    let most = (total as u32).min(multiprocessors);
+    let fewest = (most - most / 8).max(1);
+    let cost = |ctas: u32| stream_k_cost(&StreamK::new(UniformTiles { tiles, stages }, ctas, 0));
+    Ok((fewest..=most)
+        .rev()
+        .min_by_key(|&ctas| cost(ctas))
+        .unwrap_or(most))
+}
+
+/// The device state and K split of a decode-size Hopper plan.
+pub(super) struct DecodeState {
+    /// Every CTA's f32 partial sums ([`decode_partial_words`]).
+    pub(super) partials: DeviceBuffer<u32>,
+    /// One arrival counter per row group, zero between launches (the last CTA resets it).
+    pub(super) arrivals: DeviceBuffer<u32>,
+    pub(super) split: DecodeSplit,
+}
+
+/// The K split of the decode-size kernel (`nvfp4_kernel::sm90::decode`) for one shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeSplit {
+    /// 128-K steps per split, at most `DECODE_MAX_STEPS_PER_SPLIT`.
+    pub steps_per_split: u32,
+    /// K splits, none of them empty.
+    pub splits: u32,
+    /// CTAs: `splits × n / DECODE_GROUP_N`.
+    pub grid: u32,
+}
+
+impl DecodeSplit {
+    /// The split of `k` that fills `capacity` resident CTAs once (one wave) with `n /
+    /// DECODE_GROUP_N` row groups per split, each split as long as the shared memory allows.
+    pub fn new(n: u32, k: u32, capacity: u32) -> Self {
+        let steps = decode_steps(k).max(1);
+        let groups = (n / DECODE_GROUP_N).max(1);
+        let splits = (capacity / groups).clamp(1, steps);
+        let steps_per_split = steps.div_ceil(splits).min(DECODE_MAX_STEPS_PER_SPLIT);
+        let splits = steps.div_ceil(steps_per_split);
+        Self {
+            steps_per_split,
+            splits,
+            grid: splits * groups,
+        }
+    }
+}
+
+/// The fp16 token operand of large sm_90a tiles (`nvfp4_kernel::sm90::tokens`), rewritten from
+/// A by each launch, and the tensor map the kernel loads it through.
+pub(crate) struct PredecodedTokens {
+    pub buffer: DeviceBuffer<u16>,
+    pub map: TensorMap,
+}
+
+impl DualGemmPlan {
+    /// Enqueues `nvfp4_predecode_tokens_sm90`: A → the fp16 token operand in `out`.
+    pub(super) fn predecode_tokens(&self, gpu: &Gpu, a: &NvFp4Ref, out: &DeviceBuffer<u16>) -> Result<()> {
+        let kernel = &gpu.sm90_kernels("token pre-decoding")?.predecode_tokens;
+        let DualGemmShape { m, k, .. } = self.shape;
+        // One thread per token and 64-K slice; the geometry bounded m × padded k / 64.
+        let items = (m * (padded_k(k as u32) / K_PER_SLICE) as usize) as u32;
+        let stream = gpu.stream();
+        let out = out.address();
+        let args = sm90::PredecodeArgs {
+            data: a.data_address() as *const u8,
+            scales: a.scales_address() as *const u8,
+            out: out as *mut u32,
+            rows: m as u32,
+            k: k as u32,
+        };
+        // A plain launch even in programmatic mode: started early, its few small CTAs would
+        // crowd onto the first multiprocessors the previous kernel frees (measured on an H100:
+        // M = 64 36.4 → 48.2 µs). The dual GEMM after it is the programmatic one.
+        // SAFETY: A has the planned shape (checked by the caller), `out` holds m × padded k
+        // fp16, all 16-byte aligned.
+        unsafe { kernel.launch(stream, gpu.grid_stride_blocks(kernel, items), 0, &args, false) }
+    }
+}
