@@ -247,7 +247,7 @@ const _: () = {
 };
 
 /// The smallest grouped tile that covers `m` tokens in one tile, else the widest grouped tile.
-/// (The dense plan also weighs [`WIDEST_TILE`] by cost: `host/dual_gemm.rs`.)
+/// (The dense plan also weighs [`WIDEST_TILE`] by cost: `host/dual_gemm/sm90_plan.rs`.)
 pub const fn grouped_tile_for(m: u32) -> Tile {
     let mut i = 0;
     while i < GROUPED_TILES.len() {
