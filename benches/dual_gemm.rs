@@ -77,14 +77,7 @@ fn parse_options() -> Result<Options, String> {
             "prefill" => &PREFILL_SHAPES,
             "all" => &[],
             _ => {
-                let dims: Vec<usize> = item
-                    .split('x')
-                    .map(str::parse)
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| format!("{item}: {e}"))?;
-                let [m, n, k] = dims[..] else {
-                    return Err(format!("{item}: expected MxNxK"));
-                };
+                let (m, n, k) = common::parse_mnk(item, "bench, decode, prefill, all")?;
                 options.shapes.push(DualGemmShape { m, n, k });
                 continue;
             }

@@ -394,6 +394,19 @@ impl Cli {
     }
 }
 
+/// Parses a shape written `MxNxK`; `groups` names the other words the bench's list takes.
+pub fn parse_mnk(item: &str, groups: &str) -> Result<(usize, usize, usize), String> {
+    let dims: Vec<usize> = item
+        .split('x')
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{item}: expected MxNxK or one of {groups} ({e})"))?;
+    match dims[..] {
+        [m, n, k] => Ok((m, n, k)),
+        _ => Err(format!("{item}: expected MxNxK or one of {groups}")),
+    }
+}
+
 /// Runs a Python baseline script with `args` and returns its standard output. The script is
 /// `$env_var` or `default_path` (relative to the repository root, where the benches run).
 pub fn python_baseline(env_var: &str, default_path: &str, args: &[&str]) -> Result<String, String> {
