@@ -63,7 +63,12 @@ fn parse_options() -> Result<Options, String> {
             "all" => [&GPUMODE_SHAPES[..], &GEMV_SHAPES, &down()].concat(),
             _ => vec![common::parse_mnk(item, "gpumode, gemv, down, all")?],
         };
-        shapes.extend(group.into_iter().map(|(m, n, k)| GemmShape { m, n, k }));
+        for (m, n, k) in group {
+            let shape = GemmShape { m, n, k };
+            if !shapes.contains(&shape) {
+                shapes.push(shape); // `all` names 1×4096×7168 twice (gemv and down)
+            }
+        }
     }
     Ok(Options {
         shapes,
