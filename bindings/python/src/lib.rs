@@ -1,7 +1,8 @@
-//! `nvfp4._nvfp4`: the native module of the `nvfp4` Python package. Every function takes
-//! device addresses, sizes, a device ordinal and a CUDA stream handle as integers (the Python
-//! layer passes `tensor.data_ptr()`s and `torch.cuda.current_stream().cuda_stream`): nothing here
-//! links or builds against PyTorch. Launches go through the library's caller-owned-memory API
+//! `nvfp4._nvfp4`: the native module of the `nvfp4` Python package. Every op takes its tensors
+//! as metadata ([`tensors::Tensor`]: address, shape, strides, dtype, device) and a CUDA stream
+//! handle (the Python layer gathers them from PyTorch tensors and passes
+//! `torch.cuda.current_stream().cuda_stream`), and checks every rule of its tensors here, in
+//! Rust ([`tensors`]), before any unsafe launch: nothing here links or builds against PyTorch. Launches go through the library's caller-owned-memory API
 //! (`NvFp4Ref::from_raw`, `launch_views`, `quantize_raw`, …): no allocation, no host↔device
 //! copy, no synchronization, so they can be captured in a CUDA graph.
 //!
@@ -14,13 +15,16 @@ use std::sync::Mutex;
 
 use nvfp4::dual_gemm::DualGemmPlan;
 use nvfp4::gemm::{GemmPlan, GemmShape};
-use nvfp4::gpu::{F16Mut, Gpu, HalfFormat, NvFp4Ref};
+use nvfp4::gpu::{F16Mut, Gpu, NvFp4Ref};
 use nvfp4::grouped::{ContiguousAddresses, GroupedLayout, GroupedOp, GroupedPlan, UpWeights};
-use nvfp4::quantize::{Element, QuantizeChecks};
+use nvfp4::quantize::QuantizeChecks;
 use nvfp4::{DualGemmShape, Error, GlobalScale, NvFp4Matrix};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+
+mod tensors;
+use tensors::{Rejection, Tensor};
 
 /// The key of a grouped plan: (gated, groups, rows, scale rows, n, k, w13 concatenated).
 type GroupedKey = (bool, usize, usize, usize, usize, usize, bool);
@@ -104,38 +108,29 @@ fn device_info(ordinal: usize) -> PyResult<(String, String, u32)> {
     })
 }
 
-/// Enqueues the quantization of `rows × k` values of `element` ("f32", "f16", "bf16") at
-/// `values` into packed e2m1 at `data` and blocked e4m3 scales at `scales`, with an optional
-/// fixed global scale.
+/// A broken tensor rule as the `ValueError` Python raises.
+fn rejected(rejection: Rejection) -> PyErr {
+    PyValueError::new_err(rejection.0)
+}
+
+/// Enqueues the quantization of `x` (`rows × k` f32 / f16 / bf16) into packed e2m1 `data` and
+/// blocked e4m3 `scales`, with an optional fixed global scale.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn quantize(
-    device: usize,
-    stream: u64,
-    element: &str,
-    values: u64,
-    rows: usize,
-    k: usize,
-    data: u64,
-    scales: u64,
-    global_scale: Option<f32>,
-) -> PyResult<()> {
-    let element = match element {
-        "f32" => Element::F32,
-        "f16" => Element::F16,
-        "bf16" => Element::Bf16,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "element must be f32, f16 or bf16, got {other}"
-            )));
-        }
+fn quantize(stream: u64, x: Tensor, data: Tensor, scales: Tensor, global_scale: Option<f64>) -> PyResult<()> {
+    let (element, rows, k) = tensors::values("x", &x).map_err(rejected)?;
+    tensors::packed("data", &data, Some(rows), Some(k)).map_err(rejected)?;
+    let scales_at = tensors::scales("scales", &scales, rows, k).map_err(rejected)?;
+    let global = match global_scale {
+        Some(g) => GlobalScale::Fixed(tensors::scale("global_scale", g).map_err(rejected)?),
+        None => GlobalScale::None,
     };
-    let global = global_scale.map_or(GlobalScale::None, GlobalScale::Fixed);
+    let device = tensors::device(&[("x", Some(&x)), ("data", Some(&data)), ("scales", Some(&scales))])
+        .map_err(rejected)?;
     with_device(device, stream, |d| {
-        // SAFETY: the Python layer checked the tensors' sizes, devices and contiguity.
+        // SAFETY: the tensors were checked above: sizes, dtypes, contiguity, one CUDA device.
         unsafe {
             d.gpu
-                .quantize_raw(element, values, rows, k, data, scales, global, &mut d.checks)
+                .quantize_raw(element, x.0, rows, k, data.0, scales_at, global, &mut d.checks)
         }
     })
 }
@@ -147,62 +142,81 @@ fn first_non_finite(device: usize, stream: u64) -> PyResult<Option<usize>> {
     with_device(device, stream, |d| d.checks.first_non_finite(&d.gpu))
 }
 
-/// Enqueues the dequantization of the NVFP4 matrix at `data`/`scales` (`rows × k`, optional
-/// global scale) into `out` (`format` "f16" or "bf16").
+/// Enqueues the dequantization of the NVFP4 matrix `data`/`scales` (optional global scale)
+/// into `out` (`rows × k` float16 or bfloat16).
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
 fn dequantize(
-    device: usize,
     stream: u64,
-    data: u64,
-    scales: u64,
-    rows: usize,
-    k: usize,
-    global_scale: Option<f32>,
-    out: u64,
-    format: &str,
+    data: Tensor,
+    scales: Tensor,
+    global_scale: Option<f64>,
+    out: Tensor,
 ) -> PyResult<()> {
-    let format = match format {
-        "f16" => HalfFormat::F16,
-        "bf16" => HalfFormat::Bf16,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "format must be f16 or bf16, got {other}"
-            )));
-        }
-    };
+    let (rows, k) = tensors::packed("data", &data, None, None).map_err(rejected)?;
+    let scales_at = tensors::scales("scales", &scales, rows, k).map_err(rejected)?;
+    let format = tensors::output("out", &out, [rows, k], None).map_err(rejected)?;
+    let global = global_scale
+        .map(|g| tensors::scale("global_scale", g))
+        .transpose()
+        .map_err(rejected)?;
+    let device = tensors::device(&[
+        ("data", Some(&data)),
+        ("scales", Some(&scales)),
+        ("out", Some(&out)),
+    ])
+    .map_err(rejected)?;
     with_device(device, stream, |d| {
-        // SAFETY: the Python layer checked the tensors.
+        // SAFETY: the tensors were checked above.
         unsafe {
-            let m = NvFp4Ref::from_raw(data, scales, rows, k, global_scale)?;
-            d.gpu.dequantize_raw(m, format, out)
+            let m = NvFp4Ref::from_raw(data.0, scales_at, rows, k, global)?;
+            d.gpu.dequantize_raw(m, format, out.0)
         }
     })
 }
 
-/// Enqueues `out = silu(alpha_gate · a·b1ᵀ) ⊙ (alpha_up · a·b2ᵀ)` (fp16, `m × n`).
+/// Enqueues `out = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)` (float16 `m × n`).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn dual_gemm(
-    device: usize,
     stream: u64,
-    a: (u64, u64),
-    b1: (u64, u64),
-    b2: (u64, u64),
-    shape: (usize, usize, usize),
-    alpha_gate: f32,
-    alpha_up: f32,
-    out: u64,
+    a: Tensor,
+    b1: Tensor,
+    b2: Tensor,
+    a_sf: Tensor,
+    b1_sf: Tensor,
+    b2_sf: Tensor,
+    alpha1: f64,
+    alpha2: f64,
+    out: Tensor,
 ) -> PyResult<()> {
-    let (m, n, k) = shape;
+    let (m, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
+    let (n, _) = tensors::packed("b1", &b1, None, Some(k)).map_err(rejected)?;
+    tensors::packed("b2", &b2, Some(n), Some(k)).map_err(rejected)?;
+    let a_sf_at = tensors::scales("a_sf", &a_sf, m, k).map_err(rejected)?;
+    let b1_sf_at = tensors::scales("b1_sf", &b1_sf, n, k).map_err(rejected)?;
+    let b2_sf_at = tensors::scales("b2_sf", &b2_sf, n, k).map_err(rejected)?;
+    tensors::output("out", &out, [m, n], Some("float16")).map_err(rejected)?;
+    let alpha_gate = tensors::scale("alpha1", alpha1).map_err(rejected)?;
+    let alpha_up = tensors::scale("alpha2", alpha2).map_err(rejected)?;
+    let device = tensors::device(&[
+        ("a", Some(&a)),
+        ("b1", Some(&b1)),
+        ("b2", Some(&b2)),
+        ("a_sf", Some(&a_sf)),
+        ("b1_sf", Some(&b1_sf)),
+        ("b2_sf", Some(&b2_sf)),
+        ("out", Some(&out)),
+    ])
+    .map_err(rejected)?;
+    let shape = (m, n, k);
     with_device(device, stream, |d| {
-        // SAFETY: the Python layer checked the tensors.
+        // SAFETY: the tensors were checked above.
         let (a, b1, b2, out) = unsafe {
             (
-                NvFp4Ref::from_raw(a.0, a.1, m, k, None)?,
-                NvFp4Ref::from_raw(b1.0, b1.1, n, k, Some(alpha_gate))?,
-                NvFp4Ref::from_raw(b2.0, b2.1, n, k, Some(alpha_up))?,
-                F16Mut::from_raw(out, m * n)?,
+                NvFp4Ref::from_raw(a.0, a_sf_at, m, k, None)?,
+                NvFp4Ref::from_raw(b1.0, b1_sf_at, n, k, Some(alpha_gate))?,
+                NvFp4Ref::from_raw(b2.0, b2_sf_at, n, k, Some(alpha_up))?,
+                F16Mut::from_raw(out.0, m * n)?,
             )
         };
         let plan = match d.dual.entry(shape) {
@@ -215,26 +229,39 @@ fn dual_gemm(
     })
 }
 
-/// Enqueues `out = alpha · a·bᵀ` (fp16, `m × n`).
+/// Enqueues `out = alpha · a·bᵀ` (float16 `m × n`).
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
 fn gemm(
-    device: usize,
     stream: u64,
-    a: (u64, u64),
-    b: (u64, u64),
-    shape: (usize, usize, usize),
-    alpha: f32,
-    out: u64,
+    a: Tensor,
+    b: Tensor,
+    a_sf: Tensor,
+    b_sf: Tensor,
+    alpha: f64,
+    out: Tensor,
 ) -> PyResult<()> {
-    let (m, n, k) = shape;
+    let (m, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
+    let (n, _) = tensors::packed("b", &b, None, Some(k)).map_err(rejected)?;
+    let a_sf_at = tensors::scales("a_sf", &a_sf, m, k).map_err(rejected)?;
+    let b_sf_at = tensors::scales("b_sf", &b_sf, n, k).map_err(rejected)?;
+    tensors::output("out", &out, [m, n], Some("float16")).map_err(rejected)?;
+    let alpha = tensors::scale("alpha", alpha).map_err(rejected)?;
+    let device = tensors::device(&[
+        ("a", Some(&a)),
+        ("b", Some(&b)),
+        ("a_sf", Some(&a_sf)),
+        ("b_sf", Some(&b_sf)),
+        ("out", Some(&out)),
+    ])
+    .map_err(rejected)?;
+    let shape = (m, n, k);
     with_device(device, stream, |d| {
-        // SAFETY: the Python layer checked the tensors.
+        // SAFETY: the tensors were checked above.
         let (a, b, out) = unsafe {
             (
-                NvFp4Ref::from_raw(a.0, a.1, m, k, None)?,
-                NvFp4Ref::from_raw(b.0, b.1, n, k, Some(alpha))?,
-                F16Mut::from_raw(out, m * n)?,
+                NvFp4Ref::from_raw(a.0, a_sf_at, m, k, None)?,
+                NvFp4Ref::from_raw(b.0, b_sf_at, n, k, Some(alpha))?,
+                F16Mut::from_raw(out.0, m * n)?,
             )
         };
         let plan = match d.gemm.entry(shape) {
@@ -247,28 +274,95 @@ fn gemm(
     })
 }
 
-/// Enqueues a contiguous-convention grouped launch: `gated` (dual: w13 `concatenated` or
-/// separate up weights) or plain, over `groups` groups of a `rows`-token buffer.
-/// `layout = (groups, rows, scale_rows, n, k)`; `a`, `gate`, `up` are (data, scales) addresses;
-/// `offsets = (row_offsets, scale_offsets)`; `strides = (weight bytes, weight scale bytes)` per
-/// group; `alphas = (gate, up)` addresses of per-group f32 scales (0: none).
+/// Enqueues a contiguous-convention grouped launch: `gated` (a dual GEMM whose up weights are
+/// `b3`, or the second half of each group's `b1` rows when `b3` is None) or plain, with `n`
+/// outputs per group.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn grouped(
-    device: usize,
     stream: u64,
     gated: bool,
-    concatenated: bool,
-    layout: (usize, usize, usize, usize, usize),
-    a: (u64, u64),
-    offsets: (u64, u64),
-    gate: (u64, u64),
-    up: (u64, u64),
-    strides: (usize, usize),
-    alphas: (u64, u64),
-    out: u64,
+    a: Tensor,
+    b1: Tensor,
+    b3: Option<Tensor>,
+    a_sf: Tensor,
+    b1_sf: Tensor,
+    b3_sf: Option<Tensor>,
+    row_offsets: Tensor,
+    scale_offsets: Tensor,
+    alpha1: Option<Tensor>,
+    alpha3: Option<Tensor>,
+    n: usize,
+    out: Tensor,
 ) -> PyResult<()> {
-    let (groups, rows, scale_rows, n, k) = layout;
+    let (rows, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
+    let scale_columns = tensors::scale_shape(1, k)[1] as i64;
+    let scale_rows = match a_sf.1[..] {
+        [r, c] if c == scale_columns && r >= 0 && r % 128 == 0 => r as usize,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "`a_sf`: must be 2-D swizzled scales of (a multiple of 128) rows × {scale_columns} (got {:?})",
+                a_sf.1
+            )));
+        }
+    };
+    let a_sf_at = tensors::scales("a_sf", &a_sf, scale_rows, k).map_err(rejected)?;
+    // The public arguments' names: `b`, `b_sf`, `alpha` for the plain grouped GEMM.
+    let (b1_arg, b1_sf_arg, alpha1_arg) = if gated {
+        ("b1", "b1_sf", "alpha1")
+    } else {
+        ("b", "b_sf", "alpha")
+    };
+    let concatenated = gated && b3.is_none();
+    let weight_rows = if concatenated { 2 * n } else { n };
+    let (groups, _) = tensors::stacked(b1_arg, &b1, None, Some(weight_rows), k).map_err(rejected)?;
+    let b1_sf_at = tensors::stacked_scales(b1_sf_arg, &b1_sf, groups, weight_rows, k).map_err(rejected)?;
+    let up = match (gated, &b3, &b3_sf) {
+        (true, Some(b3), Some(b3_sf)) => {
+            tensors::stacked("b3", b3, Some(groups), Some(n), k).map_err(rejected)?;
+            (
+                b3.0,
+                tensors::stacked_scales("b3_sf", b3_sf, groups, n, k).map_err(rejected)?,
+            )
+        }
+        (true, Some(_), None) => {
+            return Err(PyValueError::new_err("`b3_sf`: must be given with b3 (got None)"));
+        }
+        (_, None, None) => (b1.0, b1_sf_at),
+        _ => {
+            return Err(PyValueError::new_err(
+                "`b3`: only a dual GEMM with separate up weights takes b3 (got a tensor)",
+            ));
+        }
+    };
+    let offsets = (
+        tensors::offsets("row_offsets", &row_offsets, groups).map_err(rejected)?,
+        tensors::offsets("scale_offsets", &scale_offsets, groups).map_err(rejected)?,
+    );
+    let alphas = (
+        tensors::alphas(alpha1_arg, alpha1.as_ref(), groups).map_err(rejected)?,
+        tensors::alphas("alpha3", alpha3.as_ref(), groups).map_err(rejected)?,
+    );
+    if !gated && alpha3.is_some() {
+        return Err(PyValueError::new_err(
+            "`alpha3`: a plain grouped GEMM has one α per group (got a tensor)",
+        ));
+    }
+    tensors::output("out", &out, [rows, n], Some("float16")).map_err(rejected)?;
+    let device = tensors::device(&[
+        ("a", Some(&a)),
+        ("a_sf", Some(&a_sf)),
+        (b1_arg, Some(&b1)),
+        (b1_sf_arg, Some(&b1_sf)),
+        ("b3", b3.as_ref()),
+        ("b3_sf", b3_sf.as_ref()),
+        ("row_offsets", Some(&row_offsets)),
+        ("scale_offsets", Some(&scale_offsets)),
+        (alpha1_arg, alpha1.as_ref()),
+        ("alpha3", alpha3.as_ref()),
+        ("out", Some(&out)),
+    ])
+    .map_err(rejected)?;
     let key = (gated, groups, rows, scale_rows, n, k, concatenated);
     with_device(device, stream, |d| {
         let plan = match d.grouped.entry(key) {
@@ -296,22 +390,22 @@ fn grouped(
         };
         let at = ContiguousAddresses {
             a: a.0,
-            a_scales: a.1,
+            a_scales: a_sf_at,
             row_offsets: offsets.0,
             scale_offsets: offsets.1,
-            gate: gate.0,
-            gate_scales: gate.1,
+            gate: b1.0,
+            gate_scales: b1_sf_at,
             up: up.0,
             up_scales: up.1,
             up_rows: n,
-            weight_data_bytes: strides.0,
-            weight_scale_bytes: strides.1,
+            weight_data_bytes: weight_rows * k / 2,
+            weight_scale_bytes: tensors::scale_bytes(weight_rows, k),
             alpha_gate: alphas.0,
             alpha_up: alphas.1,
             scale: 1.0,
-            out,
+            out: out.0,
         };
-        // SAFETY: the Python layer checked the tensors against the layout.
+        // SAFETY: the tensors were checked above against the plan's layout.
         unsafe { plan.launch_raw(&d.gpu, &at) }
     })
 }
@@ -351,7 +445,15 @@ fn quantize_host<'py>(
 /// Bytes of the blocked scales of a `rows × k` matrix (128-row × 64-K atoms of 512 bytes).
 #[pyfunction]
 fn scale_bytes(rows: usize, k: usize) -> usize {
-    nvfp4::BlockedScales::new(rows, k).len()
+    tensors::scale_bytes(rows, k)
+}
+
+/// The 2-D swizzled shape `(rows rounded up to 128, k/16 rounded up to 4)` of the blocked
+/// scales of a `rows × k` matrix.
+#[pyfunction]
+fn scale_shape(rows: usize, k: usize) -> (usize, usize) {
+    let [r, c] = tensors::scale_shape(rows, k);
+    (r, c)
 }
 
 /// The native module.
@@ -367,5 +469,6 @@ fn _nvfp4(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(grouped, module)?)?;
     module.add_function(wrap_pyfunction!(quantize_host, module)?)?;
     module.add_function(wrap_pyfunction!(scale_bytes, module)?)?;
+    module.add_function(wrap_pyfunction!(scale_shape, module)?)?;
     Ok(())
 }

@@ -60,6 +60,10 @@ def test_host_quantizer_returns_the_layouts_sizes_and_rejects_bad_input():
         (lambda: nvfp4.dequantize(packed(4, 64), torch.zeros(128, 4, dtype=torch.int8)), "`scales`", "float8_e4m3fn or uint8"),
         (lambda: nvfp4.dequantize(packed(4, 64), torch.zeros(64, 4, dtype=torch.uint8)), "`scales`", "swizzled form"),
         (lambda: nvfp4.dequantize(packed(4, 64), torch.zeros(4, 128, dtype=torch.uint8).t()), "`scales`", "contiguous"),
+        (lambda: nvfp4.dual_gemm(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), 1e39), "`alpha1`", "finite and positive"),
+        (lambda: nvfp4.gemm(packed(8, 64), packed(64, 64), scales(8, 64), scales(64, 64), 1e-46), "`alpha`", "finite and positive"),
+        (lambda: nvfp4.grouped_gemm(packed(8, 64), torch.zeros(2, 64, 32, dtype=torch.uint8), scales(8, 64), torch.zeros(2, 128, 4, dtype=torch.uint8), torch.zeros(3, dtype=torch.int64), torch.zeros(3, dtype=torch.int32)), "`row_offsets`", "int32"),
+        (lambda: nvfp4.grouped_gemm(packed(8, 64), torch.zeros(2, 64, 32, dtype=torch.uint8), scales(8, 64), torch.zeros(2, 64, 4, dtype=torch.uint8), torch.zeros(3, dtype=torch.int32), torch.zeros(3, dtype=torch.int32)), "`b_sf`", "shape"),
     ],
 )
 def test_bad_arguments_raise_value_errors_naming_the_argument_and_the_rule(call, arg, rule):
