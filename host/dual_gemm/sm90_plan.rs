@@ -232,7 +232,7 @@ pub(crate) struct PredecodedTokens {
 }
 
 impl DualGemmPlan {
-    /// Enqueues `nvfp4_predecode_tokens_sm90`: A → the fp16 token operand in `out`.
+    /// Enqueues the token pre-decoder (`sm90::registry::PREDECODE_TOKENS`): A → the fp16 token operand in `out`.
     pub(super) fn predecode_tokens(&self, gpu: &Gpu, a: &NvFp4Ref, out: &DeviceBuffer<u16>) -> Result<()> {
         let kernel = &gpu.sm90_kernels("token pre-decoding")?.predecode_tokens;
         let DualGemmShape { m, k, .. } = self.shape;

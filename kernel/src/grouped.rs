@@ -125,8 +125,8 @@ pub struct SeparateGroup {
     pub up_map: u64,
 }
 
-/// Arguments of the grouped kernels' preparation pass (`nvfp4_grouped_prepare_sm90`,
-/// `nvfp4_grouped_prepare_sm100`), for either input convention (see the module doc).
+/// Arguments of the grouped kernels' preparation pass (`sm90::registry::GROUPED_PREPARE`,
+/// `sm100::registry::GROUPED_PREPARE`), for either input convention (see the module doc).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GroupedPrepareArgs {

@@ -354,8 +354,7 @@ pub const fn b_scale_column_offset(n0: u32) -> u32 {
     (n0 % 128) / 32
 }
 
-/// Arguments of the sm_100f grouped kernels (`nvfp4_grouped_gemm_sm100_n*`,
-/// `nvfp4_grouped_dual_gemm_sm100_n*`): the contiguous convention's three tensor maps and the
+/// Arguments of the sm_100f grouped kernels (`sm100::registry::TiledEntries::grouped`): the contiguous convention's three tensor maps and the
 /// preparation pass's tables (every per-group address, and the separate convention's maps, are
 /// in the groups' descriptors; a descriptor's map address 0 means the launch's own map).
 #[repr(C)]
@@ -377,7 +376,7 @@ pub struct GroupedArgs {
     pub a_collector_reuse: u32,
 }
 
-/// Arguments of the sm_100f dual GEMM (`nvfp4_dual_gemm_sm100_n*`), passed by value as the
+/// Arguments of the sm_100f dual GEMM (`sm100::registry::TiledEntries::dense`), passed by value as the
 /// kernel's only parameter (the host fills this very struct).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

@@ -106,7 +106,7 @@ pub const TOKEN_BOX_ROWS: u32 = 64;
 /// Bytes of token scales per 128 token rows and raw stage: 4 consecutive 512-byte atoms.
 pub const SCALE_GROUP_BYTES: u32 = (K_PER_STAGE / 64) * ATOM_BYTES as u32;
 /// Token tiles at least this wide take their tokens pre-decoded to fp16 by
-/// `sm90::tokens::nvfp4_predecode_tokens_sm90` (one pass per call) instead of decoding them once
+/// the token pre-decoder (`sm90::registry::PREDECODE_TOKENS`, one pass per call) instead of decoding them once
 /// per 64-output tile in the kernel; the producer then loads each fp16 slice with TMA (box
 /// `K_PER_SLICE × tokens`, 128-byte swizzle) straight into the decoded ring, and the decoder
 /// warpgroups idle.
@@ -389,7 +389,7 @@ pub const fn check_tile(tile: Tile) {
     );
 }
 
-/// Arguments of the dense dual GEMM (`nvfp4_dual_gemm_sm90_t*`), passed by value as the
+/// Arguments of the dense dual GEMM (`sm90::registry::TiledEntries::dense`), passed by value as the
 /// kernel's only parameter: the host fills this very struct, so the two sides cannot disagree
 /// on order or types.
 #[repr(C)]
@@ -466,7 +466,7 @@ pub const DECODE_MAX_STEPS_PER_SPLIT: u32 = 32;
 /// f32 words of one warp's partial sums per token tile (its MMA accumulators: 32 lanes × 4).
 pub const DECODE_RECORD_WORDS: u32 = 32 * 4;
 
-/// Arguments of the decode-size dual GEMM (`nvfp4_dual_gemm_decode_sm90`; see `sm90::decode`).
+/// Arguments of the decode-size dual GEMM (`sm90::registry::DECODE`; see `sm90::decode`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DecodeArgs {
@@ -553,7 +553,7 @@ pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
     decode_verdict_offset(m, steps_per_split) + 16
 }
 
-/// Arguments of the token pre-decoder (`nvfp4_predecode_tokens_sm90`).
+/// Arguments of the token pre-decoder (`sm90::registry::PREDECODE_TOKENS`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PredecodeArgs {
@@ -575,8 +575,7 @@ pub const fn padded_k(k: u32) -> u32 {
     k.div_ceil(K_PER_STAGE) * K_PER_STAGE
 }
 
-/// Arguments of the grouped persistent kernels (`nvfp4_grouped_gemm_sm90_t*`,
-/// `nvfp4_grouped_dual_gemm_sm90_t*`).
+/// Arguments of the grouped persistent kernels (`sm90::registry::GroupedEntries`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GroupedArgs {

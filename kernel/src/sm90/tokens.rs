@@ -7,7 +7,7 @@
 //! [`stage_block`]`(j, w)` in words `w = 0..3`, one fp16x2 each. Two writers produce it:
 //! * the decoder warpgroups of the dual-GEMM kernel, for token tiles below
 //!   [`crate::sm90::config::PREDECODED_MIN_TOKENS`], into 128-byte-swizzled shared memory;
-//! * [`nvfp4_predecode_tokens_sm90`], once per call for larger tiles, into a row-major global
+//! * the token pre-decoder (`sm90::registry::PREDECODE_TOKENS`), once per call for larger tiles, into a row-major global
 //!   buffer (`rows × padded_k(k)` fp16) that the kernel's producer loads with TMA and the same
 //!   swizzle. Large tiles would otherwise decode every token once per 64-output tile: measured
 //!   on an H200, skipping that decode made the 128-token kernel 16–24 % faster;
