@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
 use crate::gpu::{DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref};
 use crate::grouped::{ContiguousAddresses, GroupedLayout, GroupedOp, GroupedPlan, UpWeights};
+use crate::rules::{kernel_alpha, operand_rescale};
 
 /// `C[M × N] = α · A[M × K] · B[N × K]ᵀ`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,6 +37,7 @@ impl Gpu {
     /// Plans `C = α · A·Bᵀ` for `shape` on this GPU (Hopper, or Blackwell, whose kernels have
     /// never run: no B200 here).
     pub fn plan_gemm(&self, shape: GemmShape) -> Result<GemmPlan> {
+        self.check_not_capturing("planning a GEMM")?;
         let GemmShape { m, n, k } = shape;
         let scale_rows = m
             .checked_next_multiple_of(SCALE_ROW_ALIGNMENT as usize)
@@ -91,13 +93,7 @@ impl GemmPlan {
         b.expect_shape("b", n, k)?;
         c.expect_len("c", m * n)?;
         let scale = a.global_scale().unwrap_or(1.0) * b.global_scale().unwrap_or(1.0);
-        if !(scale.is_finite() && scale > 0.0) {
-            return Err(Error::invalid(
-                "global scales",
-                "their product must be finite and positive",
-                scale,
-            ));
-        }
+        kernel_alpha(scale, operand_rescale(gpu.arch()))?;
         // One group of all rows: A's own blocked scales; B the one group's weights.
         self.plan.launch_contiguous(
             gpu,

@@ -6,13 +6,32 @@ use nvfp4_kernel::sm90::config::{K_MULTIPLE, TILE_N};
 use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
 use crate::gpu::buffer::DeviceBuffer;
+use crate::gpu::{Arch, Gpu};
 use crate::problem::DualGemmShape;
 
 /// The scale the sm_90a kernel's fp16 operands carry: each is `value · 2⁻¹⁴`, so each product
 /// is `2⁻²⁸` too small and the epilogue multiplies by this.
 pub(crate) const SM90_OPERAND_RESCALE: f32 = (1u64 << 28) as f32;
+
+/// The scale a kernel multiplies its products by: the operands' global scales' `product` times
+/// the architecture's operand `rescale` ([`SM90_OPERAND_RESCALE`] on sm_90a, 1 on sm_100f). Both
+/// must be finite and positive in f32: a product that overflows there would turn exact zeros
+/// into NaN (0 · ∞).
+pub(crate) fn kernel_alpha(product: f32, rescale: f32) -> Result<f32> {
+    let alpha = product * rescale;
+    if product > 0.0 && product.is_finite() && alpha > 0.0 && alpha.is_finite() {
+        Ok(alpha)
+    } else {
+        Err(Error::invalid(
+            "global scales",
+            format!(
+                "their product times the kernels' operand rescale ({rescale}) must be finite and positive in f32"
+            ),
+            product,
+        ))
+    }
+}
 
 /// Largest value of the kernels' 32-bit sizes and offsets.
 pub(crate) const KERNEL_INDEX_LIMIT: u64 = (1 << 31) - 1;
@@ -79,4 +98,13 @@ pub(crate) fn set_a_collector(
     }
     *slot = collector;
     Ok(())
+}
+
+/// The scale the kernels' α carry besides the global scales: Hopper's fp16 operands are
+/// rescaled (see `SM90_OPERAND_RESCALE`), Blackwell multiplies the fp4 values as they are.
+pub(crate) fn operand_rescale(arch: Arch) -> f32 {
+    match arch {
+        Arch::Sm90a => SM90_OPERAND_RESCALE,
+        Arch::Sm100f => 1.0,
+    }
 }

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
 use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref, tensor_map};
 use crate::problem::DualGemmShape;
-use crate::rules::{SM90_OPERAND_RESCALE, StreamKState, set_a_collector};
+use crate::rules::{SM90_OPERAND_RESCALE, StreamKState, kernel_alpha, set_a_collector};
 
 mod sm100_plan;
 mod sm90_plan;
@@ -70,6 +70,7 @@ enum PlannedKernel {
 impl Gpu {
     /// Plans `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` for `shape` on this GPU.
     pub fn plan_dual_gemm(&self, shape: DualGemmShape) -> Result<DualGemmPlan> {
+        self.check_not_capturing("planning a dual GEMM")?;
         let kernel = match self.arch() {
             Arch::Sm90a if shape.m <= DECODE_MAX_TOKENS as usize && shape.m > 0 => {
                 let kernels = self.sm90_kernels("dual GEMM")?;
@@ -263,7 +264,8 @@ impl DualGemmPlan {
         let stream = gpu.stream();
         let global = |x: &NvFp4Ref| x.global_scale().unwrap_or(1.0);
         // sm_90a's fp16 operands carry 2⁻¹⁴ each (see SM90_OPERAND_RESCALE).
-        let sm90_alpha = |a: &NvFp4Ref, b: &NvFp4Ref| SM90_OPERAND_RESCALE * global(a) * global(b);
+        let sm90_alpha =
+            |a: &NvFp4Ref, b: &NvFp4Ref| kernel_alpha(global(a) * global(b), SM90_OPERAND_RESCALE);
         let (m32, n32, k32) = (m as u32, n as u32, k as u32);
         let out = c.address() as *mut u16;
         match &self.kernel {
@@ -299,8 +301,8 @@ impl DualGemmPlan {
                     m: m32,
                     n: n32,
                     k: k32,
-                    alpha_gate: sm90_alpha(&a, &b1),
-                    alpha_up: sm90_alpha(&a, &b2),
+                    alpha_gate: sm90_alpha(&a, &b1)?,
+                    alpha_up: sm90_alpha(&a, &b2)?,
                     abort: self.abort_next.swap(0, std::sync::atomic::Ordering::Relaxed),
                 };
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm90::dual_gemm`'s contract:
@@ -338,8 +340,8 @@ impl DualGemmPlan {
                     k: k32,
                     steps_per_split,
                     splits,
-                    alpha_gate: sm90_alpha(&a, &b1),
-                    alpha_up: sm90_alpha(&a, &b2),
+                    alpha_gate: sm90_alpha(&a, &b1)?,
+                    alpha_up: sm90_alpha(&a, &b2)?,
                 };
                 // SAFETY: `nvfp4_kernel::sm90::decode`'s contract: operands of the planned shape
                 // (checked above), partial sums and counters sized for this split, the counters
@@ -368,8 +370,8 @@ impl DualGemmPlan {
                     m: m32,
                     n: n32,
                     k: k32,
-                    alpha_gate: global(&a) * global(&b1),
-                    alpha_up: global(&a) * global(&b2),
+                    alpha_gate: kernel_alpha(global(&a) * global(&b1), 1.0)?,
+                    alpha_up: kernel_alpha(global(&a) * global(&b2), 1.0)?,
                     a_collector_reuse: self.a_collector.word(),
                 };
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm100::dual_gemm`'s contract,

@@ -471,6 +471,27 @@ impl Gpu {
         self.set_stream(stream)
     }
 
+    /// Refuses `what` (a step that allocates device memory or waits for the stream) while the
+    /// GPU's current stream is being captured into a CUDA graph: either would invalidate the
+    /// capture. The typed error says to do the step once before capturing (a plan, made once,
+    /// then serves every launch of its shape inside a graph).
+    pub fn check_not_capturing(&self, what: &'static str) -> Result<()> {
+        use cudarc::driver::sys;
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        self.stream.context().bind_to_thread()?;
+        // SAFETY: the stream handle is this GPU's live stream; `status` is a valid out-pointer.
+        unsafe { sys::cuStreamIsCapturing(self.stream.cu_stream(), &mut status) }.result()?;
+        if status == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                what,
+                "allocates or waits for the stream, which a CUDA graph capture cannot hold: do it once before capturing",
+                "a stream being captured",
+            ))
+        }
+    }
+
     /// The Hopper kernels, or the error that names the operation and this GPU's architecture.
     pub(crate) fn sm90_kernels(&self, operation: &'static str) -> Result<&Sm90Kernels> {
         self.kernels.sm90.as_ref().ok_or(Error::KernelUnavailable {

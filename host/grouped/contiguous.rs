@@ -13,7 +13,8 @@ use crate::gpu::buffer::check_alignment;
 use crate::gpu::{Gpu, tensor_map};
 use crate::matrix::NvFp4Matrix;
 
-use super::{Backend, GroupedLayout, GroupedPlan, UpWeights, WeightsView, operand_rescale};
+use super::{Backend, GroupedLayout, GroupedPlan, UpWeights, WeightsView};
+use crate::rules::{kernel_alpha, operand_rescale};
 
 /// The inputs of a contiguous-convention launch (see the module doc). The plan's layout gives
 /// every size; each buffer is checked against it.
@@ -277,7 +278,7 @@ impl GroupedPlan {
             out: at.out as *mut u16,
             alpha_gate: at.alpha_gate as *const f32,
             alpha_up: at.alpha_up as *const f32,
-            alpha_factor: operand_rescale(gpu.arch()) * at.scale,
+            alpha_factor: kernel_alpha(at.scale, operand_rescale(gpu.arch()))?,
             n: n as u32,
             k: k as u32,
             weight_rows: gate_rows as u32,

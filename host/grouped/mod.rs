@@ -53,9 +53,7 @@ use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
 use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
 use crate::matrix::NvFp4Matrix;
-use crate::rules::{
-    KERNEL_INDEX_LIMIT, SM90_OPERAND_RESCALE, StreamKState, check_dimension, set_a_collector,
-};
+use crate::rules::{KERNEL_INDEX_LIMIT, StreamKState, check_dimension, set_a_collector};
 
 mod contiguous;
 mod separate;
@@ -314,15 +312,6 @@ fn sm100_tile_for(
     }
 }
 
-/// The scale the kernels' α carry besides the global scales: Hopper's fp16 operands are
-/// rescaled (see `SM90_OPERAND_RESCALE`), Blackwell multiplies the fp4 values as they are.
-fn operand_rescale(arch: Arch) -> f32 {
-    match arch {
-        Arch::Sm90a => SM90_OPERAND_RESCALE,
-        Arch::Sm100f => 1.0,
-    }
-}
-
 impl Gpu {
     /// Plans `op` for `layout` on this GPU. `tokens_per_group` (default: the capacity over the
     /// groups) picks the tile: on Hopper 8 to 128 tokens, the smallest that holds a typical
@@ -334,6 +323,7 @@ impl Gpu {
         layout: GroupedLayout,
         tokens_per_group: Option<usize>,
     ) -> Result<GroupedPlan> {
+        self.check_not_capturing("planning a grouped GEMM")?;
         match self.arch() {
             Arch::Sm90a => self.sm90_kernels(op.name()).map(|_| ())?,
             Arch::Sm100f => self.sm100_kernels(op.name()).map(|_| ())?,

@@ -12,7 +12,8 @@ use crate::gpu::buffer::check_alignment;
 use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
 use crate::rules::check_dimension;
 
-use super::{Backend, GroupedLayout, GroupedPlan, operand_rescale, sm100_tile_for};
+use super::{Backend, GroupedLayout, GroupedPlan, sm100_tile_for};
+use crate::rules::operand_rescale;
 
 /// One group of a separate-convention launch. A group without tokens has `a` and `c` both
 /// `None` (it computes nothing and reads no weights).

@@ -72,6 +72,7 @@ impl QuantizeChecks {
     /// Waits for the stream and returns the index of the first non-finite input of the last
     /// quantization enqueued with these checks, or `None`.
     pub fn first_non_finite(&self, gpu: &Gpu) -> Result<Option<usize>> {
+        gpu.check_not_capturing("checking for non-finite values")?;
         let status = self.status.download_on(gpu.stream(), 1)?[0];
         Ok((status != 0).then(|| (u64::MAX - status) as usize))
     }
@@ -80,6 +81,7 @@ impl QuantizeChecks {
     /// checks: `Error::NonFinite` (with the first such index and its value, as the CPU
     /// quantizer reports it) or `Ok`.
     pub fn result<T: DeviceQuantizeInput>(&self, gpu: &Gpu, values: &CudaSlice<T>) -> Result<()> {
+        gpu.check_not_capturing("checking for non-finite values")?;
         let stream = gpu.stream();
         let status = self.status.download_on(stream, 1)?[0];
         if status == 0 {
@@ -119,6 +121,7 @@ impl Gpu {
         values: &CudaSlice<T>,
         global: GlobalScale,
     ) -> Result<DeviceNvFp4Matrix> {
+        self.check_not_capturing("quantizing with allocation and a wait (use quantize_into)")?;
         let mut out = self.alloc_nvfp4(rows, k)?;
         let mut checks = self.quantize_checks()?;
         self.enqueue_quantize(values, &mut out, global, &mut checks)?;

@@ -283,11 +283,24 @@ pub fn alphas(arg: &str, t: Option<&Tensor>, groups: usize) -> Checked<u64> {
     Ok(t.address())
 }
 
-/// A scale (α or a global scale) as the kernels take it: positive and finite in f32.
+/// The operand rescale the sm_90a kernels multiply every α by (`2^28`; see the library's
+/// `rules::SM90_OPERAND_RESCALE`).
+const KERNEL_RESCALE: f32 = (1u32 << 28) as f32;
+
+/// A scale (α or a global scale) as the kernels take it: positive and finite in f32, also
+/// after the kernels' operand rescale (so at most ≈ 1.27e30), else exact zeros would come out
+/// as NaN.
 pub fn scale(arg: &str, value: f64) -> Checked<f32> {
     let single = value as f32;
-    if !(value > 0.0 && value.is_finite() && single > 0.0 && single.is_finite()) {
-        return fail(arg, "must be finite and positive (as an f32)", value);
+    if !(value > 0.0 && single > 0.0 && (single * KERNEL_RESCALE).is_finite()) {
+        return fail(
+            arg,
+            format!(
+                "must be finite and positive as an f32, at most {:.3e} (the kernels rescale by 2^28)",
+                f32::MAX / KERNEL_RESCALE
+            ),
+            value,
+        );
     }
     Ok(single)
 }

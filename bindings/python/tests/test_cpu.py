@@ -1,6 +1,8 @@
 """CPU-side tests of the package (no GPU needed): import, the native module's host functions,
 and argument validation (dtype, shape and stride errors name the argument and the rule)."""
 
+import struct
+
 import pytest
 import torch
 
@@ -34,7 +36,7 @@ def test_scale_shape_matches_the_blocked_layout_size():
 def test_host_quantizer_returns_the_layouts_sizes_and_rejects_bad_input():
     rows, k = 3, 64
     values = torch.linspace(-6, 6, rows * k, dtype=torch.float32)
-    data, sf, global_scale = _nvfp4.quantize_host(values.numpy().tobytes() if hasattr(values, "numpy") else bytes(values.untyped_storage()), rows, k, None)
+    data, sf, global_scale = _nvfp4.quantize_host(struct.pack(f"<{rows * k}f", *values.tolist()), rows, k, None)
     assert len(data) == rows * k // 2 and len(sf) == _nvfp4.scale_bytes(rows, k) and global_scale is None
     # 6.0 is e2m1 code 7 (scale 1): the last element's nibble.
     assert data[-1] >> 4 == 7
@@ -62,6 +64,8 @@ def test_host_quantizer_returns_the_layouts_sizes_and_rejects_bad_input():
         (lambda: nvfp4.dequantize(packed(4, 64), torch.zeros(4, 128, dtype=torch.uint8).t()), "`scales`", "contiguous"),
         (lambda: nvfp4.dual_gemm(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), 1e39), "`alpha1`", "finite and positive"),
         (lambda: nvfp4.gemm(packed(8, 64), packed(64, 64), scales(8, 64), scales(64, 64), 1e-46), "`alpha`", "finite and positive"),
+        (lambda: nvfp4.dual_gemm(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), 1.0, 2e30), "`alpha2`", "2^28"),
+        (lambda: nvfp4.gemm(packed(8, 64), packed(64, 64), scales(8, 64), scales(64, 64), None), "`alpha`", "number"),
         (lambda: nvfp4.grouped_gemm(packed(8, 64), torch.zeros(2, 64, 32, dtype=torch.uint8), scales(8, 64), torch.zeros(2, 128, 4, dtype=torch.uint8), torch.zeros(3, dtype=torch.int64), torch.zeros(3, dtype=torch.int32)), "`row_offsets`", "int32"),
         (lambda: nvfp4.grouped_gemm(packed(8, 64), torch.zeros(2, 64, 32, dtype=torch.uint8), scales(8, 64), torch.zeros(2, 64, 4, dtype=torch.uint8), torch.zeros(3, dtype=torch.int32), torch.zeros(3, dtype=torch.int32)), "`b_sf`", "shape"),
     ],

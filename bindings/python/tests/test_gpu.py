@@ -121,6 +121,37 @@ def test_a_cuda_graph_of_quantize_and_dual_gemm_replays_on_new_inputs(cuda):
         torch.testing.assert_close(out, reference_dual((data, sf), b1, b2, 0.01, 0.01), **TOLERANCE)
 
 
+def test_a_shape_first_called_inside_a_graph_capture_is_a_clear_error_and_the_next_call_works(cuda):
+    g = torch.Generator(device=cuda).manual_seed(5)
+    m, n, k = 24, 192, 320  # a shape no other test plans
+    a, b1, b2 = (random_nvfp4(r, k, cuda, g) for r in (m, n, n))
+    out = torch.zeros((m, n), dtype=torch.float16, device=cuda)
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(ValueError, match="before capturing"):
+        with torch.cuda.graph(graph):
+            nvfp4.dual_gemm(a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.03, 0.02, out=out)
+    with pytest.raises(ValueError, match="before capturing"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            nvfp4.quantize(torch.ones(4, 64, device=cuda), check_finite=True)
+    got = nvfp4.dual_gemm(a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.03, 0.02)
+    torch.testing.assert_close(got, reference_dual(a, b1, b2, 0.03, 0.02), **TOLERANCE)
+    # Planned once outside, the shape captures and replays.
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        nvfp4.dual_gemm(a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.03, 0.02, out=out)
+    graph.replay()
+    torch.testing.assert_close(out, got, rtol=0, atol=0)
+
+
+def test_scales_that_overflow_after_the_kernels_rescale_are_rejected_and_zero_inputs_give_zeros(cuda):
+    a = (torch.zeros((8, 32), dtype=torch.uint8, device=cuda), torch.zeros(nvfp4.scale_shape(8, 64), dtype=torch.float8_e4m3fn, device=cuda))
+    b = random_nvfp4(64, 64, cuda, torch.Generator(device=cuda).manual_seed(6))
+    with pytest.raises(ValueError, match="alpha1"):
+        nvfp4.dual_gemm(a[0], b[0], b[0], a[1], b[1], b[1], 3e38, 1.0)
+    out = nvfp4.dual_gemm(a[0], b[0], b[0], a[1], b[1], b[1], 1e30, 1e30)
+    assert torch.equal(out, torch.zeros_like(out))
+
+
 def test_grouped_gemm_and_grouped_dual_gemm_match_the_reference(cuda):
     g = torch.Generator(device=cuda).manual_seed(5)
     sizes, n, k = [130, 0, 7, 1, 64], 256, 320
