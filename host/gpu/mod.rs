@@ -85,6 +85,46 @@ pub fn driver_available() -> bool {
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
+/// The typed error for a step that a CUDA graph capture cannot hold.
+fn capturing(what: &'static str) -> Error {
+    Error::invalid(
+        what,
+        "allocates or waits for the stream, which a CUDA graph capture cannot hold: do it once before capturing",
+        "a stream being captured",
+    )
+}
+
+/// Whether `raw` is being captured into a CUDA graph.
+///
+/// # Safety
+/// `raw` is a valid `CUstream` (or 0, the legacy stream of the thread's current context).
+unsafe fn raw_stream_is_capturing(raw: cudarc::driver::sys::CUstream) -> Result<bool> {
+    use cudarc::driver::sys;
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: the caller's contract; `status` is a valid out-pointer.
+    unsafe { sys::cuStreamIsCapturing(raw, &mut status) }.result()?;
+    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
+/// Refuses `what` while the stream `raw` of device `ordinal` (a stream of its primary context,
+/// as PyTorch's are, or 0) is being captured into a CUDA graph: for steps that precede a
+/// [`Gpu`] handle, such as [`Gpu::open`], which loads the kernels and allocates.
+///
+/// # Safety
+/// `raw` is a valid `CUstream` of device `ordinal`'s primary context, or 0.
+pub unsafe fn check_stream_not_capturing(ordinal: usize, raw: u64, what: &'static str) -> Result<()> {
+    if !driver_available() {
+        return Err(Error::NoDriver);
+    }
+    CudaContext::new(ordinal)?.bind_to_thread()?;
+    // SAFETY: the caller's contract.
+    if unsafe { raw_stream_is_capturing(raw as cudarc::driver::sys::CUstream) }? {
+        Err(capturing(what))
+    } else {
+        Ok(())
+    }
+}
+
 /// A kernel of the loaded module, launchable only with its own arguments struct `A`
 /// ([`nvfp4_kernel::launch::Kernel`]).
 pub(crate) struct LoadedKernel<A> {
@@ -471,24 +511,22 @@ impl Gpu {
         self.set_stream(stream)
     }
 
+    /// Whether this GPU's current stream is being captured into a CUDA graph.
+    pub fn is_capturing(&self) -> Result<bool> {
+        self.stream.context().bind_to_thread()?;
+        // SAFETY: the stream handle is this GPU's live stream.
+        unsafe { raw_stream_is_capturing(self.stream.cu_stream()) }
+    }
+
     /// Refuses `what` (a step that allocates device memory or waits for the stream) while the
     /// GPU's current stream is being captured into a CUDA graph: either would invalidate the
     /// capture. The typed error says to do the step once before capturing (a plan, made once,
     /// then serves every launch of its shape inside a graph).
     pub fn check_not_capturing(&self, what: &'static str) -> Result<()> {
-        use cudarc::driver::sys;
-        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        self.stream.context().bind_to_thread()?;
-        // SAFETY: the stream handle is this GPU's live stream; `status` is a valid out-pointer.
-        unsafe { sys::cuStreamIsCapturing(self.stream.cu_stream(), &mut status) }.result()?;
-        if status == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-            Ok(())
+        if self.is_capturing()? {
+            Err(capturing(what))
         } else {
-            Err(Error::invalid(
-                what,
-                "allocates or waits for the stream, which a CUDA graph capture cannot hold: do it once before capturing",
-                "a stream being captured",
-            ))
+            Ok(())
         }
     }
 

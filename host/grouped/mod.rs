@@ -649,6 +649,7 @@ impl GroupedPlan {
     /// What the last launch's preparation pass found (synchronizes the stream): `Ok` when every
     /// group was computed, or the rule the device-side offsets broke (nothing was written).
     pub fn device_status(&self, gpu: &Gpu) -> Result<()> {
+        gpu.check_not_capturing("reading a grouped launch's status")?;
         let words = self.schedule.download_on(gpu.stream(), 8)?;
         let header = GroupedHeader {
             total_iterations: words[0],

@@ -100,6 +100,7 @@ impl QuantizeChecks {
 impl Gpu {
     /// Device words for [`Gpu::quantize_into`]'s checks.
     pub fn quantize_checks(&self) -> Result<QuantizeChecks> {
+        self.check_not_capturing("allocating quantizer checks")?;
         Ok(QuantizeChecks {
             status: DeviceBuffer::zeros(self.stream(), 1)?,
             amax: DeviceBuffer::zeros(self.stream(), 1)?,

@@ -37,7 +37,15 @@ struct Device {
     dual: HashMap<(usize, usize, usize), DualGemmPlan>,
     gemm: HashMap<(usize, usize, usize), GemmPlan>,
     grouped: HashMap<GroupedKey, GroupedPlan>,
-    checks: QuantizeChecks,
+    /// The plan of the last grouped launch (for `grouped_status`).
+    last_grouped: Option<GroupedKey>,
+    /// The quantizer's check words, one set per stream that quantized (so quantizations on
+    /// different streams never share a status word).
+    checks: HashMap<u64, QuantizeChecks>,
+    /// The check words of quantizations captured on a stream that had none of its own (its
+    /// own cannot be allocated inside a capture); never read: a finite check waits for the
+    /// stream, which a capture refuses.
+    capture_checks: QuantizeChecks,
 }
 
 static DEVICES: Mutex<Vec<(usize, Device)>> = Mutex::new(Vec::new());
@@ -64,8 +72,17 @@ fn with_device<R>(
     let index = match devices.iter().position(|(o, _)| *o == ordinal) {
         Some(index) => index,
         None => {
+            // SAFETY: the Python layer passes the current stream of a tensor's device (or 0).
+            unsafe {
+                nvfp4::gpu::check_stream_not_capturing(
+                    ordinal,
+                    stream,
+                    "opening the GPU (the first call of the process)",
+                )
+            }
+            .map_err(to_py)?;
             let gpu = Gpu::open(ordinal).map_err(to_py)?;
-            let checks = gpu.quantize_checks().map_err(to_py)?;
+            let capture_checks = gpu.quantize_checks().map_err(to_py)?;
             devices.push((
                 ordinal,
                 Device {
@@ -74,7 +91,9 @@ fn with_device<R>(
                     dual: HashMap::new(),
                     gemm: HashMap::new(),
                     grouped: HashMap::new(),
-                    checks,
+                    last_grouped: None,
+                    checks: HashMap::new(),
+                    capture_checks,
                 },
             ));
             devices.len() - 1
@@ -113,47 +132,87 @@ fn rejected(rejection: Rejection) -> PyErr {
     PyValueError::new_err(rejection.0)
 }
 
+/// The outputs' shape when an op is called without its outputs: every rule of its inputs is
+/// checked and nothing is launched, so that the caller allocates only for valid inputs.
+type Planned = Option<(usize, usize)>;
+
 /// Enqueues the quantization of `x` (`rows × k` f32 / f16 / bf16) into packed e2m1 `data` and
-/// blocked e4m3 `scales`, with an optional fixed global scale.
+/// blocked e4m3 `scales` (`outputs`), with an optional fixed global scale. Without `outputs`:
+/// checks `x` and the global scale and returns `(rows, k)`.
 #[pyfunction]
-fn quantize(stream: u64, x: Tensor, data: Tensor, scales: Tensor, global_scale: Option<f64>) -> PyResult<()> {
+fn quantize(
+    stream: u64,
+    x: Tensor,
+    outputs: Option<(Tensor, Tensor)>,
+    global_scale: Option<f64>,
+) -> PyResult<Planned> {
     let (element, rows, k) = tensors::values("x", &x).map_err(rejected)?;
-    tensors::packed("data", &data, Some(rows), Some(k)).map_err(rejected)?;
-    let scales_at = tensors::scales("scales", &scales, rows, k).map_err(rejected)?;
     let global = match global_scale {
         Some(g) => GlobalScale::Fixed(tensors::scale("global_scale", g).map_err(rejected)?),
         None => GlobalScale::None,
     };
+    let Some((data, scales)) = outputs else {
+        return Ok(Some((rows, k)));
+    };
+    tensors::packed("data", &data, Some(rows), Some(k)).map_err(rejected)?;
+    let scales_at = tensors::scales("scales", &scales, rows, k).map_err(rejected)?;
     let device = tensors::device(&[("x", Some(&x)), ("data", Some(&data)), ("scales", Some(&scales))])
         .map_err(rejected)?;
     with_device(device, stream, |d| {
+        if !d.checks.contains_key(&stream) && !d.gpu.is_capturing()? {
+            d.checks.insert(stream, d.gpu.quantize_checks()?);
+        }
+        let checks = d.checks.get_mut(&stream).unwrap_or(&mut d.capture_checks);
         // SAFETY: the tensors were checked above: sizes, dtypes, contiguity, one CUDA device.
         unsafe {
             d.gpu
-                .quantize_raw(element, x.0, rows, k, data.0, scales_at, global, &mut d.checks)
+                .quantize_raw(element, x.0, rows, k, data.0, scales_at, global, checks)
+        }
+    })
+    .map(|()| None)
+}
+
+/// Waits for `stream` and returns the index of the first non-finite input of the last
+/// quantization on that stream of `device`, or `None` (also when none ran on it).
+#[pyfunction]
+fn first_non_finite(device: usize, stream: u64) -> PyResult<Option<usize>> {
+    with_device(device, stream, |d| {
+        d.gpu.check_not_capturing("the finite check")?;
+        match d.checks.get(&stream) {
+            Some(checks) => checks.first_non_finite(&d.gpu),
+            None => Ok(None),
         }
     })
 }
 
-/// Waits for the stream and returns the index of the first non-finite input of the last
-/// quantization on `device`, or `None`.
+/// Waits for `stream` and raises `ValueError` naming the rule and the group if the last
+/// grouped launch on `device` found invalid device-side offsets (and so wrote nothing).
 #[pyfunction]
-fn first_non_finite(device: usize, stream: u64) -> PyResult<Option<usize>> {
-    with_device(device, stream, |d| d.checks.first_non_finite(&d.gpu))
+fn grouped_status(device: usize, stream: u64) -> PyResult<()> {
+    with_device(device, stream, |d| {
+        d.gpu.check_not_capturing("reading a grouped launch's status")?;
+        match d.last_grouped.and_then(|key| d.grouped.get(&key)) {
+            Some(plan) => plan.device_status(&d.gpu),
+            None => Ok(()),
+        }
+    })
 }
 
 /// Enqueues the dequantization of the NVFP4 matrix `data`/`scales` (optional global scale)
-/// into `out` (`rows × k` float16 or bfloat16).
+/// into `out` (`rows × k` float16 or bfloat16). Without `out`: checks and returns its shape.
 #[pyfunction]
 fn dequantize(
     stream: u64,
     data: Tensor,
     scales: Tensor,
     global_scale: Option<f64>,
-    out: Tensor,
-) -> PyResult<()> {
+    out: Option<Tensor>,
+) -> PyResult<Planned> {
     let (rows, k) = tensors::packed("data", &data, None, None).map_err(rejected)?;
     let scales_at = tensors::scales("scales", &scales, rows, k).map_err(rejected)?;
+    let Some(out) = out else {
+        return Ok(Some((rows, k)));
+    };
     let format = tensors::output("out", &out, [rows, k], None).map_err(rejected)?;
     let global = global_scale
         .map(|g| tensors::scale("global_scale", g))
@@ -172,9 +231,11 @@ fn dequantize(
             d.gpu.dequantize_raw(m, format, out.0)
         }
     })
+    .map(|()| None)
 }
 
-/// Enqueues `out = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)` (float16 `m × n`).
+/// Enqueues `out = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)` (float16 `m × n`). Without `out`:
+/// checks every input and returns `(m, n)`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn dual_gemm(
@@ -187,14 +248,17 @@ fn dual_gemm(
     b2_sf: Tensor,
     alpha1: f64,
     alpha2: f64,
-    out: Tensor,
-) -> PyResult<()> {
+    out: Option<Tensor>,
+) -> PyResult<Planned> {
     let (m, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
     let (n, _) = tensors::packed("b1", &b1, None, Some(k)).map_err(rejected)?;
     tensors::packed("b2", &b2, Some(n), Some(k)).map_err(rejected)?;
     let a_sf_at = tensors::scales("a_sf", &a_sf, m, k).map_err(rejected)?;
     let b1_sf_at = tensors::scales("b1_sf", &b1_sf, n, k).map_err(rejected)?;
     let b2_sf_at = tensors::scales("b2_sf", &b2_sf, n, k).map_err(rejected)?;
+    let Some(out) = out else {
+        return Ok(Some((m, n)));
+    };
     tensors::output("out", &out, [m, n], Some("float16")).map_err(rejected)?;
     let alpha_gate = tensors::scale("alpha1", alpha1).map_err(rejected)?;
     let alpha_up = tensors::scale("alpha2", alpha2).map_err(rejected)?;
@@ -227,9 +291,11 @@ fn dual_gemm(
         };
         plan.launch_views(&d.gpu, a, b1, b2, out)
     })
+    .map(|()| None)
 }
 
-/// Enqueues `out = alpha · a·bᵀ` (float16 `m × n`).
+/// Enqueues `out = alpha · a·bᵀ` (float16 `m × n`). Without `out`: checks every input and
+/// returns `(m, n)`.
 #[pyfunction]
 fn gemm(
     stream: u64,
@@ -238,12 +304,15 @@ fn gemm(
     a_sf: Tensor,
     b_sf: Tensor,
     alpha: f64,
-    out: Tensor,
-) -> PyResult<()> {
+    out: Option<Tensor>,
+) -> PyResult<Planned> {
     let (m, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
     let (n, _) = tensors::packed("b", &b, None, Some(k)).map_err(rejected)?;
     let a_sf_at = tensors::scales("a_sf", &a_sf, m, k).map_err(rejected)?;
     let b_sf_at = tensors::scales("b_sf", &b_sf, n, k).map_err(rejected)?;
+    let Some(out) = out else {
+        return Ok(Some((m, n)));
+    };
     tensors::output("out", &out, [m, n], Some("float16")).map_err(rejected)?;
     let alpha = tensors::scale("alpha", alpha).map_err(rejected)?;
     let device = tensors::device(&[
@@ -272,11 +341,12 @@ fn gemm(
         };
         plan.launch_views(&d.gpu, a, b, out)
     })
+    .map(|()| None)
 }
 
 /// Enqueues a contiguous-convention grouped launch: `gated` (a dual GEMM whose up weights are
 /// `b3`, or the second half of each group's `b1` rows when `b3` is None) or plain, with `n`
-/// outputs per group.
+/// outputs per group. Without `out`: checks every input and returns `(rows, n)`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn grouped(
@@ -293,8 +363,8 @@ fn grouped(
     alpha1: Option<Tensor>,
     alpha3: Option<Tensor>,
     n: usize,
-    out: Tensor,
-) -> PyResult<()> {
+    out: Option<Tensor>,
+) -> PyResult<Planned> {
     let (rows, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
     let scale_columns = tensors::scale_shape(1, k)[1] as i64;
     let scale_rows = match a_sf.1[..] {
@@ -348,6 +418,9 @@ fn grouped(
             "`alpha3`: a plain grouped GEMM has one α per group (got a tensor)",
         ));
     }
+    let Some(out) = out else {
+        return Ok(Some((rows, n)));
+    };
     tensors::output("out", &out, [rows, n], Some("float16")).map_err(rejected)?;
     let device = tensors::device(&[
         ("a", Some(&a)),
@@ -365,6 +438,7 @@ fn grouped(
     .map_err(rejected)?;
     let key = (gated, groups, rows, scale_rows, n, k, concatenated);
     with_device(device, stream, |d| {
+        d.last_grouped = Some(key);
         let plan = match d.grouped.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(d.gpu.plan_grouped(
@@ -408,6 +482,7 @@ fn grouped(
         // SAFETY: the tensors were checked above against the plan's layout.
         unsafe { plan.launch_raw(&d.gpu, &at) }
     })
+    .map(|()| None)
 }
 
 /// The CPU quantizer (the reference the GPU quantizer is bit-identical to): `rows × k` f32
@@ -463,6 +538,7 @@ fn _nvfp4(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(device_info, module)?)?;
     module.add_function(wrap_pyfunction!(quantize, module)?)?;
     module.add_function(wrap_pyfunction!(first_non_finite, module)?)?;
+    module.add_function(wrap_pyfunction!(grouped_status, module)?)?;
     module.add_function(wrap_pyfunction!(dequantize, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm, module)?)?;
     module.add_function(wrap_pyfunction!(gemm, module)?)?;

@@ -68,6 +68,11 @@ def test_host_quantizer_returns_the_layouts_sizes_and_rejects_bad_input():
         (lambda: nvfp4.gemm(packed(8, 64), packed(64, 64), scales(8, 64), scales(64, 64), None), "`alpha`", "number"),
         (lambda: nvfp4.grouped_gemm(packed(8, 64), torch.zeros(2, 64, 32, dtype=torch.uint8), scales(8, 64), torch.zeros(2, 128, 4, dtype=torch.uint8), torch.zeros(3, dtype=torch.int64), torch.zeros(3, dtype=torch.int32)), "`row_offsets`", "int32"),
         (lambda: nvfp4.grouped_gemm(packed(8, 64), torch.zeros(2, 64, 32, dtype=torch.uint8), scales(8, 64), torch.zeros(2, 64, 4, dtype=torch.uint8), torch.zeros(3, dtype=torch.int32), torch.zeros(3, dtype=torch.int32)), "`b_sf`", "shape"),
+        (lambda: nvfp4.dequantize(torch.zeros(64, dtype=torch.uint8), scales(1, 128)), "`data`", "2-D|rows"),
+        (lambda: nvfp4.grouped_gemm(packed(8, 64), torch.zeros(2, 64, 32, dtype=torch.uint8), scales(8, 64), torch.zeros((2,) + nvfp4.scale_shape(64, 64), dtype=torch.uint8), torch.zeros(3, dtype=torch.int32), torch.zeros(3, dtype=torch.int32), [1.0, 1.0]), "`alpha`", "torch.Tensor"),
+        (lambda: nvfp4.grouped_gemm(packed(8, 64), torch.zeros(2, 64, 32, dtype=torch.uint8), scales(8, 64), torch.zeros((2,) + nvfp4.scale_shape(64, 64), dtype=torch.uint8), torch.zeros(3, dtype=torch.int32), torch.zeros(3, dtype=torch.int32), 0.5), "`alpha`", "torch.Tensor"),
+        (lambda: nvfp4.grouped_dual_gemm(packed(8, 64), torch.zeros(2, 128, 32, dtype=torch.uint8), None, scales(8, 64), torch.zeros((2,) + nvfp4.scale_shape(128, 64), dtype=torch.uint8), None, torch.zeros(3, dtype=torch.int32), torch.zeros(3, dtype=torch.int32)), "`b3`", "grouped_dual_gemm_w13"),
+        (lambda: nvfp4.dual_gemm(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), None), "`alpha1`", "number"),
     ],
 )
 def test_bad_arguments_raise_value_errors_naming_the_argument_and_the_rule(call, arg, rule):

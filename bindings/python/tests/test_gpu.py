@@ -143,6 +143,30 @@ def test_a_shape_first_called_inside_a_graph_capture_is_a_clear_error_and_the_ne
     torch.testing.assert_close(out, got, rtol=0, atol=0)
 
 
+FIRST_CALL_INSIDE_A_CAPTURE = """
+import torch, nvfp4
+x = torch.ones((4, 64), device="cuda")
+try:
+    with torch.cuda.graph(torch.cuda.CUDAGraph()):
+        nvfp4.quantize(x)
+except ValueError as error:
+    print("rejected:", error)
+data, scales = nvfp4.quantize(x)
+torch.cuda.synchronize()
+print("then:", tuple(data.shape))
+"""
+
+
+def test_the_first_call_of_a_process_inside_a_capture_is_a_clear_error_and_the_next_call_works(cuda):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", FIRST_CALL_INSIDE_A_CAPTURE], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "rejected:" in run.stdout and "before capturing" in run.stdout, run.stdout
+    assert "then: (4, 32)" in run.stdout, run.stdout
+
+
 def test_scales_that_overflow_after_the_kernels_rescale_are_rejected_and_zero_inputs_give_zeros(cuda):
     a = (torch.zeros((8, 32), dtype=torch.uint8, device=cuda), torch.zeros(nvfp4.scale_shape(8, 64), dtype=torch.float8_e4m3fn, device=cuda))
     b = random_nvfp4(64, 64, cuda, torch.Generator(device=cuda).manual_seed(6))
@@ -150,6 +174,56 @@ def test_scales_that_overflow_after_the_kernels_rescale_are_rejected_and_zero_in
         nvfp4.dual_gemm(a[0], b[0], b[0], a[1], b[1], b[1], 3e38, 1.0)
     out = nvfp4.dual_gemm(a[0], b[0], b[0], a[1], b[1], b[1], 1e30, 1e30)
     assert torch.equal(out, torch.zeros_like(out))
+
+
+def test_invalid_device_offsets_are_reported_by_grouped_status_and_a_valid_launch_follows(cuda):
+    g = torch.Generator(device=cuda).manual_seed(7)
+    groups, rows, n, k = 2, 40, 64, 64
+    a = torch.randint(0, 256, (rows, k // 2), dtype=torch.uint8, device=cuda, generator=g)
+    a_sf = torch.randint(0, 0x3F, nvfp4.scale_shape(256, k), dtype=torch.uint8, device=cuda, generator=g)
+    b = torch.randint(0, 256, (groups, n, k // 2), dtype=torch.uint8, device=cuda, generator=g)
+    b_sf = torch.randint(0, 0x3F, (groups,) + nvfp4.scale_shape(n, k), dtype=torch.uint8, device=cuda, generator=g)
+    scale_offsets = torch.tensor([0, 128, 256], dtype=torch.int32, device=cuda)
+    decreasing = torch.tensor([0, 30, 20], dtype=torch.int32, device=cuda)
+    out = nvfp4.grouped_gemm(a, b, a_sf, b_sf, decreasing, scale_offsets)
+    with pytest.raises(ValueError, match="row_offsets must not decrease"):
+        nvfp4.grouped_status()
+    assert (out == 0).all()  # nothing written
+    valid = torch.tensor([0, 30, 40], dtype=torch.int32, device=cuda)
+    out = nvfp4.grouped_gemm(a, b, a_sf, b_sf, valid, scale_offsets)
+    nvfp4.grouped_status()
+    a_codes = codes_of(a_sf, 256, k)
+    for i, (r0, r1) in enumerate([(0, 30), (30, 40)]):
+        ai = (a[r0:r1], reblock(a_codes[128 * i : 128 * i + r1 - r0], r1 - r0, k).view(torch.float8_e4m3fn))
+        want = (dequant(*ai).double() @ dequant(b[i], b_sf[i].view(torch.float8_e4m3fn)).double().T).half()
+        torch.testing.assert_close(out[r0:r1], want, **TOLERANCE)
+
+
+def test_outputs_are_allocated_only_after_the_inputs_pass(cuda):
+    # 2^31 rows of stride 0: the rule it breaks, not an out-of-memory error from the output.
+    huge = torch.zeros((1, 32), dtype=torch.uint8, device=cuda).expand(2**31, 32)
+    b = random_nvfp4(64, 64, cuda, torch.Generator(device=cuda).manual_seed(8))
+    with pytest.raises(ValueError, match="`a`"):
+        nvfp4.gemm(huge, b[0], torch.zeros(nvfp4.scale_shape(8, 64), dtype=torch.float8_e4m3fn, device=cuda), b[1])
+    with pytest.raises(ValueError, match="`x`"):
+        nvfp4.quantize(torch.zeros((1, 64), device=cuda).expand(2**31, 64))
+    a = random_nvfp4(8, 64, cuda, torch.Generator(device=cuda).manual_seed(9))
+    out = nvfp4.gemm(a[0], b[0], a[1], b[1], 0.5)
+    want = (0.5 * (dequant(*a).double() @ dequant(*b).double().T)).half()
+    torch.testing.assert_close(out, want, **TOLERANCE)
+
+
+def test_the_finite_check_reports_each_streams_own_quantization(cuda):
+    bad = torch.ones((4, 64), device=cuda)
+    bad[2, 5] = float("inf")
+    side = torch.cuda.Stream(device=cuda)
+    side.wait_stream(torch.cuda.current_stream(cuda))
+    with torch.cuda.stream(side):
+        with pytest.raises(ValueError, match="133"):
+            nvfp4.quantize(bad, check_finite=True)
+    # The side stream's failure does not leak into the default stream's check.
+    data, scales = nvfp4.quantize(torch.ones((4, 64), device=cuda), check_finite=True)
+    assert data.shape == (4, 32)
 
 
 def test_grouped_gemm_and_grouped_dual_gemm_match_the_reference(cuda):
@@ -178,7 +252,7 @@ def test_grouped_gemm_and_grouped_dual_gemm_match_the_reference(cuda):
     w13_sf = torch.stack([
         reblock(torch.cat([codes_of(w1_sf[i], n, k), codes_of(w3_sf[i], n, k)]), 2 * n, k) for i in range(groups)
     ])
-    fused = nvfp4.grouped_dual_gemm(a, w13, None, a_sf, w13_sf, None, offsets, scale_offsets_t, alpha1, alpha3)
+    fused = nvfp4.grouped_dual_gemm_w13(a, w13, a_sf, w13_sf, offsets, scale_offsets_t, alpha1, alpha3)
     a_codes = codes_of(a_sf, scale_rows, k)
     for i, s in enumerate(sizes):
         r0 = row_offsets[i]

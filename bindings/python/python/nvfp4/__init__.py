@@ -37,6 +37,8 @@ __all__ = [
     "gemm",
     "grouped_gemm",
     "grouped_dual_gemm",
+    "grouped_dual_gemm_w13",
+    "grouped_status",
     "scale_shape",
     "device_info",
 ]
@@ -91,7 +93,7 @@ def _float(arg: str, value) -> float:
 def _quantize_out(x: torch.Tensor, data: torch.Tensor, scales: torch.Tensor, global_scale: Optional[float]) -> None:
     if global_scale is not None:
         global_scale = _float("global_scale", global_scale)
-    _nvfp4.quantize(_stream_of(x), _meta("x", x), _meta("data", data), _meta("scales", scales), global_scale)
+    _nvfp4.quantize(_stream_of(x), _meta("x", x), (_meta("data", data), _meta("scales", scales)), global_scale)
 
 
 torch.library.custom_op("nvfp4::quantize_out", _quantize_out, mutates_args=("data", "scales"))
@@ -108,8 +110,9 @@ def quantize(x: torch.Tensor, global_scale: Optional[float] = None, check_finite
 
 
 def _quantize_op_impl(x: torch.Tensor, global_scale: Optional[float]) -> tuple[torch.Tensor, torch.Tensor]:
-    rows = x.shape[0] if x.dim() == 2 else 1
-    k = x.shape[-1]
+    # The inputs' rules first (nothing launched), then the outputs, then the launch.
+    checked = None if global_scale is None else _float("global_scale", global_scale)
+    rows, k = _nvfp4.quantize(_stream_of(x), _meta("x", x), None, checked)
     data = torch.empty((rows, k // 2), dtype=torch.uint8, device=x.device)
     # Scale padding (rows past `rows`, columns past k/16) is never written: zeros, as the host's.
     scales = torch.zeros(scale_shape(rows, k), dtype=_FP8, device=x.device)
@@ -127,6 +130,8 @@ def _(x, global_scale):
 
 
 def _quantize(x, global_scale, check_finite):
+    if check_finite and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        _fail("check_finite", "waits for the GPU, which a CUDA graph capture cannot hold: check before capturing", True)
     if _eager():
         data, scales = _quantize_op_impl(x, global_scale)
     else:
@@ -145,12 +150,19 @@ def _dequantize_out(data: torch.Tensor, scales: torch.Tensor, global_scale: Opti
     _nvfp4.dequantize(_stream_of(data), _meta("data", data), _meta("scales", scales), global_scale, _meta("out", out))
 
 
+def _dequantize_shape(data, scales, global_scale) -> tuple:
+    """Checks the inputs (nothing launched) and returns the output's shape."""
+    if global_scale is not None:
+        global_scale = _float("global_scale", global_scale)
+    return _nvfp4.dequantize(_stream_of(data), _meta("data", data), _meta("scales", scales), global_scale, None)
+
+
 torch.library.custom_op("nvfp4::dequantize_out", _dequantize_out, mutates_args=("out",))
 
 
 @torch.library.custom_op("nvfp4::dequantize", mutates_args=())
 def _dequantize_op(data: torch.Tensor, scales: torch.Tensor, global_scale: Optional[float], dtype: torch.dtype) -> torch.Tensor:
-    out = torch.empty((data.shape[0], 2 * data.shape[1]), dtype=dtype, device=data.device)
+    out = torch.empty(_dequantize_shape(data, scales, global_scale), dtype=dtype, device=data.device)
     _dequantize_out(data, scales, global_scale, out)
     return out
 
@@ -164,7 +176,7 @@ def dequantize(data, scales, global_scale: Optional[float] = None, dtype=torch.f
     """NVFP4 (``data``, ``scales``, optional ``global_scale``) → ``rows × k`` float16/bfloat16."""
     if _eager():
         if out is None:
-            out = torch.empty((data.shape[0], 2 * data.shape[1]), dtype=dtype, device=data.device)
+            out = torch.empty(_dequantize_shape(data, scales, global_scale), dtype=dtype, device=data.device)
         _dequantize_out(data, scales, global_scale, out)
         return out
     if out is not None:
@@ -187,6 +199,14 @@ def _dual_gemm_out(
     )
 
 
+def _dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2) -> tuple:
+    """Checks the inputs (nothing launched) and returns the output's shape."""
+    return _nvfp4.dual_gemm(
+        _stream_of(a), _meta("a", a), _meta("b1", b1), _meta("b2", b2), _meta("a_sf", a_sf),
+        _meta("b1_sf", b1_sf), _meta("b2_sf", b2_sf), _float("alpha1", alpha1), _float("alpha2", alpha2), None,
+    )
+
+
 torch.library.custom_op("nvfp4::dual_gemm_out", _dual_gemm_out, mutates_args=("out",))
 
 
@@ -195,7 +215,7 @@ def _dual_gemm_op(
     a: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, a_sf: torch.Tensor, b1_sf: torch.Tensor,
     b2_sf: torch.Tensor, alpha1: float, alpha2: float,
 ) -> torch.Tensor:
-    out = torch.empty((a.shape[0], b1.shape[0]), dtype=torch.float16, device=a.device)
+    out = torch.empty(_dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2), dtype=torch.float16, device=a.device)
     _dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out)
     return out
 
@@ -212,7 +232,8 @@ def dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1: float = 1.0, alpha2: float 
     multiples of 64."""
     if _eager():
         if out is None:
-            out = torch.empty((a.shape[0], b1.shape[0]), dtype=torch.float16, device=a.device)
+            shape = _dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2)
+            out = torch.empty(shape, dtype=torch.float16, device=a.device)
         _dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out)
         return out
     if out is not None:
@@ -228,12 +249,20 @@ def _gemm_out(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.
     )
 
 
+def _gemm_shape(a, b, a_sf, b_sf, alpha) -> tuple:
+    """Checks the inputs (nothing launched) and returns the output's shape."""
+    return _nvfp4.gemm(
+        _stream_of(a), _meta("a", a), _meta("b", b), _meta("a_sf", a_sf), _meta("b_sf", b_sf),
+        _float("alpha", alpha), None,
+    )
+
+
 torch.library.custom_op("nvfp4::gemm_out", _gemm_out, mutates_args=("out",))
 
 
 @torch.library.custom_op("nvfp4::gemm", mutates_args=())
 def _gemm_op(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor, alpha: float) -> torch.Tensor:
-    out = torch.empty((a.shape[0], b.shape[0]), dtype=torch.float16, device=a.device)
+    out = torch.empty(_gemm_shape(a, b, a_sf, b_sf, alpha), dtype=torch.float16, device=a.device)
     _gemm_out(a, b, a_sf, b_sf, alpha, out)
     return out
 
@@ -248,7 +277,7 @@ def gemm(a, b, a_sf, b_sf, alpha: float = 1.0, out=None):
     :func:`dual_gemm`."""
     if _eager():
         if out is None:
-            out = torch.empty((a.shape[0], b.shape[0]), dtype=torch.float16, device=a.device)
+            out = torch.empty(_gemm_shape(a, b, a_sf, b_sf, alpha), dtype=torch.float16, device=a.device)
         _gemm_out(a, b, a_sf, b_sf, alpha, out)
         return out
     if out is not None:
@@ -260,17 +289,24 @@ def gemm(a, b, a_sf, b_sf, alpha: float = 1.0, out=None):
 # --- grouped (Mixture-of-Experts, contiguous convention) ----------------------------------------
 
 
+def _grouped_native(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, gated, n, out):
+    """Launches into ``out``; with ``out=None`` checks the inputs (nothing launched) and returns
+    the output's shape. The plain grouped GEMM's arguments are named ``b``, ``b_sf``, ``alpha``."""
+    b, b_sf, alpha = ("b1", "b1_sf", "alpha1") if gated else ("b", "b_sf", "alpha")
+    return _nvfp4.grouped(
+        _stream_of(a), gated, _meta("a", a), _meta(b, b1), _meta("b3", b3), _meta("a_sf", a_sf),
+        _meta(b_sf, b1_sf), _meta("b3_sf", b3_sf), _meta("row_offsets", row_offsets),
+        _meta("scale_offsets", scale_offsets), _meta(alpha, alpha1), _meta("alpha3", alpha3), n,
+        _meta("out", out),
+    )
+
+
 def _grouped_out(
     a: torch.Tensor, b1: torch.Tensor, b3: Optional[torch.Tensor], a_sf: torch.Tensor, b1_sf: torch.Tensor,
     b3_sf: Optional[torch.Tensor], row_offsets: torch.Tensor, scale_offsets: torch.Tensor,
     alpha1: Optional[torch.Tensor], alpha3: Optional[torch.Tensor], gated: bool, n: int, out: torch.Tensor,
 ) -> None:
-    _nvfp4.grouped(
-        _stream_of(a), gated, _meta("a", a), _meta("b1", b1), _meta("b3", b3), _meta("a_sf", a_sf),
-        _meta("b1_sf", b1_sf), _meta("b3_sf", b3_sf), _meta("row_offsets", row_offsets),
-        _meta("scale_offsets", scale_offsets), _meta("alpha1", alpha1), _meta("alpha3", alpha3), n,
-        _meta("out", out),
-    )
+    _grouped_native(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, gated, n, out)
 
 
 torch.library.custom_op("nvfp4::grouped_out", _grouped_out, mutates_args=("out",))
@@ -283,7 +319,8 @@ def _grouped_op(
     alpha1: Optional[torch.Tensor], alpha3: Optional[torch.Tensor], gated: bool, n: int,
 ) -> torch.Tensor:
     # Rows past the last group's end are not written: zeros, not garbage.
-    out = torch.zeros((a.shape[0], n), dtype=torch.float16, device=a.device)
+    shape = _grouped_native(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, gated, n, None)
+    out = torch.zeros(shape, dtype=torch.float16, device=a.device)
     _grouped_out(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, gated, n, out)
     return out
 
@@ -301,15 +338,35 @@ def grouped_gemm(a, b, a_sf, b_sf, row_offsets, scale_offsets, alpha=None, out=N
     host; invalid ones make the launch write nothing); ``b``: ``G × n × k/2``; ``b_sf``:
     ``G ×`` 2-D swizzled scales; ``alpha``: ``G`` float32 on the GPU or None. Rows past
     ``row_offsets[G]`` are not written (zeros in a new output)."""
-    return _grouped_call((a, b, None, a_sf, b_sf, None, row_offsets, scale_offsets, alpha, None, False, b.shape[1]), out)
+    n = b.shape[1] if isinstance(b, torch.Tensor) and b.dim() == 3 else 0  # else the native check names `b`
+    return _grouped_call((a, b, None, a_sf, b_sf, None, row_offsets, scale_offsets, alpha, None, False, n), out)
 
 
 def grouped_dual_gemm(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1=None, alpha3=None, out=None):
     """Per group: ``silu(alpha1[g] · a·b1[g]ᵀ) ⊙ (alpha3[g] · a·b3[g]ᵀ)`` (an expert's gate/up),
-    as :func:`grouped_gemm`. ``b3=None`` (and ``b3_sf=None``): ``b1`` is a concatenated
-    ``w13`` of ``2n`` rows a group (gate rows, then up rows)."""
-    n = b1.shape[1] if b3 is not None else b1.shape[1] // 2
+    as :func:`grouped_gemm`, with gate weights ``b1`` and up weights ``b3`` (``G × n × k/2``
+    each, and their scales). For one concatenated ``w13`` use :func:`grouped_dual_gemm_w13`."""
+    if b3 is None or b3_sf is None:
+        _fail("b3" if b3 is None else "b3_sf", "must be given (for a concatenated w13 call grouped_dual_gemm_w13)", None)
+    n = b1.shape[1] if isinstance(b1, torch.Tensor) and b1.dim() == 3 else 0
     return _grouped_call((a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, True, n), out)
+
+
+def grouped_dual_gemm_w13(a, w13, a_sf, w13_sf, row_offsets, scale_offsets, alpha1=None, alpha3=None, out=None):
+    """:func:`grouped_dual_gemm` with gate and up weights concatenated: ``w13`` is ``G × 2n ×
+    k/2`` (each group's n gate rows, then its n up rows; vLLM's ``w13``) with its scales
+    ``w13_sf`` (``G ×`` the 2-D swizzled scales of ``2n × k``)."""
+    n = w13.shape[1] // 2 if isinstance(w13, torch.Tensor) and w13.dim() == 3 else 0
+    return _grouped_call((a, w13, None, a_sf, w13_sf, None, row_offsets, scale_offsets, alpha1, alpha3, True, n), out)
+
+
+def grouped_status(device=None) -> None:
+    """Waits for the current stream and raises ``ValueError`` naming the rule and the group if
+    the last grouped launch on ``device`` (default: the current one) found invalid device-side
+    offsets — decreasing, past the capacity, or misaligned scale offsets — and so wrote
+    nothing. Not inside a CUDA graph capture (it waits)."""
+    index = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    _nvfp4.grouped_status(index.index or 0, torch.cuda.current_stream(index).cuda_stream)
 
 
 def _grouped_call(args, out):
@@ -317,8 +374,7 @@ def _grouped_call(args, out):
     calls go to the implementation directly, traced ones through the custom ops."""
     if _eager():
         if out is None:
-            a, n = args[0], args[-1]
-            out = torch.zeros((a.shape[0], n), dtype=torch.float16, device=a.device)
+            out = torch.zeros(_grouped_native(*args, None), dtype=torch.float16, device=args[0].device)
         _grouped_out(*args, out)
         return out
     if out is not None:
