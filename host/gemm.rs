@@ -1,17 +1,22 @@
 //! The plain dense NVFP4 GEMM on the GPU, `C = α · A·Bᵀ` (fp16 out; α the product of the
 //! operands' global scales): the down projection of a SwiGLU MLP, so that a whole MLP (dual GEMM
-//! for gate/up, then this) runs on this library. It is the grouped GEMM with one group
-//! (`crate::grouped`): the same kernels, validation and shape rules (any M ≥ 1, N and K
-//! multiples of 64).
+//! for gate/up, then this) runs on this library. Any M ≥ 1, N and K multiples of 64.
+//!
+//! On Hopper it runs the dense dual GEMM's plan and kernels (`crate::dual_gemm::DensePlan`:
+//! the same tile choice, stream-K split and decode-size kernel for M ≤ 16) with a one-product
+//! epilogue. On Blackwell, which has no dense plain kernel yet, it is the grouped GEMM with one
+//! group (`crate::grouped`).
 
 use cudarc::driver::CudaSlice;
 use half::f16;
 use nvfp4_kernel::grouped::SCALE_ROW_ALIGNMENT;
 
+use crate::dual_gemm::DensePlan;
 use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
-use crate::gpu::{DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref};
+use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref};
 use crate::grouped::{ContiguousAddresses, GroupedLayout, GroupedOp, GroupedPlan, UpWeights};
+use crate::problem::DualGemmShape;
 use crate::rules::{kernel_alpha, operand_rescale};
 
 /// `C[M × N] = α · A[M × K] · B[N × K]ᵀ`.
@@ -28,9 +33,20 @@ pub struct GemmShape {
 /// A validated plain GEMM for one shape on one GPU. Launches must be stream-ordered.
 pub struct GemmPlan {
     shape: GemmShape,
-    plan: GroupedPlan,
-    row_offsets: DeviceBuffer<u32>,
-    scale_offsets: DeviceBuffer<u32>,
+    kernel: GemmKernel,
+}
+
+/// What a GEMM plan launches.
+#[allow(clippy::large_enum_variant)] // one per plan, never moved in a loop
+enum GemmKernel {
+    /// The dense kernels (sm_90a).
+    Dense(DensePlan),
+    /// The grouped kernel with one group of all rows (sm_100f), and its offsets.
+    Grouped {
+        plan: GroupedPlan,
+        row_offsets: DeviceBuffer<u32>,
+        scale_offsets: DeviceBuffer<u32>,
+    },
 }
 
 impl Gpu {
@@ -39,6 +55,13 @@ impl Gpu {
     pub fn plan_gemm(&self, shape: GemmShape) -> Result<GemmPlan> {
         self.check_not_capturing("planning a GEMM")?;
         let GemmShape { m, n, k } = shape;
+        if self.arch() == Arch::Sm90a {
+            let dense = self.plan_dense(DualGemmShape { m, n, k }, false)?;
+            return Ok(GemmPlan {
+                shape,
+                kernel: GemmKernel::Dense(dense),
+            });
+        }
         let scale_rows = m
             .checked_next_multiple_of(SCALE_ROW_ALIGNMENT as usize)
             .ok_or_else(|| Error::invalid("m", "too large", m))?;
@@ -59,9 +82,11 @@ impl Gpu {
         let scale_offsets = DeviceBuffer::from_host(self.stream(), &[0u32, scale_rows as u32])?;
         Ok(GemmPlan {
             shape,
-            plan,
-            row_offsets,
-            scale_offsets,
+            kernel: GemmKernel::Grouped {
+                plan,
+                row_offsets,
+                scale_offsets,
+            },
         })
     }
 }
@@ -70,6 +95,27 @@ impl GemmPlan {
     /// The planned shape.
     pub fn shape(&self) -> GemmShape {
         self.shape
+    }
+
+    /// Tile size (tokens × outputs) and CTAs of the dense launch (Hopper), or None where the
+    /// GEMM runs the grouped kernel (Blackwell), whose schedule is made on the GPU.
+    pub fn tile_and_grid(&self) -> Option<((u32, u32), u32)> {
+        match &self.kernel {
+            GemmKernel::Dense(dense) => Some(dense.tile_and_grid()),
+            GemmKernel::Grouped { .. } => None,
+        }
+    }
+
+    /// Chooses whether the Hopper kernels are enqueued as programmatic dependent launches (the
+    /// default there), as [`crate::dual_gemm::DualGemmPlan::set_programmatic_launch`].
+    pub fn set_programmatic_launch(&mut self, enabled: bool) -> Result<()> {
+        match &mut self.kernel {
+            GemmKernel::Dense(dense) => dense.set_programmatic_launch(enabled),
+            GemmKernel::Grouped { plan, .. } => {
+                plan.set_programmatic_launch(enabled);
+                Ok(())
+            }
+        }
     }
 
     /// Enqueues `c = α · a·bᵀ` (`c`: M × N fp16, row-major) on `gpu`'s stream; `α` is the
@@ -94,14 +140,22 @@ impl GemmPlan {
         c.expect_len("c", m * n)?;
         let scale = a.global_scale().unwrap_or(1.0) * b.global_scale().unwrap_or(1.0);
         kernel_alpha(scale, operand_rescale(gpu.arch()))?;
+        let (plan, row_offsets, scale_offsets) = match &self.kernel {
+            GemmKernel::Dense(dense) => return dense.launch_views(gpu, a, b, None, c),
+            GemmKernel::Grouped {
+                plan,
+                row_offsets,
+                scale_offsets,
+            } => (plan, row_offsets, scale_offsets),
+        };
         // One group of all rows: A's own blocked scales; B the one group's weights.
-        self.plan.launch_contiguous(
+        plan.launch_contiguous(
             gpu,
             &ContiguousAddresses {
                 a: a.data_address(),
                 a_scales: a.scales_address(),
-                row_offsets: self.row_offsets.address(),
-                scale_offsets: self.scale_offsets.address(),
+                row_offsets: row_offsets.address(),
+                scale_offsets: scale_offsets.address(),
                 gate: b.data_address(),
                 gate_scales: b.scales_address(),
                 up: b.data_address(),

@@ -1,6 +1,7 @@
 //! The fused dual-GEMM kernel of the GPU present (sm_90a on 9.0, sm_100f on 10.x) against the
 //! CPU reference (task tolerance), on the benchmark, correctness and decode shapes, for the reference harness's
-//! inputs and the full e2m1/e4m3 range. Outputs are poisoned with NaN before every launch.
+//! inputs and the full e2m1/e4m3 range; and the plain GEMM, which runs the same dense plan and
+//! kernels on sm_90a, on every tile and decode size. Outputs are poisoned with NaN before every launch.
 //! Skipped with a printed reason without a supported GPU. (Only sm_90a has run: no B200 here.)
 
 mod common;
@@ -9,6 +10,7 @@ use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 use half::f16;
+use nvfp4::gemm::GemmShape;
 use nvfp4::gpu::Gpu;
 use nvfp4::reference::{self, TASK_TOLERANCE};
 use nvfp4::{Distribution, DualGemmShape, Error, Problem};
@@ -52,6 +54,54 @@ fn check_shapes(gpu: &Gpu, shapes: &[(usize, usize, usize)]) {
             );
             if !report.passed() {
                 failures.push(format!("{m}×{n}×{k} {distribution:?}: {report}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size() {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
+        return;
+    };
+    let mut failures = Vec::new();
+    // Decode sizes (M ≤ 16), each tile width, K with a partial last stage, and N an odd
+    // multiple of 64 (a plain tile holds 128 outputs: the last one half empty).
+    for (m, n, k) in [
+        (1, 4096, 7168),
+        (2, 2880, 2880),
+        (7, 2944, 320),
+        (16, 7168, 2048),
+        (17, 576, 1024),
+        (33, 4096, 7232),
+        (100, 2880, 2880),
+        (129, 192, 64),
+        (256, 7168, 2048),
+        (300, 768, 2880),
+        (1000, 4096, 2880),
+        (2048, 1088, 1024),
+    ] {
+        for distribution in [Distribution::Task, Distribution::FullRange] {
+            let seed = (m * 31 + n * 7 + k) as u64 ^ distribution as u64;
+            let problem = Problem::random(DualGemmShape { m, n, k }, distribution, seed).unwrap();
+            let plan = gpu.plan_gemm(GemmShape { m, n, k }).unwrap();
+            let (a, b) = (gpu.upload(&problem.a).unwrap(), gpu.upload(&problem.b1).unwrap());
+            let mut c: CudaSlice<f16> = gpu.stream().clone_htod(&vec![f16::NAN; m * n]).unwrap();
+            plan.launch(&gpu, &a, &b, &mut c).unwrap();
+            let got = gpu.stream().clone_dtoh(&c).unwrap();
+            let want = reference::gemm(&problem.a, &problem.b1).unwrap();
+            let report = reference::check(&got, &want, n, TASK_TOLERANCE).unwrap();
+            println!(
+                "GEMM {m:>5} × {n:>5} × {k:>5} {distribution:?} {:?}: {report}",
+                plan.tile_and_grid()
+            );
+            if !report.passed() {
+                failures.push(format!("GEMM {m}×{n}×{k} {distribution:?}: {report}"));
             }
         }
     }
@@ -391,6 +441,7 @@ fn launches_after_a_launch_stopped_mid_way_are_right() {
 }
 
 test_main!(
+    the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size,
     launches_after_a_launch_stopped_mid_way_are_right,
     a_collector_reuse_and_discard_both_match_the_reference,
     matches_the_reference_on_the_benchmark_shapes,

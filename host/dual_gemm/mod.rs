@@ -1,5 +1,6 @@
 //! The fused dual GEMM on the GPU: `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` from device NVFP4 matrices to a
-//! device fp16 buffer.
+//! device fp16 buffer, and the dense plan it shares with the plain GEMM (`crate::gemm`), whose
+//! sm_90a kernels are the same with a one-product epilogue.
 //!
 //! A [`DualGemmPlan`] is built once per (M, N, K) on a [`Gpu`]: it checks the shape against the
 //! kernel's rules, picks the tile and the persistent grid, and holds the kernel function. Each
@@ -16,8 +17,8 @@
 use cudarc::driver::CudaSlice;
 use half::f16;
 use nvfp4_kernel::sm90::config::{
-    self as sm90, DECODE_GROUP_N, DECODE_MAX_TOKENS, TILE_N, decode_partial_words, decode_shared_bytes,
-    decode_token_tiles, padded_k,
+    self as sm90, DECODE_GROUP_N, DECODE_MAX_TOKENS, decode_partial_words, decode_shared_bytes,
+    decode_token_tiles, padded_k, tile_n,
 };
 use nvfp4_kernel::sm100::config as sm100;
 
@@ -34,7 +35,12 @@ pub use sm90_plan::{DecodeSplit, MAX_MULTIPROCESSORS, Sm90Geometry, grid_size};
 use sm90_plan::{DecodeState, PredecodedTokens};
 pub use sm100_plan::Sm100Geometry;
 
-/// A validated dual-GEMM launch for one shape on one GPU, with its stream-K workspace.
+/// A validated dual-GEMM launch for one shape on one GPU, with its stream-K workspace (see
+/// [`DensePlan`], which it is for the gated kernels).
+pub struct DualGemmPlan(DensePlan);
+
+/// A validated launch of the dense kernels for one shape on one GPU: the dual GEMM (`gated`) or
+/// the plain GEMM (`crate::gemm`, sm_90a), with its stream-K workspace.
 ///
 /// Launches of one plan must be stream-ordered (one stream at a time): they share the
 /// workspace, the publication flags, the launch-ticket counter and, on Hopper for M large
@@ -42,8 +48,10 @@ pub use sm100_plan::Sm100Geometry;
 /// first rewrites from A with a small pre-decoding kernel. No launch depends on an earlier one
 /// having finished cleanly: flags carry the launch's epoch (see
 /// [`nvfp4_kernel::schedule::Ticket`]).
-pub struct DualGemmPlan {
+pub(crate) struct DensePlan {
     shape: DualGemmShape,
+    /// The dual GEMM, else the plain GEMM (`b2` unused).
+    gated: bool,
     kernel: PlannedKernel,
     programmatic: bool,
     a_collector: sm100::ACollectorUse,
@@ -71,14 +79,21 @@ impl Gpu {
     /// Plans `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)` for `shape` on this GPU.
     pub fn plan_dual_gemm(&self, shape: DualGemmShape) -> Result<DualGemmPlan> {
         self.check_not_capturing("planning a dual GEMM")?;
+        self.plan_dense(shape, true).map(DualGemmPlan)
+    }
+
+    /// Plans the dense kernels for `shape`: the dual GEMM (`gated`) or the plain GEMM, which
+    /// has dense kernels on sm_90a only.
+    pub(crate) fn plan_dense(&self, shape: DualGemmShape, gated: bool) -> Result<DensePlan> {
+        let op = op_name(gated);
         let kernel = match self.arch() {
             Arch::Sm90a if shape.m <= DECODE_MAX_TOKENS as usize && shape.m > 0 => {
-                let kernels = self.sm90_kernels("dual GEMM")?;
+                let kernels = self.sm90_kernels(op)?;
                 // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
-                Sm90Geometry::new(shape, self.multiprocessors())?;
+                Sm90Geometry::for_op(shape, self.multiprocessors(), gated)?;
                 let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
                 let capacity =
-                    self.multiprocessors() * kernels.decode(decode_token_tiles(m))?.resident_per_sm();
+                    self.multiprocessors() * kernels.decode(decode_token_tiles(m), gated)?.resident_per_sm();
                 let split = DecodeSplit::new(n, k, capacity);
                 let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
                     .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
@@ -89,8 +104,8 @@ impl Gpu {
                 }))
             }
             Arch::Sm90a => {
-                self.sm90_kernels("dual GEMM")?;
-                let geometry = Sm90Geometry::new(shape, self.multiprocessors())?;
+                self.sm90_kernels(op)?;
+                let geometry = Sm90Geometry::for_op(shape, self.multiprocessors(), gated)?;
                 let stream_k = StreamKState::new(self, geometry.workspace_words(), geometry.flag_words())?;
                 let tokens = if geometry.tile.predecoded_tokens() {
                     let pitch = padded_k(shape.k as u32) as usize;
@@ -111,16 +126,23 @@ impl Gpu {
                     tokens,
                 }
             }
+            Arch::Sm100f if !gated => {
+                return Err(Error::KernelUnavailable {
+                    operation: "dense GEMM (the plain GEMM runs the grouped kernel there)",
+                    arch: Arch::Sm100f.name(),
+                });
+            }
             Arch::Sm100f => {
-                self.sm100_kernels("dual GEMM")?;
+                self.sm100_kernels(op)?;
                 PlannedKernel::Sm100 {
                     geometry: Sm100Geometry::new(shape, self.multiprocessors())?,
                 }
             }
         };
         let programmatic = matches!(kernel, PlannedKernel::Sm90 { .. } | PlannedKernel::Sm90Decode(_));
-        Ok(DualGemmPlan {
+        Ok(DensePlan {
             shape,
+            gated,
             kernel,
             programmatic,
             a_collector: sm100::ACollectorUse::default(),
@@ -128,7 +150,7 @@ impl Gpu {
         })
     }
 
-    /// Plans, allocates C and launches in one call (see [`DualGemmPlan::launch`]).
+    /// Plans, allocates C and launches in one call (see [`DensePlan::launch`]).
     pub fn dual_gemm(
         &self,
         a: &DeviceNvFp4Matrix,
@@ -151,13 +173,13 @@ impl Gpu {
 impl DualGemmPlan {
     /// The planned shape.
     pub fn shape(&self) -> DualGemmShape {
-        self.shape
+        self.0.shape
     }
 
     /// Whether launches are programmatic dependent launches (see
     /// [`DualGemmPlan::set_programmatic_launch`]).
     pub fn programmatic_launch(&self) -> bool {
-        self.programmatic
+        self.0.programmatic
     }
 
     /// Chooses whether the Hopper kernels are enqueued as *programmatic dependent launches*
@@ -167,18 +189,7 @@ impl DualGemmPlan {
     /// latency overlaps. Back-to-back calls gain the most (measured in `benches/dual_gemm`,
     /// which times both). Blackwell plans launch plainly: asking for it there is an error.
     pub fn set_programmatic_launch(&mut self, enabled: bool) -> Result<()> {
-        match self.kernel {
-            PlannedKernel::Sm90 { .. } | PlannedKernel::Sm90Decode(_) => {
-                self.programmatic = enabled;
-                Ok(())
-            }
-            PlannedKernel::Sm100 { .. } if enabled => Err(Error::invalid(
-                "programmatic launch",
-                "only the sm_90a kernels wait for the previous kernel (griddepcontrol.wait)",
-                enabled,
-            )),
-            PlannedKernel::Sm100 { .. } => Ok(()),
-        }
+        self.0.set_programmatic_launch(enabled)
     }
 
     /// Test support: makes the next launch (Hopper) stop mid-way on purpose, as an interrupted
@@ -189,22 +200,7 @@ impl DualGemmPlan {
     /// matches a later one (`tests/gpu_dual_gemm.rs`). `ctas` in `1..=grid`; the Blackwell
     /// kernels take no tickets (an error there).
     pub fn abort_next_launch(&self, ctas: u32) -> Result<()> {
-        match &self.kernel {
-            PlannedKernel::Sm90 { geometry, .. } if (1..=geometry.grid).contains(&ctas) => {
-                self.abort_next.store(ctas, std::sync::atomic::Ordering::Relaxed);
-                Ok(())
-            }
-            PlannedKernel::Sm90 { geometry, .. } => Err(Error::invalid(
-                "ctas",
-                format!("must be in 1..={} (the launch's CTAs)", geometry.grid),
-                ctas,
-            )),
-            PlannedKernel::Sm100 { .. } | PlannedKernel::Sm90Decode(_) => Err(Error::invalid(
-                "abort",
-                "only the tiled sm_90a kernels take stream-K tickets",
-                ctas,
-            )),
-        }
+        self.0.abort_next_launch(ctas)
     }
 
     /// Blackwell: whether A stays in the MMA's collector between the gate and up MMAs
@@ -212,25 +208,15 @@ impl DualGemmPlan {
     /// `Discard` there is an error.
     pub fn set_a_collector_use(&mut self, collector: sm100::ACollectorUse) -> Result<()> {
         set_a_collector(
-            &mut self.a_collector,
-            matches!(self.kernel, PlannedKernel::Sm100 { .. }),
+            &mut self.0.a_collector,
+            matches!(self.0.kernel, PlannedKernel::Sm100 { .. }),
             collector,
         )
     }
 
     /// Tile size (tokens × outputs) and persistent CTAs of the launch.
     pub fn tile_and_grid(&self) -> ((u32, u32), u32) {
-        match &self.kernel {
-            PlannedKernel::Sm90 { geometry, .. } => ((geometry.tile.tokens, TILE_N), geometry.grid),
-            PlannedKernel::Sm90Decode(decode) => (
-                (
-                    decode_token_tiles(self.shape.m as u32) * sm90::DECODE_TOKEN_TILE,
-                    DECODE_GROUP_N,
-                ),
-                decode.split.grid,
-            ),
-            PlannedKernel::Sm100 { geometry } => ((sm100::TILE_M, geometry.tile.n), geometry.grid),
-        }
+        self.0.tile_and_grid()
     }
 
     /// Enqueues `c = silu(a·b1ᵀ) ⊙ (a·b2ᵀ)` (`c`: M × N fp16, row-major) on `gpu`'s stream.
@@ -256,10 +242,93 @@ impl DualGemmPlan {
     /// [`Self::launch`] on views (for example of caller-owned memory: [`NvFp4Ref::from_raw`]):
     /// no allocation, no host↔device copy, no synchronization.
     pub fn launch_views(&self, gpu: &Gpu, a: NvFp4Ref, b1: NvFp4Ref, b2: NvFp4Ref, c: F16Mut) -> Result<()> {
+        b2.expect_shape("b2", self.0.shape.n, self.0.shape.k)?;
+        self.0.launch_views(gpu, a, b1, Some(b2), c)
+    }
+}
+
+/// The name of the dense op in errors.
+fn op_name(gated: bool) -> &'static str {
+    if gated { "dual GEMM" } else { "GEMM" }
+}
+
+impl DensePlan {
+    /// As [`DualGemmPlan::set_programmatic_launch`].
+    pub(crate) fn set_programmatic_launch(&mut self, enabled: bool) -> Result<()> {
+        match self.kernel {
+            PlannedKernel::Sm90 { .. } | PlannedKernel::Sm90Decode(_) => {
+                self.programmatic = enabled;
+                Ok(())
+            }
+            PlannedKernel::Sm100 { .. } if enabled => Err(Error::invalid(
+                "programmatic launch",
+                "only the sm_90a kernels wait for the previous kernel (griddepcontrol.wait)",
+                enabled,
+            )),
+            PlannedKernel::Sm100 { .. } => Ok(()),
+        }
+    }
+
+    /// As [`DualGemmPlan::abort_next_launch`].
+    pub(crate) fn abort_next_launch(&self, ctas: u32) -> Result<()> {
+        match &self.kernel {
+            PlannedKernel::Sm90 { geometry, .. } if (1..=geometry.grid).contains(&ctas) => {
+                self.abort_next.store(ctas, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            PlannedKernel::Sm90 { geometry, .. } => Err(Error::invalid(
+                "ctas",
+                format!("must be in 1..={} (the launch's CTAs)", geometry.grid),
+                ctas,
+            )),
+            PlannedKernel::Sm100 { .. } | PlannedKernel::Sm90Decode(_) => Err(Error::invalid(
+                "abort",
+                "only the tiled sm_90a kernels take stream-K tickets",
+                ctas,
+            )),
+        }
+    }
+
+    /// Tile size (tokens × outputs) and persistent CTAs of the launch.
+    pub(crate) fn tile_and_grid(&self) -> ((u32, u32), u32) {
+        match &self.kernel {
+            PlannedKernel::Sm90 { geometry, .. } => {
+                ((geometry.tile.tokens, tile_n(self.gated)), geometry.grid)
+            }
+            PlannedKernel::Sm90Decode(decode) => (
+                (
+                    decode_token_tiles(self.shape.m as u32) * sm90::DECODE_TOKEN_TILE,
+                    DECODE_GROUP_N,
+                ),
+                decode.split.grid,
+            ),
+            PlannedKernel::Sm100 { geometry } => ((sm100::TILE_M, geometry.tile.n), geometry.grid),
+        }
+    }
+
+    /// Enqueues the planned op on views of the operands: `c = silu(a·b1ᵀ) ⊙ (a·b2ᵀ)`, or for
+    /// the plain GEMM (`b2` None) `c = a·b1ᵀ`; global scales are applied to each product.
+    pub(crate) fn launch_views(
+        &self,
+        gpu: &Gpu,
+        a: NvFp4Ref,
+        b1: NvFp4Ref,
+        b2: Option<NvFp4Ref>,
+        c: F16Mut,
+    ) -> Result<()> {
         let DualGemmShape { m, n, k } = self.shape;
+        let op = op_name(self.gated);
+        let b1_name = if self.gated { "b1" } else { "b" };
         a.expect_shape("a", m, k)?;
-        b1.expect_shape("b1", n, k)?;
-        b2.expect_shape("b2", n, k)?;
+        b1.expect_shape(b1_name, n, k)?;
+        // The plain GEMM's kernels read only B (`b2` is B again for the arguments' sake).
+        let b2 = match (self.gated, b2) {
+            (true, Some(b2)) => b2,
+            (false, None) => b1,
+            (gated, _) => {
+                return Err(Error::invalid("b2", "given exactly for the dual GEMM", gated));
+            }
+        };
         c.expect_len("c", m * n)?;
         let stream = gpu.stream();
         let global = |x: &NvFp4Ref| x.global_scale().unwrap_or(1.0);
@@ -274,7 +343,7 @@ impl DualGemmPlan {
                 stream_k,
                 tokens,
             } => {
-                let kernels = gpu.sm90_kernels("dual GEMM")?;
+                let kernels = gpu.sm90_kernels(op)?;
                 let a_map = match tokens {
                     Some(tokens) => {
                         self.predecode_tokens(gpu, &a, &tokens.buffer)?;
@@ -309,7 +378,7 @@ impl DualGemmPlan {
                 // shapes checked above and by the geometry, addresses 16-byte aligned (the
                 // views'); the kernel waits for the previous kernel before it touches memory.
                 unsafe {
-                    kernels.dual_gemm(geometry.tile)?.launch(
+                    kernels.dense(geometry.tile, self.gated)?.launch(
                         stream,
                         geometry.grid,
                         geometry.shared_bytes,
@@ -319,7 +388,7 @@ impl DualGemmPlan {
                 }
             }
             PlannedKernel::Sm90Decode(decode) => {
-                let kernels = gpu.sm90_kernels("dual GEMM")?;
+                let kernels = gpu.sm90_kernels(op)?;
                 let DecodeSplit {
                     steps_per_split,
                     splits,
@@ -347,7 +416,7 @@ impl DualGemmPlan {
                 // (checked above), partial sums and counters sized for this split, the counters
                 // zero (allocated so, and every launch leaves them so).
                 unsafe {
-                    kernels.decode(decode_token_tiles(m32))?.launch(
+                    kernels.decode(decode_token_tiles(m32), self.gated)?.launch(
                         stream,
                         grid,
                         decode_shared_bytes(m32, steps_per_split),
@@ -357,7 +426,7 @@ impl DualGemmPlan {
                 }
             }
             PlannedKernel::Sm100 { geometry } => {
-                let kernels = gpu.sm100_kernels("dual GEMM")?;
+                let kernels = gpu.sm100_kernels(op)?;
                 let map = |x: &NvFp4Ref| tensor_map::packed_rows(x.data_address(), x.rows(), k);
                 let args = sm100::DualGemmArgs {
                     a_map: map(&a)?,

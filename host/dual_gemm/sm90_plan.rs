@@ -4,8 +4,8 @@
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
-    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile,
-    decode_steps, padded_k,
+    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, K_PER_SLICE, K_PER_STAGE, Tile, decode_steps,
+    padded_k, tile_n,
 };
 use nvfp4_kernel::sm90::registry as sm90_registry;
 
@@ -15,7 +15,7 @@ use crate::gpu::{Gpu, NvFp4Ref};
 use crate::problem::DualGemmShape;
 use crate::rules::{KERNEL_INDEX_LIMIT, check_gemm_shape};
 
-use super::DualGemmPlan;
+use super::DensePlan;
 
 /// Launch geometry of the sm_90a kernel for one shape (pure; no GPU needed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +38,12 @@ impl Sm90Geometry {
     /// multiple of 64, every size within the kernel's 32-bit indices) and picks tile and grid for
     /// a GPU with `multiprocessors` SMs.
     pub fn new(shape: DualGemmShape, multiprocessors: u32) -> Result<Self> {
+        Self::for_op(shape, multiprocessors, true)
+    }
+
+    /// [`Self::new`] for the dense dual GEMM (`gated`) or plain GEMM, whose tiles hold
+    /// [`tile_n`] outputs.
+    pub fn for_op(shape: DualGemmShape, multiprocessors: u32, gated: bool) -> Result<Self> {
         let DualGemmShape { m, n, k } = shape;
         let (m32, n32, k32) = check_gemm_shape(shape)?;
         if multiprocessors == 0 {
@@ -60,7 +66,7 @@ impl Sm90Geometry {
             if wide && m32 <= narrow.tokens {
                 continue; // one narrower tile already covers M
             }
-            let tiles = TileGrid::new(m32, n32, tile.tokens, TILE_N)
+            let tiles = TileGrid::new(m32, n32, tile.tokens, tile_n(gated))
                 .ok_or_else(|| too_large("m × n", "more than 2^32 tiles"))?;
             let space = UniformTiles::new(tiles.len(), stages)
                 .filter(|s| (s.tiles as u64) * (s.stages as u64) <= KERNEL_INDEX_LIMIT)
@@ -231,7 +237,7 @@ pub(crate) struct PredecodedTokens {
     pub map: TensorMap,
 }
 
-impl DualGemmPlan {
+impl DensePlan {
     /// Enqueues the token pre-decoder (`sm90::registry::PREDECODE_TOKENS`): A → the fp16 token operand in `out`.
     pub(super) fn predecode_tokens(&self, gpu: &Gpu, a: &NvFp4Ref, out: &DeviceBuffer<u16>) -> Result<()> {
         let kernel = &gpu.sm90_kernels("token pre-decoding")?.predecode_tokens;

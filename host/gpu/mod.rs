@@ -269,6 +269,8 @@ pub(crate) struct Kernels {
 pub(crate) struct LoadedTile<T, D, G> {
     tile: T,
     dense: LoadedKernel<D>,
+    /// The dense plain GEMM, where the architecture has one.
+    dense_plain: Option<LoadedKernel<D>>,
     /// Gated (dual), then plain; absent for a tile without grouped kernels.
     grouped: Option<[LoadedKernel<G>; 2]>,
 }
@@ -295,8 +297,8 @@ fn find_tiled<'a, T: PartialEq + std::fmt::Debug, D, G, K>(
 pub(crate) struct Sm90Kernels {
     tiled: Vec<LoadedTile<Tile, sm90::DualGemmArgs, sm90::GroupedArgs>>,
     pub predecode_tokens: LoadedKernel<sm90::PredecodeArgs>,
-    /// The decode-size dual GEMM, one kernel per count of 8-token tiles.
-    decode: Vec<(u32, LoadedKernel<sm90::DecodeArgs>)>,
+    /// The decode-size kernels (dual, then plain GEMM) per count of 8-token tiles.
+    decode: Vec<(u32, [LoadedKernel<sm90::DecodeArgs>; 2])>,
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
@@ -307,6 +309,8 @@ impl Sm90Kernels {
             let tile = entries.tile;
             let dense = LoadedKernel::load(module, entries.dense)?;
             dense.allow_shared_bytes(tile.shared().total)?;
+            let dense_plain = LoadedKernel::load(module, entries.dense_plain)?;
+            dense_plain.allow_shared_bytes(tile.shared().total)?;
             let grouped = match entries.grouped {
                 Some(grouped) => {
                     let load = |kernel| -> Result<LoadedKernel<sm90::GroupedArgs>> {
@@ -318,17 +322,25 @@ impl Sm90Kernels {
                 }
                 None => None,
             };
-            tiled.push(LoadedTile { tile, dense, grouped });
+            tiled.push(LoadedTile {
+                tile,
+                dense,
+                dense_plain: Some(dense_plain),
+                grouped,
+            });
         }
         let mut decode = Vec::new();
         for entry in sm90_registry::DECODE {
-            let kernel = LoadedKernel::load(module, entry.kernel)?;
-            // The most the plans ask for: 16 token rows of the longest split.
-            kernel.allow_shared_bytes(sm90::decode_shared_bytes(
-                sm90::DECODE_MAX_TOKENS,
-                sm90::DECODE_MAX_STEPS_PER_SPLIT,
-            ))?;
-            decode.push((entry.token_tiles, kernel));
+            let load = |kernel| -> Result<LoadedKernel<sm90::DecodeArgs>> {
+                let kernel = LoadedKernel::load(module, kernel)?;
+                // The most the plans ask for: 16 token rows of the longest split.
+                kernel.allow_shared_bytes(sm90::decode_shared_bytes(
+                    sm90::DECODE_MAX_TOKENS,
+                    sm90::DECODE_MAX_STEPS_PER_SPLIT,
+                ))?;
+                Ok(kernel)
+            };
+            decode.push((entry.token_tiles, [load(entry.kernel)?, load(entry.plain)?]));
         }
         Ok(Self {
             tiled,
@@ -338,9 +350,13 @@ impl Sm90Kernels {
         })
     }
 
-    /// The dense dual GEMM for `tile`.
-    pub fn dual_gemm(&self, tile: Tile) -> Result<&LoadedKernel<sm90::DualGemmArgs>> {
-        find_tiled(&self.tiled, tile, Arch::Sm90a, "dual GEMM", |t| Some(&t.dense))
+    /// The dense kernel for `tile`: the dual GEMM (`gated`) or the plain GEMM.
+    pub fn dense(&self, tile: Tile, gated: bool) -> Result<&LoadedKernel<sm90::DualGemmArgs>> {
+        if gated {
+            find_tiled(&self.tiled, tile, Arch::Sm90a, "dual GEMM", |t| Some(&t.dense))
+        } else {
+            find_tiled(&self.tiled, tile, Arch::Sm90a, "GEMM", |t| t.dense_plain.as_ref())
+        }
     }
 
     /// The grouped kernel for `tile`, gated (dual) or plain.
@@ -355,14 +371,18 @@ impl Sm90Kernels {
         })
     }
 
-    /// The decode-size dual GEMM for `token_tiles` tiles of 8 tokens.
-    pub fn decode(&self, token_tiles: u32) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
+    /// The decode-size kernel for `token_tiles` tiles of 8 tokens: the dual GEMM (`gated`) or
+    /// the plain GEMM.
+    pub fn decode(&self, token_tiles: u32, gated: bool) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
         self.decode
             .iter()
             .find(|(tiles, _)| *tiles == token_tiles)
-            .map(|(_, kernel)| kernel)
+            .map(|(_, kernels)| &kernels[usize::from(!gated)])
             .ok_or_else(|| Error::MissingKernel {
-                kernel: format!("decode-size dual GEMM for {token_tiles} token tiles"),
+                kernel: format!(
+                    "decode-size {} for {token_tiles} token tiles",
+                    if gated { "dual GEMM" } else { "GEMM" }
+                ),
                 arch: Arch::Sm90a.name(),
             })
     }
@@ -391,7 +411,12 @@ impl Sm100Kernels {
                 Ok(kernel)
             };
             let grouped = Some([load(entries.grouped_gated)?, load(entries.grouped_plain)?]);
-            tiled.push(LoadedTile { tile, dense, grouped });
+            tiled.push(LoadedTile {
+                tile,
+                dense,
+                dense_plain: None,
+                grouped,
+            });
         }
         Ok(Self {
             tiled,

@@ -1,8 +1,10 @@
-//! The decode-size dual GEMM for Hopper (M ≤ 16 tokens): no rings, no handoff between roles,
-//! the K split reduced inside the kernel.
+//! The decode-size dual GEMM and plain GEMM for Hopper (M ≤ 16 tokens): no rings, no handoff
+//! between roles, the K split reduced inside the kernel.
 //!
 //! A CTA owns one *row group* ([`DECODE_GROUP_N`] outputs) and one K split. Its first
-//! [`DECODE_WARPS_PER_MATRIX`] warps stream 16 gate rows each, the others the same rows of up.
+//! [`DECODE_WARPS_PER_MATRIX`] warps stream 16 gate rows each, the others the same rows of up;
+//! in the plain GEMM both halves stream the same rows of B, the first half the split's even
+//! steps and the second its odd ones, and the reduction adds the halves.
 //! Per 128-K step, lane `t` of each quad loads one 16-byte chunk (two scale blocks, the tiled
 //! kernel's [`stage_block`] order) of each of its two rows, decodes it with the shared shift
 //! trick ([`scaled_pairs`]) into the A fragment of `mma.sync.m16n8k16` (weights are the 16-row
@@ -12,7 +14,8 @@
 //!
 //! The split's reduction: every CTA stores its f32 partial sums, and the last CTA of a row group
 //! to arrive (an acq_rel counter per row group, which that CTA resets to zero) adds all splits'
-//! sums in split order and writes `silu(α_gate·g) ⊙ (α_up·u)` as fp16: the result does not
+//! sums in split order and writes `silu(α_gate·g) ⊙ (α_up·u)` (plain: `α_gate·(g + u)`) as
+//! fp16: the result does not
 //! depend on which CTA comes last, and no second launch is needed.
 
 use crate::epilogue::silu;
@@ -74,9 +77,10 @@ impl RowChunk {
     }
 }
 
-macro_rules! decode_entries {
-    ($($tiles:literal $name:ident;)*) => {$(
-        /// The decode-size dual GEMM for up to `8 · token_tiles` tokens (see the module doc).
+macro_rules! decode_entry {
+    ($tiles:literal, $name:ident, $gated:literal) => {
+        /// The decode-size dual GEMM (or plain GEMM) for up to `8 · token_tiles` tokens (see
+        /// the module doc).
         ///
         /// # Safety
         /// Arguments must satisfy [`DecodeArgs`]' contract with `decode_token_tiles(m)` equal
@@ -85,21 +89,29 @@ macro_rules! decode_entries {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
             // SAFETY: forwarded.
-            unsafe { decode::<$tiles>(args) }
+            unsafe { decode::<$tiles, $gated>(args) }
         }
+    };
+}
+
+macro_rules! decode_entries {
+    ($($tiles:literal $name:ident $plain:ident;)*) => {$(
+        decode_entry!($tiles, $name, true);
+        decode_entry!($tiles, $plain, false);
     )*};
 }
 
 registry::decode_entries!(decode_entries);
 
-/// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`).
+/// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`),
+/// the dual GEMM if `GATED`, else the plain GEMM (whose `b2` is ignored).
 /// One step's weight loads are in flight while a step is decoded: two (the most that fit in 64
 /// registers, one tile) measured slower (perf log entry 31).
 ///
 /// # Safety
 /// As the entry points.
 #[inline(always)]
-unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
+unsafe fn decode<const TILES: usize, const GATED: bool>(args: DecodeArgs) {
     let DecodeArgs {
         a,
         a_scales,
@@ -127,7 +139,10 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     let (g, t) = (lane / 4, lane % 4);
     let (split, group) = (sreg::block_idx_x() / groups, sreg::block_idx_x() % groups);
     let gate = warp < DECODE_WARPS_PER_MATRIX;
-    let (data, scales) = if gate { (b1, b1_scales) } else { (b2, b2_scales) };
+    let (data, scales) = if gate || !GATED { (b1, b1_scales) } else { (b2, b2_scales) };
+    // The steps this warp streams: all of the split's, or (plain) every other one from its
+    // half's parity.
+    let (step_offset, step_stride) = if GATED { (0, 1) } else { (u32::from(!gate), 2) };
     let first_row = group * DECODE_GROUP_N + (warp % DECODE_WARPS_PER_MATRIX) * DECODE_ROWS_PER_WARP;
     let rows = [first_row + g, first_row + g + 8];
     let layout = BlockedScales::new(n as usize, k as usize);
@@ -171,7 +186,7 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
 
     fence::grid_dependency_wait(); // A may come from the kernel before (no-op if plain)
     // The first step's weights are on their way while the tokens are decoded.
-    let mut chunks = load(first_step);
+    let mut chunks = load(first_step + step_offset);
 
     // The split's tokens, decoded into shared memory once per CTA (rows past M zero), one item
     // per (64-K slice, token row), token fastest. A token row holds, per slice, four 32-byte
@@ -224,10 +239,10 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
     };
     // The MMA's C fragments, one per token tile.
     let mut sums = [[0f32; 4]; TILES];
-    let mut q = first_step;
+    let mut q = first_step + step_offset;
     while q < end_step {
         // The next step's loads go out before this one is decoded.
-        let next = if q + 1 < end_step { load(q + 1) } else { chunks };
+        let next = if q + step_stride < end_step { load(q + step_stride) } else { chunks };
         // Each slice of the step: decode its block for both rows, then four K16 MMAs per tile.
         for j in 0..DECODE_SLICES_PER_STEP {
             let weights = [chunks[0].pairs(j, byte), chunks[1].pairs(j, byte)];
@@ -247,7 +262,7 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
             }
         }
         chunks = next;
-        q += 1;
+        q += step_stride;
     }
     fence::launch_dependents();
 
@@ -348,7 +363,8 @@ unsafe fn decode<const TILES: usize>(args: DecodeArgs) {
         let row = first_row + g + 8 * (i / 2);
         let token = tile * DECODE_TOKEN_TILE + 2 * t + i % 2;
         if token < m {
-            let value = silu(alpha_gate * gate[i as usize]) * (alpha_up * up[i as usize]);
+            let (gate, up) = (gate[i as usize], up[i as usize]);
+            let value = if GATED { silu(alpha_gate * gate) * (alpha_up * up) } else { alpha_gate * (gate + up) };
             // SAFETY: inside C (token < m, row < n).
             unsafe { mem::st_global_b16(out.add((token * n + row) as usize), cvt::f32_to_f16_rn(value)) };
         }

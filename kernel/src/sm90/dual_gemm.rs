@@ -1,18 +1,21 @@
-//! The dense NVFP4 dual GEMM for Hopper (sm_90a), `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)`, fp16 out: its
-//! entry points and the problem they hand to the shared roles (`sm90::mainloop`).
+//! The dense NVFP4 dual GEMM for Hopper (sm_90a), `C = silu(A·B1ᵀ) ⊙ (A·B2ᵀ)`, and the dense
+//! plain GEMM, `C = α·A·B1ᵀ` (the same kernel with a one-product epilogue, whose tiles hold
+//! twice the outputs), fp16 out: their entry points and the problem they hand to the shared
+//! roles (`sm90::mainloop`).
 //!
 #![doc = include_str!("../../../docs/sm90-kernels.md")]
 
 use crate::ptx::{fence, smem, sreg, wgmma};
 use crate::schedule::{StreamK, TileGrid, TileSpan, UniformTiles};
-use crate::sm90::config::{self, DualGemmArgs, K_PER_STAGE, TILE_N, Tile};
+use crate::sm90::config::{self, DualGemmArgs, K_PER_STAGE, Tile, tile_n};
 use crate::sm90::mainloop::{
     self, ConsumerLane, PackedTokens, Problem, RowOffsets, Shared, TileJob, WeightBases, WeightStage, Work,
 };
 use crate::sm90::registry;
 
-/// A dense dual GEMM: one problem, tiles numbered token tile fastest.
-struct DenseProblem<'a, M> {
+/// A dense dual GEMM (`GATED`) or plain GEMM: one problem, tiles numbered token tile fastest.
+/// A plain problem reads only `b1` (its up halves are `b1` shifted by 8 rows).
+struct DenseProblem<'a, M, const GATED: bool> {
     args: &'a DualGemmArgs,
     grid: TileGrid,
     /// The generic address of `args.a_map` in parameter space (computed where it is used: it
@@ -20,9 +23,9 @@ struct DenseProblem<'a, M> {
     token_map: M,
 }
 
-impl<M: Fn() -> u64> Problem for DenseProblem<'_, M> {
+impl<M: Fn() -> u64, const GATED: bool> Problem for DenseProblem<'_, M, GATED> {
     type Space = UniformTiles;
-    const GATED: bool = true;
+    const GATED: bool = GATED;
 
     #[inline(always)]
     fn token_map(&self) -> u64 {
@@ -37,7 +40,7 @@ impl<M: Fn() -> u64> Problem for DenseProblem<'_, M> {
         TileJob {
             token_row,
             tokens: (a.m - token_row).min(tile.tokens),
-            n0: n_tile * TILE_N,
+            n0: n_tile * tile_n(GATED),
             n: a.n,
             k: a.k,
             gate: a.b1,
@@ -57,18 +60,26 @@ impl<M: Fn() -> u64> Problem for DenseProblem<'_, M> {
 
     #[inline(always)]
     fn weight_rows(&self, job: &TileJob, lane: &ConsumerLane) -> RowOffsets {
-        RowOffsets::new(job, lane, true)
+        if GATED {
+            RowOffsets::new(job, lane, true)
+        } else {
+            RowOffsets::shifted_plain(job, lane)
+        }
     }
 
     #[inline(always)]
     unsafe fn load_weight_chunk(&self, rows: &RowOffsets, stage: u32, h: usize, into: &mut WeightStage) {
         // The bases straight from the kernel parameters: no registers held for them.
         let a = self.args;
-        let bases = WeightBases {
-            gate: a.b1,
-            up: a.b2,
-            gate_scales: a.b1_scales,
-            up_scales: a.b2_scales,
+        let bases = if GATED {
+            WeightBases {
+                gate: a.b1,
+                up: a.b2,
+                gate_scales: a.b1_scales,
+                up_scales: a.b2_scales,
+            }
+        } else {
+            WeightBases::shifted_up(a.b1, a.b1_scales, a.k)
         };
         // SAFETY: forwarded.
         unsafe { rows.at(&bases).load_chunk(stage, h, into) }
@@ -85,7 +96,8 @@ impl<M: Fn() -> u64> Problem for DenseProblem<'_, M> {
 }
 
 /// The kernel body for `2·ACC` tokens per tile with `SETS` accumulator sets and the tile's
-/// register split; `PREDECODED`: the tile takes pre-decoded tokens.
+/// register split; `PREDECODED`: the tile takes pre-decoded tokens; `GATED`: the dual GEMM,
+/// else the plain GEMM.
 #[inline(always)]
 unsafe fn dual_gemm<
     const ACC: usize,
@@ -94,6 +106,7 @@ unsafe fn dual_gemm<
     const DECODER: u32,
     const PRODUCER: u32,
     const PREDECODED: bool,
+    const GATED: bool,
 >(
     args: &DualGemmArgs,
     token_map: impl Fn() -> u64,
@@ -108,7 +121,7 @@ unsafe fn dual_gemm<
         base: smem::base(),
     };
     // Never `None` or empty with a valid plan; this also proves the divisions cannot panic.
-    let Some(grid) = TileGrid::new(args.m, args.n, tile.tokens, TILE_N) else {
+    let Some(grid) = TileGrid::new(args.m, args.n, tile.tokens, tile_n(GATED)) else {
         return;
     };
     let Some(space) = UniformTiles::new(grid.len(), args.k.div_ceil(K_PER_STAGE)) else {
@@ -131,7 +144,7 @@ unsafe fn dual_gemm<
     // shape has the two waves of tiles they need.
     let split = StreamK::new(space, sreg::grid_dim_x(), 0);
     let work = Work::new(split, &shared, args.workspace, args.flags, args.abort);
-    let problem = DenseProblem {
+    let problem = DenseProblem::<_, GATED> {
         args,
         grid,
         token_map,
@@ -145,8 +158,9 @@ unsafe fn dual_gemm<
 }
 
 macro_rules! entry_point {
-    ($name:ident, $tokens:literal, $mma:path) => {
-        /// The sm_90a dual GEMM for one token-tile width (see the module doc for the contract).
+    ($name:ident, $tokens:literal, $mma:path, $gated:literal) => {
+        /// The sm_90a dual GEMM (or plain GEMM) for one token-tile width (see the module doc
+        /// for the contract).
         ///
         /// # Safety
         /// Arguments must satisfy the module contract.
@@ -166,6 +180,7 @@ macro_rules! entry_point {
                     { REGISTERS.decoder },
                     { REGISTERS.producer },
                     { TILE.predecoded_tokens() },
+                    $gated,
                 >(
                     &args,
                     || crate::ptx::kernel_param_address!($name, core::mem::offset_of!(DualGemmArgs, a_map)),
@@ -176,10 +191,13 @@ macro_rules! entry_point {
     };
 }
 
-/// Defines the dense entry of every tile in the registry.
+/// Defines the dense entries (dual and plain) of every tile in the registry.
 macro_rules! dense_entries {
-    ($($tokens:literal $mma:ident $dense:ident ($($grouped:ident)*);)*) => {
-        $(entry_point!($dense, $tokens, wgmma::$mma);)*
+    ($($tokens:literal $mma:ident $dense:ident $dense_plain:ident ($($grouped:ident)*);)*) => {
+        $(
+            entry_point!($dense, $tokens, wgmma::$mma, true);
+            entry_point!($dense_plain, $tokens, wgmma::$mma, false);
+        )*
     };
 }
 

@@ -220,7 +220,7 @@ macro_rules! entry_point {
 /// Defines the grouped entries of every tile in the registry that has them: all gated (dual)
 /// kernels, then all plain ones.
 macro_rules! grouped_entries {
-    ($($tokens:literal $mma:ident $dense:ident ($($gated:ident $plain:ident)?);)*) => {
+    ($($tokens:literal $mma:ident $dense:ident $dense_plain:ident ($($gated:ident $plain:ident)?);)*) => {
         $($(entry_point!($gated, true, $tokens, wgmma::$mma);)?)*
         $($(entry_point!($plain, false, $tokens, wgmma::$mma);)?)*
     };

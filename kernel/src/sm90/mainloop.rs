@@ -659,7 +659,29 @@ pub(crate) struct WeightBases {
     pub up_scales: *const u8,
 }
 
+/// Bytes between the blocked scales of rows `r` and `r + PLAIN_UP_ROW_OFFSET` of one 32-row group.
+const PLAIN_UP_SCALE_SHIFT: usize = {
+    let layout = BlockedScales::new(128, 64);
+    let shift = layout.offset(config::PLAIN_UP_ROW_OFFSET as usize, 0) - layout.offset(0, 0);
+    // The same for every row of the group's first half (the rows plain gate halves use).
+    assert!(layout.offset(23, 3) - layout.offset(15, 3) == shift);
+    shift
+};
+
 impl WeightBases {
+    /// Bases whose up half is the gate matrix `b` (`k` fp4 per row) shifted by
+    /// [`config::PLAIN_UP_ROW_OFFSET`] rows: a dense plain tile with
+    /// [`RowOffsets::shifted_plain`].
+    #[inline(always)]
+    pub fn shifted_up(b: *const u8, b_scales: *const u8, k: u32) -> Self {
+        Self {
+            gate: b,
+            up: b.wrapping_add(config::PLAIN_UP_ROW_OFFSET as usize * k as usize / 2),
+            gate_scales: b_scales,
+            up_scales: b_scales.wrapping_add(PLAIN_UP_SCALE_SHIFT),
+        }
+    }
+
     /// The bases of `job`'s tile.
     #[inline(always)]
     pub fn of(job: &TileJob) -> Self {
@@ -696,6 +718,25 @@ impl RowOffsets {
                 (output + config::PLAIN_UP_ROW_OFFSET).min(last) + job.up_row_offset,
             )
         };
+        Self::of_rows(job, lane, gate_row, up_row)
+    }
+
+    /// The rows of `lane` in a dense plain tile whose up bases are its gate bases shifted by
+    /// [`config::PLAIN_UP_ROW_OFFSET`] rows ([`WeightBases::shifted_up`]), so that one offset
+    /// serves both halves, as in a gated tile. A lane's gate row lies in the first half of a
+    /// 16-row group (`n % 16 < 8`), so its up row is in the same 32-row group of the scale
+    /// layout. Lanes past N (a last tile of 64 outputs) read the row of the last 16 with the
+    /// same place in its group (inside B, shifted too); their outputs are not stored.
+    #[inline(always)]
+    pub fn shifted_plain(job: &TileJob, lane: &ConsumerLane) -> Self {
+        let output = lane.output(job);
+        let row = if output < job.n { output } else { job.n - 16 + output % 16 };
+        Self::of_rows(job, lane, row, row)
+    }
+
+    /// The offsets of `lane`'s gate and up rows `gate_row` and `up_row`.
+    #[inline(always)]
+    fn of_rows(job: &TileJob, lane: &ConsumerLane, gate_row: u32, up_row: u32) -> Self {
         let block = stage_block(0, lane.t);
         let row_bytes = job.k as usize / 2;
         let layout = BlockedScales::new(job.weight_rows as usize, job.k as usize);

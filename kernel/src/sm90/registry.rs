@@ -15,8 +15,8 @@ use crate::sm90::config::{
 };
 
 /// The tiled kernels, smallest tile first, one line per token-tile width:
-/// `tokens wgmma_shape dense_entry (grouped_dual_entry grouped_plain_entry);`, the parentheses
-/// empty where the tile has no grouped kernels.
+/// `tokens wgmma_shape dense_dual_entry dense_plain_entry (grouped_dual_entry
+/// grouped_plain_entry);`, the parentheses empty where the tile has no grouped kernels.
 ///
 /// The 256-token tile has none: its consumers spill with a grouped problem's per-group row
 /// pointers (ptxas, 240 registers), and it would only pay off for groups of more than 256
@@ -24,30 +24,30 @@ use crate::sm90::config::{
 macro_rules! tiled_entries {
     ($callback:ident) => {
         $callback! {
-            8 m64n8k16 nvfp4_dual_gemm_sm90_t8
+            8 m64n8k16 nvfp4_dual_gemm_sm90_t8 nvfp4_gemm_sm90_t8
                 (nvfp4_grouped_dual_gemm_sm90_t8 nvfp4_grouped_gemm_sm90_t8);
-            16 m64n16k16 nvfp4_dual_gemm_sm90_t16
+            16 m64n16k16 nvfp4_dual_gemm_sm90_t16 nvfp4_gemm_sm90_t16
                 (nvfp4_grouped_dual_gemm_sm90_t16 nvfp4_grouped_gemm_sm90_t16);
-            32 m64n32k16 nvfp4_dual_gemm_sm90_t32
+            32 m64n32k16 nvfp4_dual_gemm_sm90_t32 nvfp4_gemm_sm90_t32
                 (nvfp4_grouped_dual_gemm_sm90_t32 nvfp4_grouped_gemm_sm90_t32);
-            64 m64n64k16 nvfp4_dual_gemm_sm90_t64
+            64 m64n64k16 nvfp4_dual_gemm_sm90_t64 nvfp4_gemm_sm90_t64
                 (nvfp4_grouped_dual_gemm_sm90_t64 nvfp4_grouped_gemm_sm90_t64);
-            128 m64n128k16 nvfp4_dual_gemm_sm90_t128
+            128 m64n128k16 nvfp4_dual_gemm_sm90_t128 nvfp4_gemm_sm90_t128
                 (nvfp4_grouped_dual_gemm_sm90_t128 nvfp4_grouped_gemm_sm90_t128);
-            256 m64n256k16 nvfp4_dual_gemm_sm90_t256 ();
+            256 m64n256k16 nvfp4_dual_gemm_sm90_t256 nvfp4_gemm_sm90_t256 ();
         }
     };
 }
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use tiled_entries;
 
-/// The decode-size dual GEMM (`sm90::decode`), one line per count of 8-token tiles:
-/// `token_tiles entry;` (M ≤ 8, M ≤ 16).
+/// The decode-size kernels (`sm90::decode`), one line per count of 8-token tiles:
+/// `token_tiles dual_entry plain_entry;` (M ≤ 8, M ≤ 16).
 macro_rules! decode_entries {
     ($callback:ident) => {
         $callback! {
-            1 nvfp4_dual_gemm_decode_sm90_m8;
-            2 nvfp4_dual_gemm_decode_sm90_m16;
+            1 nvfp4_dual_gemm_decode_sm90_m8 nvfp4_gemm_decode_sm90_m8;
+            2 nvfp4_dual_gemm_decode_sm90_m16 nvfp4_gemm_decode_sm90_m16;
         }
     };
 }
@@ -79,6 +79,8 @@ pub struct TiledEntries {
     pub tile: Tile,
     /// The dense dual GEMM.
     pub dense: Kernel<DualGemmArgs>,
+    /// The dense (plain) GEMM: the same kernel with a one-product epilogue.
+    pub dense_plain: Kernel<DualGemmArgs>,
     /// The grouped dual GEMM and the grouped (plain) GEMM, if the tile has them.
     pub grouped: Option<GroupedEntries>,
 }
@@ -95,10 +97,11 @@ pub struct GroupedEntries {
 impl TiledEntries {
     /// The kernels of `tile` under these names. Every tiled entry runs `tile.threads()` threads
     /// with `.minnctapersm 1`, which lets `setmaxnreg` move registers between its warpgroups.
-    const fn new(tile: Tile, dense: &'static str, grouped: Option<[&'static str; 2]>) -> Self {
+    const fn new(tile: Tile, dense: [&'static str; 2], grouped: Option<[&'static str; 2]>) -> Self {
         Self {
             tile,
-            dense: Kernel::new(dense, tile.threads(), Some(1)),
+            dense: Kernel::new(dense[0], tile.threads(), Some(1)),
+            dense_plain: Kernel::new(dense[1], tile.threads(), Some(1)),
             grouped: match grouped {
                 Some([gated, plain]) => Some(GroupedEntries {
                     gated: Kernel::new(gated, tile.threads(), Some(1)),
@@ -107,6 +110,11 @@ impl TiledEntries {
                 None => None,
             },
         }
+    }
+
+    /// The dense kernel, gated (the dual GEMM) or plain.
+    pub const fn dense(&self, gated: bool) -> Kernel<DualGemmArgs> {
+        if gated { self.dense } else { self.dense_plain }
     }
 
     /// The grouped kernel, gated or plain, if the tile has grouped kernels.
@@ -120,12 +128,12 @@ impl TiledEntries {
 }
 
 macro_rules! tiled_table {
-    ($($tokens:literal $mma:ident $dense:ident ($($gated:ident $plain:ident)?);)*) => {
+    ($($tokens:literal $mma:ident $dense:ident $dense_plain:ident ($($gated:ident $plain:ident)?);)*) => {
         /// Every tiled entry, smallest tile first ([`tiled_entries!`]).
         pub const TILED: [TiledEntries; [$($tokens),*].len()] = [$(
             TiledEntries::new(
                 Tile { tokens: $tokens },
-                stringify!($dense),
+                [stringify!($dense), stringify!($dense_plain)],
                 grouped_names!($($gated $plain)?),
             ),
         )*];
@@ -143,35 +151,39 @@ macro_rules! grouped_names {
 
 tiled_entries!(tiled_table);
 
-/// One kernel of the decode-size dual GEMM.
+/// The decode-size kernels for one count of token tiles.
 #[derive(Clone, Copy, Debug)]
 pub struct DecodeEntry {
-    /// The 8-token tiles it computes (`config::decode_token_tiles(m)`).
+    /// The 8-token tiles they compute (`config::decode_token_tiles(m)`).
     pub token_tiles: u32,
-    /// The kernel: `DECODE_WARPS` warps per CTA and [`DECODE_CTAS_PER_SM`] CTAs per SM, which
-    /// holds ptxas to 64 registers per thread.
+    /// The dual GEMM: `DECODE_WARPS` warps per CTA and [`DECODE_CTAS_PER_SM`] CTAs per SM,
+    /// which holds ptxas to 64 registers per thread.
     pub kernel: Kernel<DecodeArgs>,
+    /// The plain GEMM, launched as the dual GEMM.
+    pub plain: Kernel<DecodeArgs>,
 }
 
 macro_rules! decode_table {
-    ($($tiles:literal $name:ident;)*) => {
-        /// The decode-size dual GEMM, one kernel per count of token tiles ([`decode_entries!`]).
+    ($($tiles:literal $name:ident $plain:ident;)*) => {
+        /// The decode-size kernels, one entry per count of token tiles ([`decode_entries!`]).
         pub const DECODE: [DecodeEntry; [$($tiles),*].len()] = [$(
             DecodeEntry {
                 token_tiles: $tiles,
                 kernel: Kernel::new(stringify!($name), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
+                plain: Kernel::new(stringify!($plain), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
             },
         )*];
     };
 }
 decode_entries!(decode_table);
 
-/// The decode-size kernel for `token_tiles` tiles of 8 tokens, if the module has one.
-pub const fn decode(token_tiles: u32) -> Option<Kernel<DecodeArgs>> {
+/// The decode-size kernel, gated (the dual GEMM) or plain, for `token_tiles` tiles of 8
+/// tokens, if the module has one.
+pub const fn decode(token_tiles: u32, gated: bool) -> Option<Kernel<DecodeArgs>> {
     let mut i = 0;
     while i < DECODE.len() {
         if DECODE[i].token_tiles == token_tiles {
-            return Some(DECODE[i].kernel);
+            return Some(if gated { DECODE[i].kernel } else { DECODE[i].plain });
         }
         i += 1;
     }
@@ -272,7 +284,7 @@ pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
 }
 
 const fn entry_count() -> usize {
-    TILED.len() + 2 * GROUPED_TILES.len() + DECODE.len() + 2
+    2 * TILED.len() + 2 * GROUPED_TILES.len() + 2 * DECODE.len() + 2
 }
 
 const fn entry_points() -> [EntryPoint; entry_count()] {
@@ -281,7 +293,8 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
     let mut i = 0;
     while i < TILED.len() {
         out[n] = TILED[i].dense.entry;
-        n += 1;
+        out[n + 1] = TILED[i].dense_plain.entry;
+        n += 2;
         if let Some(grouped) = TILED[i].grouped {
             out[n] = grouped.gated.entry;
             out[n + 1] = grouped.plain.entry;
@@ -292,7 +305,8 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
     i = 0;
     while i < DECODE.len() {
         out[n] = DECODE[i].kernel.entry;
-        n += 1;
+        out[n + 1] = DECODE[i].plain.entry;
+        n += 2;
         i += 1;
     }
     out[n] = PREDECODE_TOKENS.entry;
