@@ -11,6 +11,11 @@
 //! ```text
 //! cargo bench --bench quantize -- [--max-seconds 2] [--results DIR]
 //! ```
+//! Decode sizes (bf16, rows 1–256 × K 4096–14336: the activations of one decode or small
+//! prefill step) are timed as CUDA graphs of [`GRAPH_CALLS`] back-to-back calls, per call,
+//! beside a graph of as many copies of the same input bytes: what a call costs inside a
+//! captured model, where a kernel's launch is not the host's but its fixed cost on the GPU is.
+//!
 //! Output: a markdown table on stdout; JSON and markdown under `--results` (default `results/`).
 
 mod common;
@@ -28,6 +33,22 @@ use nvfp4::{BlockedScales, GlobalScale};
 const ROWS: usize = 4096;
 const K: usize = 7168;
 const SETS: usize = 8;
+
+/// Decode-size inputs (bf16): rows × K.
+const DECODE_SIZES: [(usize, usize); 9] = [
+    (1, 4096),
+    (1, 7168),
+    (1, 14336),
+    (16, 7168),
+    (64, 7168),
+    (64, 14336),
+    (256, 4096),
+    (256, 7168),
+    (256, 14336),
+];
+
+/// Calls captured in one graph for the decode sizes.
+const GRAPH_CALLS: usize = 50;
 
 struct Options {
     max_seconds: f64,
@@ -75,6 +96,80 @@ fn time_type<T: DeviceQuantizeInput>(
     Ok((fixed.us, auto.us))
 }
 
+/// µs per call of `call(i)` for `i` in `0..GRAPH_CALLS`, captured once in a CUDA graph and
+/// replayed (the method of `time_calls`, one replay a batch).
+fn time_graph(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u8>,
+    max_seconds: f64,
+    mut call: impl FnMut(usize) -> BenchResult<()>,
+) -> BenchResult<f64> {
+    use cudarc::driver::sys;
+    for i in 0..GRAPH_CALLS {
+        call(i)?; // warm-up outside the capture
+    }
+    let stream = gpu.stream();
+    stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let captured = (0..GRAPH_CALLS).try_for_each(&mut call);
+    let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0))?;
+    captured?;
+    let graph = graph.ok_or("the capture gave no graph")?;
+    let replay = time_calls(gpu, flush, 1, max_seconds, |_| Ok(graph.launch()?))?;
+    Ok(replay.us / GRAPH_CALLS as f64)
+}
+
+/// The decode sizes' rows: µs per call of the quantizer and of a copy of its input, in graphs.
+fn time_decode_sizes(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u8>,
+    max_seconds: f64,
+) -> BenchResult<(String, Vec<serde_json::Value>)> {
+    let mut table = format!(
+        "\n| bf16 rows × K | quantize_into µs (graph of {GRAPH_CALLS}) | copy of the input µs | quantize / copy |\n| --- | --- | --- | --- |\n"
+    );
+    let mut rows_json = Vec::new();
+    let mut rng = Rng::new(7);
+    for (rows, k) in DECODE_SIZES {
+        let inputs: Vec<CudaSlice<bf16>> = (0..SETS)
+            .map(|_| {
+                let values: Vec<bf16> = (0..rows * k)
+                    .map(|_| bf16::from_f32(rng.next_f32() * 8.0 - 4.0))
+                    .collect();
+                gpu.stream().clone_htod(&values)
+            })
+            .collect::<Result<_, _>>()?;
+        let mut outputs = (0..SETS)
+            .map(|_| gpu.alloc_nvfp4(rows, k))
+            .collect::<nvfp4::Result<Vec<_>>>()?;
+        let mut copies: Vec<CudaSlice<bf16>> = (0..SETS)
+            .map(|_| gpu.stream().alloc_zeros(rows * k))
+            .collect::<Result<_, _>>()?;
+        let mut checks = gpu.quantize_checks()?;
+        let ours = time_graph(gpu, flush, max_seconds, |i| {
+            let i = i % SETS;
+            Ok(gpu.quantize_into(&inputs[i], &mut outputs[i], GlobalScale::Fixed(0.01), &mut checks)?)
+        })?;
+        checks.result(gpu, &inputs[SETS - 1])?;
+        let copy = time_graph(gpu, flush, max_seconds, |i| {
+            let i = i % SETS;
+            Ok(gpu.stream().memcpy_dtod(&inputs[i], &mut copies[i])?)
+        })?;
+        let _ = writeln!(
+            table,
+            "| {rows} × {k} | {ours:.2} | {copy:.2} | {:.2} |",
+            ours / copy
+        );
+        rows_json.push(serde_json::json!({
+            "input": "bf16 graph",
+            "rows": rows,
+            "k": k,
+            "ours_us": ours,
+            "copy_us": copy,
+        }));
+    }
+    Ok((table, rows_json))
+}
+
 fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
     let max_seconds = options.max_seconds;
     let mut flush: CudaSlice<u8> = gpu.stream().alloc_zeros(common::FLUSH_BYTES)?;
@@ -120,6 +215,9 @@ fn run(gpu: &Gpu, options: &Options) -> BenchResult<()> {
             "auto_us": auto,
         }));
     }
+    let (decode_table, decode_rows) = time_decode_sizes(gpu, &mut flush, max_seconds)?;
+    table += &decode_table;
+    inputs.extend(decode_rows);
     common::write_results(
         gpu,
         "",

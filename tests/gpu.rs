@@ -228,7 +228,7 @@ fn full_range_values(len: usize, max_exponent: f32, rng: &mut Rng) -> Vec<f32> {
 
 /// The GPU quantizer of `values` (as `T`) against the host quantizer, bit for bit; true when
 /// both gave a matrix (false: both gave the same error).
-fn check_quantizer<T: DeviceQuantizeInput + std::fmt::Debug>(
+fn check_quantizer<T: DeviceQuantizeInput + std::fmt::Debug + Default>(
     gpu: &Gpu,
     what: &str,
     rows: usize,
@@ -240,7 +240,10 @@ fn check_quantizer<T: DeviceQuantizeInput + std::fmt::Debug>(
     let cpu = NvFp4Matrix::quantize(rows, k, values, global);
     // The enqueue-only form into a reused matrix (not for `Auto`), then the waiting one.
     let mut checks = gpu.quantize_checks().unwrap();
-    let mut out = gpu.alloc_nvfp4(rows, k).unwrap();
+    // Every output byte poisoned first, scale padding included (the kernel writes its zeros).
+    let mut out = gpu
+        .upload(&all_codes_matrix(rows, k, &mut Rng::new((rows * k) as u64)))
+        .unwrap();
     let enqueued = gpu.quantize_into(&device_values, &mut out, global, &mut checks);
     if global == GlobalScale::Auto {
         assert!(
@@ -265,6 +268,15 @@ fn check_quantizer<T: DeviceQuantizeInput + std::fmt::Debug>(
             (Err(cpu), Err(got)) => assert_eq!(format!("{got:?}"), format!("{cpu:?}"), "{what}"),
             (cpu, got) => panic!("{what}: CPU {cpu:?}, quantize_into {got:?}"),
         }
+        // The check words need no clearing between launches: zeros after a finite input,
+        // whatever the launch before found.
+        let zeros = gpu.stream().clone_htod(&vec![T::default(); rows * k]).unwrap();
+        gpu.quantize_into(&zeros, &mut out, global, &mut checks).unwrap();
+        assert_eq!(
+            checks.first_non_finite(gpu).unwrap(),
+            None,
+            "{what}: after a finite launch"
+        );
     }
     let got = gpu.quantize(rows, k, &device_values, global);
     match (cpu, got) {

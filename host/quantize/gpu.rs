@@ -4,7 +4,7 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr};
 use half::{bf16, f16};
-use nvfp4_kernel::common::{AmaxArgs, QuantizeArgs};
+use nvfp4_kernel::common::{AmaxArgs, QUANTIZE_STATUS_WORDS, QuantizeArgs, QuantizeStatus};
 use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K};
 
 use super::{GlobalScale, QuantizeInput};
@@ -73,7 +73,8 @@ impl QuantizeChecks {
     /// quantization enqueued with these checks, or `None`.
     pub fn first_non_finite(&self, gpu: &Gpu) -> Result<Option<usize>> {
         gpu.check_not_capturing("checking for non-finite values")?;
-        let status = self.status.download_on(gpu.stream(), 1)?[0];
+        let status =
+            self.status.download_on(gpu.stream(), QUANTIZE_STATUS_WORDS)?[QuantizeStatus::Result as usize];
         Ok((status != 0).then(|| (u64::MAX - status) as usize))
     }
 
@@ -83,7 +84,7 @@ impl QuantizeChecks {
     pub fn result<T: DeviceQuantizeInput>(&self, gpu: &Gpu, values: &CudaSlice<T>) -> Result<()> {
         gpu.check_not_capturing("checking for non-finite values")?;
         let stream = gpu.stream();
-        let status = self.status.download_on(stream, 1)?[0];
+        let status = self.status.download_on(stream, QUANTIZE_STATUS_WORDS)?[QuantizeStatus::Result as usize];
         if status == 0 {
             return Ok(());
         }
@@ -102,7 +103,8 @@ impl Gpu {
     pub fn quantize_checks(&self) -> Result<QuantizeChecks> {
         self.check_not_capturing("allocating quantizer checks")?;
         Ok(QuantizeChecks {
-            status: DeviceBuffer::zeros(self.stream(), 1)?,
+            // Zero once: every launch leaves them so (`nvfp4_kernel::common::QuantizeStatus`).
+            status: DeviceBuffer::zeros(self.stream(), QUANTIZE_STATUS_WORDS)?,
             amax: DeviceBuffer::zeros(self.stream(), 1)?,
         })
     }
@@ -167,7 +169,7 @@ impl Gpu {
     ///
     /// # Safety
     /// `values` holds `rows · k` elements of `element`, `data` `rows · k / 2` bytes and `scales`
-    /// `BlockedScales::new(rows, k).len()` bytes (padding left as it is), all device addresses
+    /// `BlockedScales::new(rows, k).len()` bytes (padding written as zeros), all device addresses
     /// of this GPU's context, 16-byte aligned, not used by other work until the kernels complete.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn quantize_raw(
@@ -280,7 +282,6 @@ impl Gpu {
             GlobalScale::None | GlobalScale::Auto => None,
         };
         let stream = self.stream();
-        checks.status.zero_on(stream, 1)?;
         let auto = global == GlobalScale::Auto;
         if auto {
             checks.amax.zero_on(stream, 1)?;
@@ -319,16 +320,12 @@ impl Gpu {
             k: k as u32,
             global_scale: fixed.unwrap_or(1.0),
         };
+        // Threads for the blocks and the scale padding's items: at most one per scale byte
+        // (checked below 2^32 above).
+        let items = scale_bytes as u32;
         // SAFETY: the output buffers are sized for `rows × k` (the callers' contracts) and
-        // `values` was checked, all 16-byte aligned; the amax kernel ran first on the same stream.
-        unsafe {
-            kernel.launch(
-                stream,
-                self.grid_stride_blocks(kernel, blocks as u32),
-                0,
-                &args,
-                false,
-            )
-        }
+        // `values` was checked, all 16-byte aligned; the amax kernel ran first on the same stream;
+        // the status words are the checks' own, zero between launches.
+        unsafe { kernel.launch(stream, self.grid_stride_blocks(kernel, items), 0, &args, false) }
     }
 }

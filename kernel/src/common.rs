@@ -34,6 +34,24 @@ pub struct SiluMulArgs {
     pub len: u32,
 }
 
+/// The words of the quantizer's non-finite check, in this order (u64 each): the running value
+/// (`u64::MAX − i` for the smallest index `i` of a non-finite input seen, 0 for none), the last
+/// launch's result in the same code, and the count of CTAs that finished (in the low half).
+/// The last CTA of a launch moves the running value into the result and zeroes it and the
+/// count, so that no launch needs the words cleared first (no memset node in a graph).
+#[derive(Clone, Copy, Debug)]
+pub enum QuantizeStatus {
+    /// The running smallest-index code.
+    Running = 0,
+    /// The last launch's code.
+    Result = 1,
+    /// CTAs of the running launch that finished.
+    Arrivals = 2,
+}
+
+/// u64 words of [`QuantizeArgs::status`].
+pub const QUANTIZE_STATUS_WORDS: usize = 3;
+
 /// Arguments of the quantization kernels (`crate::quantize`): row-major f32 / f16 / bf16
 /// values to an NVFP4 matrix.
 #[repr(C)]
@@ -43,14 +61,14 @@ pub struct QuantizeArgs {
     pub values: *const u8,
     /// Packed e2m1 output, `rows × k / 2` bytes, 8-byte aligned.
     pub data: *mut u8,
-    /// Blocked e4m3 scales (padding left as the caller filled it: zeros, like the host's).
+    /// Blocked e4m3 scales, padding included (written as zeros, like the host's).
     pub scales: *mut u8,
     /// The tensor's largest magnitude as f32 bits (the amax kernel's result), from which the
     /// kernel derives the global scale as the host's `GlobalScale::Auto` does; null: use
     /// `global_scale`.
     pub amax: *const u32,
-    /// `u64::MAX − i` for the smallest index `i` of a non-finite input element; 0 when there is
-    /// none (the caller zeroes it first).
+    /// The non-finite check's [`QUANTIZE_STATUS_WORDS`] words, zero when first used (see
+    /// [`QuantizeStatus`]); every launch leaves them so but for its result.
     pub status: *mut u64,
     /// Rows.
     pub rows: u32,

@@ -9,18 +9,21 @@
 //! test compares every block with the host quantizer, ties and subnormal scales included).
 //!
 //! One thread per block (64 or 32 input bytes, 8 data bytes, 1 scale byte) in a grid-stride
-//! loop: memory-bound. A non-finite input is not quantized meaningfully: the kernel records the
-//! smallest such element index `i` in `status`, as `u64::MAX − i` (0: none, so a zero fill
-//! resets it), and the host turns it into the host quantizer's error.
+//! loop: memory-bound; then the same threads write the scale layout's padding as zeros, so that
+//! a call is one kernel (no memset before it). A non-finite input is not quantized
+//! meaningfully: the kernel records the smallest such element index `i` as `u64::MAX − i` (0:
+//! none) in the status words, whose last CTA publishes the launch's result and clears the
+//! running word for the next launch ([`QuantizeStatus`]), and the host turns it into the host
+//! quantizer's error.
 //! For `GlobalScale::Auto` an amax kernel runs first, and the quantization kernel derives the
 //! global scale from its result on the GPU (`amax / (6 · 448)`, or 1 for an all-zero tensor).
 //!
 //! Kernel parameters: [`QuantizeArgs`], [`AmaxArgs`].
 
 use crate::codec::{Divisor, E2M1_MAX, SIGN_BIT, auto_global_scale, e2m1_magnitude_code, e2m1_sign_bit};
-use crate::common::{AmaxArgs, QuantizeArgs};
-use crate::layout::{BlockedScales, SCALE_BLOCK_K};
-use crate::ptx::{cvt, float, mem, simd, sreg, warp};
+use crate::common::{AmaxArgs, QUANTIZE_STATUS_WORDS, QuantizeArgs, QuantizeStatus};
+use crate::layout::{ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
+use crate::ptx::{cvt, fence, float, mem, simd, sreg, warp};
 use crate::registry;
 
 /// An input element type: how a 16-element block is read, in two steps (the raw words, then
@@ -177,7 +180,7 @@ fn grid_stride() -> (u32, u32) {
 unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
     let blocks_per_row = args.k / SCALE_BLOCK_K as u32;
     if blocks_per_row == 0 {
-        return; // also proves the divisions below cannot panic
+        return; // never with a valid launch; also proves the divisions below cannot panic
     }
     let total_blocks = args.rows * blocks_per_row;
     let layout = BlockedScales::new(args.rows as usize, args.k as usize);
@@ -188,30 +191,25 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
         auto_global_scale(f32::from_bits(unsafe { mem::ld_global_b32(args.amax) }))
     };
     let rows = RowDivider::new(blocks_per_row);
-    let (mut block, stride) = grid_stride();
+    let (first, stride) = grid_stride();
     // SAFETY: the host validated the buffers: a `block` below `total_blocks` indexes 16 input
     // elements, 8 data bytes and one scale byte inside them.
     let load = |block: u32| unsafe { E::load(args.values.add(block as usize * SCALE_BLOCK_K * E::BYTES)) };
-    if block >= total_blocks {
-        return;
-    }
-    let mut raw = load(block);
-    while block < total_blocks {
+    let running = args.status.wrapping_add(QuantizeStatus::Running as usize);
+    let mut block = first;
+    let mut raw = if block < total_blocks { Some(load(block)) } else { None };
+    while let Some(this) = raw {
         // The next block's loads go out before this block is encoded (memory-level parallelism
         // within each thread: one block's work alone does not cover the load latency).
         let next_block = block + stride; // below 2³²: both terms are below 2³¹
-        let next = if next_block < total_blocks {
-            load(next_block)
-        } else {
-            raw
-        };
-        let values = E::widen(raw);
-        let largest = E::largest_magnitude_bits(raw);
+        raw = (next_block < total_blocks).then(|| load(next_block));
+        let values = E::widen(this);
+        let largest = E::largest_magnitude_bits(this);
         if largest >= INFINITY_BITS {
             let first_bad = values.iter().position(|v| !v.is_finite()).unwrap_or(0);
             let index = block as u64 * SCALE_BLOCK_K as u64 + first_bad as u64;
-            // SAFETY: the status word (host contract).
-            unsafe { mem::atom_max_relaxed_gpu_u64(args.status, u64::MAX - index) };
+            // SAFETY: the status words (host contract).
+            unsafe { mem::atom_max_relaxed_gpu_u64(running, u64::MAX - index) };
         }
         let amax = f32::from_bits(largest);
         // The codec's `f32_to_e4m3` and `e4m3_to_f32` in hardware (the same rounding and
@@ -237,7 +235,72 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
             mem::st_global_b8(args.scales.add(layout.offset_u32(row, col) as usize), scale_code);
         }
         block = next_block;
-        raw = next;
+    }
+    // SAFETY: the scale buffer holds the whole layout (host contract).
+    unsafe { zero_scale_padding(args, layout, first, stride) };
+    // SAFETY: the status words (host contract).
+    unsafe { finish_status(args.status) };
+}
+
+/// Writes zeros over the padding of the blocked scales, grid-stride over padding items in two
+/// runs: the scale columns past `k / 16` of each row (byte stores: their words also hold real
+/// scales), then the rows past `rows` of the last 128-row block (word stores: four columns).
+///
+/// # Safety
+/// `args.scales` holds `BlockedScales::new(rows, k).len()` bytes, 4-byte aligned.
+#[inline(always)]
+unsafe fn zero_scale_padding(args: &QuantizeArgs, layout: BlockedScales, first: u32, stride: u32) {
+    let (blocks_per_row, padded_columns) = (args.k / SCALE_BLOCK_K as u32, 4 * layout.k_blocks as u32);
+    let column_gap = padded_columns - blocks_per_row;
+    let column_items = args.rows * column_gap;
+    let padded_rows = ATOM_ROWS as u32 * layout.row_blocks as u32 - args.rows;
+    let atoms = layout.k_blocks as u32;
+    let row_items = padded_rows * atoms;
+    // Divisors at least 1 (a zero one has no items): this proves the divisions cannot panic.
+    let (column_gap, atoms) = (column_gap.max(1), atoms.max(1));
+    let mut item = first;
+    while item < column_items + row_items {
+        // SAFETY: every offset is inside the layout (the caller's contract).
+        unsafe {
+            if item < column_items {
+                let (row, gap) = (item / column_gap, item % column_gap);
+                let at = layout.offset_u32(row, blocks_per_row + gap);
+                mem::st_global_b8(args.scales.add(at as usize), 0);
+            } else {
+                let word = item - column_items;
+                let (row, atom) = (args.rows + word / atoms, word % atoms);
+                let at = layout.offset_u32(row, 4 * atom);
+                mem::st_global_b32(args.scales.add(at as usize) as *mut u32, 0);
+            }
+        }
+        item += stride;
+    }
+}
+
+/// Counts this CTA in; the last CTA of the launch moves the running non-finite code into the
+/// result word and leaves the running word and the count at zero ([`QuantizeStatus`]).
+///
+/// # Safety
+/// `status` holds the [`QUANTIZE_STATUS_WORDS`] words, zero when first used, used by this
+/// launch alone while it runs.
+#[inline(always)]
+unsafe fn finish_status(status: *mut u64) {
+    // Every thread's running-code update happens before its CTA's arrival (the release below).
+    fence::acq_rel_gpu();
+    fence::sync_threads();
+    if sreg::thread_idx_x() != 0 {
+        return;
+    }
+    let arrivals = status.wrapping_add(QuantizeStatus::Arrivals as usize) as *mut u32;
+    // SAFETY: the caller's contract.
+    unsafe {
+        if mem::atom_add_acq_rel_gpu_u32(arrivals, 1) == sreg::grid_dim_x() - 1 {
+            // The last CTA: every other CTA's updates were released before their arrivals,
+            // which this RMW acquired.
+            let code = mem::atom_exch_relaxed_gpu_u64(status.wrapping_add(QuantizeStatus::Running as usize), 0);
+            mem::st_global_b64(status.wrapping_add(QuantizeStatus::Result as usize), code);
+            mem::st_relaxed_gpu_b32(arrivals, 0);
+        }
     }
 }
 

@@ -224,6 +224,11 @@ def test_the_finite_check_reports_each_streams_own_quantization(cuda):
     # The side stream's failure does not leak into the default stream's check.
     data, scales = nvfp4.quantize(torch.ones((4, 64), device=cuda), check_finite=True)
     assert data.shape == (4, 32)
+    # Nor into the same stream's next call.
+    with pytest.raises(ValueError, match="133"):
+        nvfp4.quantize(bad, check_finite=True)
+    data, scales = nvfp4.quantize(torch.ones((4, 64), device=cuda), check_finite=True)
+    assert torch.equal(scales.view(torch.uint8)[4:], torch.zeros_like(scales.view(torch.uint8)[4:]))
 
 
 def test_grouped_gemm_and_grouped_dual_gemm_match_the_reference(cuda):

@@ -310,6 +310,35 @@ pub unsafe fn atom_max_relaxed_gpu_u64(ptr: *mut u64, v: u64) {
     };
 }
 
+/// `atom.relaxed.gpu.global.exch.b64`: stores `v` at `ptr` and returns the previous value.
+///
+/// # Safety
+/// `ptr` must be a valid, 8-byte aligned global address.
+#[inline(always)]
+pub unsafe fn atom_exch_relaxed_gpu_u64(ptr: *mut u64, v: u64) -> u64 {
+    let old: u64;
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!(
+            "atom.relaxed.gpu.global.exch.b64 {old}, [{p}], {v};",
+            p = in(reg64) ptr,
+            v = in(reg64) v,
+            old = out(reg64) old,
+        )
+    };
+    old
+}
+
+/// `st.global.b64`: store 8 bytes.
+///
+/// # Safety
+/// `ptr` must be a valid, 8-byte aligned global address for an 8-byte write.
+#[inline(always)]
+pub unsafe fn st_global_b64(ptr: *mut u64, v: u64) {
+    // SAFETY: the caller guarantees the address.
+    unsafe { asm!("st.global.b64 [{p}], {v};", p = in(reg64) ptr, v = in(reg64) v) };
+}
+
 /// `atom.relaxed.gpu.global.max.u32`: stores `max(*ptr, v)` at `ptr`.
 ///
 /// # Safety

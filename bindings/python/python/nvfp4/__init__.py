@@ -114,8 +114,8 @@ def _quantize_op_impl(x: torch.Tensor, global_scale: Optional[float]) -> tuple[t
     checked = None if global_scale is None else _float("global_scale", global_scale)
     rows, k = _nvfp4.quantize(_stream_of(x), _meta("x", x), None, checked)
     data = torch.empty((rows, k // 2), dtype=torch.uint8, device=x.device)
-    # Scale padding (rows past `rows`, columns past k/16) is never written: zeros, as the host's.
-    scales = torch.zeros(scale_shape(rows, k), dtype=_FP8, device=x.device)
+    # The kernel writes the scale padding (rows past `rows`, columns past k/16) as zeros.
+    scales = torch.empty(scale_shape(rows, k), dtype=_FP8, device=x.device)
     _quantize_out(x, data, scales, global_scale)
     return data, scales
 
