@@ -197,7 +197,11 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
     let load = |block: u32| unsafe { E::load(args.values.add(block as usize * SCALE_BLOCK_K * E::BYTES)) };
     let running = args.status.wrapping_add(QuantizeStatus::Running as usize);
     let mut block = first;
-    let mut raw = if block < total_blocks { Some(load(block)) } else { None };
+    let mut raw = if block < total_blocks {
+        Some(load(block))
+    } else {
+        None
+    };
     while let Some(this) = raw {
         // The next block's loads go out before this block is encoded (memory-level parallelism
         // within each thread: one block's work alone does not cover the load latency).
@@ -297,7 +301,8 @@ unsafe fn finish_status(status: *mut u64) {
         if mem::atom_add_acq_rel_gpu_u32(arrivals, 1) == sreg::grid_dim_x() - 1 {
             // The last CTA: every other CTA's updates were released before their arrivals,
             // which this RMW acquired.
-            let code = mem::atom_exch_relaxed_gpu_u64(status.wrapping_add(QuantizeStatus::Running as usize), 0);
+            let code =
+                mem::atom_exch_relaxed_gpu_u64(status.wrapping_add(QuantizeStatus::Running as usize), 0);
             mem::st_global_b64(status.wrapping_add(QuantizeStatus::Result as usize), code);
             mem::st_relaxed_gpu_b32(arrivals, 0);
         }

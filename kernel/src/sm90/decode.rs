@@ -139,7 +139,11 @@ unsafe fn decode<const TILES: usize, const GATED: bool>(args: DecodeArgs) {
     let (g, t) = (lane / 4, lane % 4);
     let (split, group) = (sreg::block_idx_x() / groups, sreg::block_idx_x() % groups);
     let gate = warp < DECODE_WARPS_PER_MATRIX;
-    let (data, scales) = if gate || !GATED { (b1, b1_scales) } else { (b2, b2_scales) };
+    let (data, scales) = if gate || !GATED {
+        (b1, b1_scales)
+    } else {
+        (b2, b2_scales)
+    };
     // The steps this warp streams: all of the split's, or (plain) every other one from its
     // half's parity.
     let (step_offset, step_stride) = if GATED { (0, 1) } else { (u32::from(!gate), 2) };
@@ -242,7 +246,11 @@ unsafe fn decode<const TILES: usize, const GATED: bool>(args: DecodeArgs) {
     let mut q = first_step + step_offset;
     while q < end_step {
         // The next step's loads go out before this one is decoded.
-        let next = if q + step_stride < end_step { load(q + step_stride) } else { chunks };
+        let next = if q + step_stride < end_step {
+            load(q + step_stride)
+        } else {
+            chunks
+        };
         // Each slice of the step: decode its block for both rows, then four K16 MMAs per tile.
         for j in 0..DECODE_SLICES_PER_STEP {
             let weights = [chunks[0].pairs(j, byte), chunks[1].pairs(j, byte)];
@@ -364,7 +372,11 @@ unsafe fn decode<const TILES: usize, const GATED: bool>(args: DecodeArgs) {
         let token = tile * DECODE_TOKEN_TILE + 2 * t + i % 2;
         if token < m {
             let (gate, up) = (gate[i as usize], up[i as usize]);
-            let value = if GATED { silu(alpha_gate * gate) * (alpha_up * up) } else { alpha_gate * (gate + up) };
+            let value = if GATED {
+                silu(alpha_gate * gate) * (alpha_up * up)
+            } else {
+                alpha_gate * (gate + up)
+            };
             // SAFETY: inside C (token < m, row < n).
             unsafe { mem::st_global_b16(out.add((token * n + row) as usize), cvt::f32_to_f16_rn(value)) };
         }

@@ -730,7 +730,11 @@ impl RowOffsets {
     #[inline(always)]
     pub fn shifted_plain(job: &TileJob, lane: &ConsumerLane) -> Self {
         let output = lane.output(job);
-        let row = if output < job.n { output } else { job.n - 16 + output % 16 };
+        let row = if output < job.n {
+            output
+        } else {
+            job.n - 16 + output % 16
+        };
         Self::of_rows(job, lane, row, row)
     }
 
