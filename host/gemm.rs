@@ -134,13 +134,8 @@ impl GemmPlan {
     /// [`Self::launch`] on views (for example of caller-owned memory: [`NvFp4Ref::from_raw`]):
     /// no allocation, no host↔device copy, no synchronization.
     pub fn launch_views(&self, gpu: &Gpu, a: NvFp4Ref, b: NvFp4Ref, c: F16Mut) -> Result<()> {
-        let GemmShape { m, n, k } = self.shape;
-        a.expect_shape("a", m, k)?;
-        b.expect_shape("b", n, k)?;
-        c.expect_len("c", m * n)?;
-        let scale = a.global_scale().unwrap_or(1.0) * b.global_scale().unwrap_or(1.0);
-        kernel_alpha(scale, operand_rescale(gpu.arch()))?;
         let (plan, row_offsets, scale_offsets) = match &self.kernel {
+            // The dense plan checks the operands against its shape itself.
             GemmKernel::Dense(dense) => return dense.launch_views(gpu, a, b, None, c),
             GemmKernel::Grouped {
                 plan,
@@ -148,6 +143,12 @@ impl GemmPlan {
                 scale_offsets,
             } => (plan, row_offsets, scale_offsets),
         };
+        let GemmShape { m, n, k } = self.shape;
+        a.expect_shape("a", m, k)?;
+        b.expect_shape("b", n, k)?;
+        c.expect_len("c", m * n)?;
+        let scale = a.global_scale().unwrap_or(1.0) * b.global_scale().unwrap_or(1.0);
+        kernel_alpha(scale, operand_rescale(gpu.arch()))?;
         // One group of all rows: A's own blocked scales; B the one group's weights.
         plan.launch_contiguous(
             gpu,

@@ -242,7 +242,6 @@ impl DualGemmPlan {
     /// [`Self::launch`] on views (for example of caller-owned memory: [`NvFp4Ref::from_raw`]):
     /// no allocation, no host↔device copy, no synchronization.
     pub fn launch_views(&self, gpu: &Gpu, a: NvFp4Ref, b1: NvFp4Ref, b2: NvFp4Ref, c: F16Mut) -> Result<()> {
-        b2.expect_shape("b2", self.0.shape.n, self.0.shape.k)?;
         self.0.launch_views(gpu, a, b1, Some(b2), c)
     }
 }
@@ -323,7 +322,10 @@ impl DensePlan {
         b1.expect_shape(b1_name, n, k)?;
         // The plain GEMM's kernels read only B (`b2` is B again for the arguments' sake).
         let b2 = match (self.gated, b2) {
-            (true, Some(b2)) => b2,
+            (true, Some(b2)) => {
+                b2.expect_shape("b2", n, k)?;
+                b2
+            }
             (false, None) => b1,
             (gated, _) => {
                 return Err(Error::invalid("b2", "given exactly for the dual GEMM", gated));
