@@ -1000,7 +1000,8 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         }
         wgmma::wait_group::<0>();
         // An NVFP4 epilogue stages its tile in the segment's last decoded slice: released after it.
-        if !problem.writes_nvfp4() {
+        let nvfp4 = problem.writes_nvfp4();
+        if !nvfp4 {
             release_previous(shared, &decoded);
         }
         // Constant indices only (an iterator over the sets moves them to local memory).
@@ -1028,7 +1029,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             // is the consumers' own.
             // The NVFP4 tile is computed after the staging (its fields would otherwise stay
             // live across it, and spill).
-            if problem.writes_nvfp4() {
+            if nvfp4 {
                 let target = || problem.nvfp4_tile(&job);
                 let staging = shared.decoded_slice(previous_stage(&decoded));
                 unsafe { nvfp4_epilogue(&job, &acc, lane, target, staging, thread) }
@@ -1036,7 +1037,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                 unsafe { epilogue(&job, &acc, lane, P::GATED) }
             }
         }
-        if problem.writes_nvfp4() {
+        if nvfp4 {
             // The staging's generic writes before the slice's next asynchronous (TMA) fill.
             fence::proxy_async_shared();
             release_previous(shared, &decoded);
