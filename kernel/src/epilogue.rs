@@ -68,37 +68,19 @@ impl Nvfp4Tile {
         }
     }
 
-    /// Byte offset of output `column` of token row `token` in the staging. The swizzle repeats
-    /// every 8 rows: `staging_offset(token + 8·j, column) = staging_offset(token, column) +
-    /// 8·j·NVFP4_STAGING_PITCH`.
-    #[inline(always)]
-    pub fn staging_offset(token: u32, column: u32) -> u32 {
-        nvfp4_staging_chunk(token, column / 8) + 2 * (column % 8)
-    }
-
-    /// Writes `value`, rounded to fp16 as the fp16 epilogue stores it, at shared address `at`
-    /// of a staging ([`Nvfp4Tile::staging_offset`] of an existing token row and output <
+    /// Writes one output, `value` rounded to fp16 as the fp16 epilogue stores it, to the
+    /// staging at shared address `staging` (token row `token` < the tile's, output `column` <
     /// [`NVFP4_TILE_COLUMNS`]).
     ///
     /// # Safety
-    /// The staging holds `nvfp4_staging_bytes(tokens)` bytes of shared memory, 16-byte aligned,
+    /// `staging` holds `nvfp4_staging_bytes(tokens)` bytes of shared memory, 16-byte aligned,
     /// the threads' own (no other role writes them until they are done), not read before the
     /// barrier that ends the staging step.
     #[inline(always)]
-    pub unsafe fn stage_at(at: u32, value: f32) {
+    pub unsafe fn stage(staging: u32, token: u32, column: u32, value: f32) {
+        let at = staging + nvfp4_staging_chunk(token, column / 8) + 2 * (column % 8);
         // SAFETY: inside the staging (caller).
         unsafe { smem::st_b16(at, cvt::f32_to_f16_rn(value)) };
-    }
-
-    /// [`Nvfp4Tile::stage_at`] of output `column` of token row `token` of the staging at
-    /// `staging`.
-    ///
-    /// # Safety
-    /// As [`Nvfp4Tile::stage_at`].
-    #[inline(always)]
-    pub unsafe fn stage(staging: u32, token: u32, column: u32, value: f32) {
-        // SAFETY: forwarded.
-        unsafe { Self::stage_at(staging + Self::staging_offset(token, column), value) };
     }
 
     /// Encodes the staged tile: thread `thread` of `threads` takes blocks `thread`, `thread +

@@ -11,7 +11,6 @@
 //! * plain tiles ([`config::PLAIN_TILE_N`] = 128 outputs): the halves are outputs `n` and `n + 8`
 //!   of the same matrix ([`config::PLAIN_UP_ROW_OFFSET`]).
 
-use crate::common::NVFP4_STAGING_PITCH;
 use crate::desc::{sw128_in_row, sw128_offset, sw128_row, wgmma_desc_sw128_k_major};
 use crate::epilogue::{Nvfp4Tile, silu};
 use crate::layout::{ATOM_BYTES, ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
@@ -1030,9 +1029,9 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             // The NVFP4 tile is computed after the staging (its fields would otherwise stay
             // live across it, and spill).
             if nvfp4 {
-                let target = || problem.nvfp4_tile(&job);
+                let tile = || problem.nvfp4_tile(&job);
                 let staging = shared.decoded_slice(previous_stage(&decoded));
-                unsafe { nvfp4_epilogue(&job, &acc, lane, target, staging, thread) }
+                unsafe { nvfp4_epilogue(&job, &acc, lane, tile, staging, thread) }
             } else {
                 unsafe { epilogue(&job, &acc, lane, P::GATED) }
             }
@@ -1212,19 +1211,21 @@ unsafe fn nvfp4_epilogue<const ACC: usize>(
     // Both consumer warpgroups read the slice (their wgmmas' B operand): each waited for its
     // own wgmmas only.
     fence::named_barrier::<EPILOGUE_BARRIER, CONSUMER_THREADS>();
-    // This thread's staging rows 2t and 2t + 1 (token 8q + 2t + e is 8q rows further), from
-    // opaque copies of its lane: LLVM would otherwise compute them before the mainloop and keep
-    // them live across it (spills).
-    let (column, t) = (lane.n_in_tile, lane.t);
-    let rows = [0, 1].map(|e| staging + Nvfp4Tile::staging_offset(2 * t + e, column));
+    let column = lane.n_in_tile;
     unrolled32!(ACC / 4, |q| {
         for e in 0..2 {
-            let token = 8 * q as u32 + 2 * t + e as u32;
+            let token = 8 * q as u32 + 2 * lane.t + e as u32;
             if token < job.tokens {
                 let (gate, up) = (acc[4 * q + e], acc[4 * q + 2 + e]);
-                let at = rows[e] + 8 * q as u32 * NVFP4_STAGING_PITCH;
                 // SAFETY: token < the tile's tokens, column < its 64 outputs.
-                unsafe { Nvfp4Tile::stage_at(at, silu(job.alpha_gate * gate) * (job.alpha_up * up)) };
+                unsafe {
+                    Nvfp4Tile::stage(
+                        staging,
+                        token,
+                        column,
+                        silu(job.alpha_gate * gate) * (job.alpha_up * up),
+                    )
+                };
             }
         }
     });
