@@ -474,11 +474,16 @@ impl DensePlan {
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm90::dual_gemm`'s contract:
                 // shapes checked above and by the geometry, addresses 16-byte aligned (the
                 // views'); the kernel waits for the previous kernel before it touches memory.
+                let shared_bytes = if nvfp4_out {
+                    geometry.tile.shared().nvfp4_total(geometry.tile.tokens)
+                } else {
+                    geometry.shared_bytes
+                };
                 unsafe {
                     kernels.dense(geometry.tile, self.gated)?.launch(
                         stream,
                         geometry.grid,
-                        geometry.shared_bytes,
+                        shared_bytes,
                         &args,
                         self.programmatic,
                     )

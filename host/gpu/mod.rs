@@ -116,14 +116,9 @@ pub unsafe fn check_stream_not_capturing(ordinal: usize, raw: u64, what: &'stati
     if !driver_available() {
         return Err(Error::NoDriver);
     }
-    // Held through the query: dropping it releases the primary context, which destroys it
-    // when no one else (PyTorch) retains it yet, and the query would then fail.
-    let context = CudaContext::new(ordinal)?;
-    context.bind_to_thread()?;
+    CudaContext::new(ordinal)?.bind_to_thread()?;
     // SAFETY: the caller's contract.
-    let capturing_now = unsafe { raw_stream_is_capturing(raw as cudarc::driver::sys::CUstream) }?;
-    drop(context);
-    if capturing_now {
+    if unsafe { raw_stream_is_capturing(raw as cudarc::driver::sys::CUstream) }? {
         Err(capturing(what))
     } else {
         Ok(())
@@ -313,14 +308,15 @@ impl Sm90Kernels {
         for entries in sm90_registry::TILED {
             let tile = entries.tile;
             let dense = LoadedKernel::load(module, entries.dense)?;
-            dense.allow_shared_bytes(tile.shared().total)?;
+            // With the NVFP4 output's staging (the dual GEMM's plans may ask for it).
+            dense.allow_shared_bytes(tile.shared().nvfp4_total(tile.tokens))?;
             let dense_plain = LoadedKernel::load(module, entries.dense_plain)?;
             dense_plain.allow_shared_bytes(tile.shared().total)?;
             let grouped = match entries.grouped {
                 Some(grouped) => {
                     let load = |kernel| -> Result<LoadedKernel<sm90::GroupedArgs>> {
                         let kernel = LoadedKernel::load(module, kernel)?;
-                        kernel.allow_shared_bytes(tile.grouped_shared().total)?;
+                        kernel.allow_shared_bytes(tile.grouped_shared().nvfp4_total(tile.tokens))?;
                         Ok(kernel)
                     };
                     Some([load(grouped.gated)?, load(grouped.plain)?])

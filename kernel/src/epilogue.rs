@@ -2,7 +2,7 @@
 //! activation, and the NVFP4 output of a tile ([`Nvfp4Tile`]), which GEMM epilogues write
 //! instead of fp16 so that the next GEMM's activations need no quantization pass.
 
-use crate::common::{NVFP4_TILE_COLUMNS, nvfp4_staging_chunk};
+use crate::common::{NVFP4_STAGING_PITCH, NVFP4_TILE_COLUMNS};
 use crate::layout::{ATOM_ROWS, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, mem, smem};
 use crate::quantize::encode_f16_block;
@@ -27,8 +27,8 @@ const _: () = assert!(
 /// quantizer's block arithmetic (`crate::quantize::encode_block`) from the values rounded to
 /// fp16, so that the result is bit for bit `quantize(fp16 output, global_scale)`.
 ///
-/// Two steps, with a barrier of the participating threads between them: every thread
-/// [`Nvfp4Tile::stage`]s its fp16 values into shared memory (any lane layout), then
+/// Two steps, with a barrier of the participating threads between and before them: every
+/// thread [`Nvfp4Tile::stage`]s its fp16 values into shared memory (any lane layout), then
 /// [`Nvfp4Tile::encode`] hands each thread whole 16-value blocks: one thread per block
 /// computes its scale (no value is encoded twice, no cross-lane amax), writes its 8 data bytes
 /// and its scale byte, and the threads zero the scale layout's padding rows of the tile's
@@ -74,13 +74,16 @@ impl Nvfp4Tile {
     ///
     /// # Safety
     /// `staging` holds `nvfp4_staging_bytes(tokens)` bytes of shared memory, 16-byte aligned,
-    /// the threads' own (no other role writes them until they are done), not read before the
-    /// barrier that ends the staging step.
+    /// that no thread reads before the barrier that ends the staging step.
     #[inline(always)]
     pub unsafe fn stage(staging: u32, token: u32, column: u32, value: f32) {
-        let at = staging + nvfp4_staging_chunk(token, column / 8) + 2 * (column % 8);
         // SAFETY: inside the staging (caller).
-        unsafe { smem::st_b16(at, cvt::f32_to_f16_rn(value)) };
+        unsafe {
+            smem::st_b16(
+                staging + token * NVFP4_STAGING_PITCH + 2 * column,
+                cvt::f32_to_f16_rn(value),
+            )
+        };
     }
 
     /// Encodes the staged tile: thread `thread` of `threads` takes blocks `thread`, `thread +
@@ -96,11 +99,10 @@ impl Nvfp4Tile {
         let mut item = thread;
         while item < blocks {
             let (token, block) = (item / TILE_BLOCKS, item % TILE_BLOCKS);
-            // A block is two chunks.
-            let at = |half: u32| staging + nvfp4_staging_chunk(token, 2 * block + half);
+            let at = staging + token * NVFP4_STAGING_PITCH + block * 2 * SCALE_BLOCK_K as u32;
             // SAFETY: the staged block (caller), then its bytes and scale in the output.
             unsafe {
-                let raw = [smem::ld_v4(at(0)), smem::ld_v4(at(1))];
+                let raw = [smem::ld_v4(at), smem::ld_v4(at + 16)];
                 let (scale, words) = encode_f16_block(raw, self.global_scale);
                 let data = self
                     .data

@@ -152,6 +152,18 @@ pub struct SharedPlan {
     pub total: u32,
 }
 
+impl SharedPlan {
+    /// Offset of the NVFP4 epilogue's staging (`crate::epilogue::Nvfp4Tile`): past the plan.
+    pub const fn nvfp4_staging(&self) -> u32 {
+        self.total.next_multiple_of(16)
+    }
+
+    /// Total bytes with the NVFP4 epilogue's staging for `tokens` token rows.
+    pub const fn nvfp4_total(&self, tokens: u32) -> u32 {
+        self.nvfp4_staging() + nvfp4_staging_bytes(tokens)
+    }
+}
+
 /// Bytes of a grouped kernel's shared schedule table: the header and [`MAX_GROUPS`] groups.
 pub const GROUP_TABLE_BYTES: u32 = 16 * (HEADER_RECORDS + MAX_GROUPS);
 
@@ -350,8 +362,8 @@ const fn split_is_valid(split: RegisterSplit) -> bool {
 pub const fn check_tile(tile: Tile) {
     let plan = tile.shared();
     assert!(
-        plan.total <= MAX_SHARED_BYTES,
-        "a tile's shared memory exceeds 227 KB"
+        plan.nvfp4_total(tile.tokens) <= MAX_SHARED_BYTES,
+        "a tile's shared memory with the NVFP4 staging exceeds 227 KB"
     );
     assert!(
         tile.tokens.is_multiple_of(8) && tile.tokens <= 256,
@@ -370,8 +382,8 @@ pub const fn check_tile(tile: Tile) {
         "token tiles must not straddle scale groups"
     );
     assert!(
-        tile.grouped_shared().total <= MAX_SHARED_BYTES,
-        "a grouped tile's shared memory exceeds 227 KB"
+        tile.grouped_shared().nvfp4_total(tile.tokens) <= MAX_SHARED_BYTES,
+        "a grouped tile's shared memory with the NVFP4 staging exceeds 227 KB"
     );
     assert!(
         tile.predecoded_tokens() || tile.decoder_warpgroups() > 0,
@@ -414,7 +426,7 @@ pub struct DualGemmArgs {
     pub out: *mut u16,
     /// Null for fp16 output; else (gated kernels only) C's blocked e4m3 scales
     /// (`BlockedScales::new(m, n)`, padding written as zeros): the epilogue writes C as NVFP4
-    /// (`crate::epilogue::Nvfp4Tile`), staged in the tile's last decoded slice.
+    /// (`crate::epilogue::Nvfp4Tile`), with `nvfp4_staging_bytes(tokens)` more shared memory.
     pub out_scales: *mut u8,
     /// C's global scale with `out_scales` (finite, positive).
     pub out_global_scale: f32,
@@ -578,10 +590,8 @@ pub const fn decode_nvfp4_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
 }
 
 const _: () = assert!(
-    DECODE_GROUP_N == NVFP4_TILE_COLUMNS
-        && TILE_N == NVFP4_TILE_COLUMNS
-        && nvfp4_staging_bytes(64) == Tile { tokens: 64 }.decoded_slice_bytes(),
-    "the gated tiles and decode row groups write NVFP4 through one staging shape, a decoded slice's"
+    DECODE_GROUP_N == NVFP4_TILE_COLUMNS && TILE_N == NVFP4_TILE_COLUMNS,
+    "the gated tiles and decode row groups write NVFP4 through one staging shape"
 );
 
 /// Arguments of the token pre-decoder (`sm90::registry::PREDECODE_TOKENS`).

@@ -210,6 +210,11 @@ impl Shared {
     fn decoded_empty(&self, stage: u32) -> u32 {
         self.raw_full(2 * RAW_STAGES + DECODED_STAGES + stage)
     }
+    /// The staging of an NVFP4 epilogue ([`Nvfp4Tile`]): past the plan's bytes (the host
+    /// launches with `nvfp4_staging_bytes(tokens)` more when the output is NVFP4).
+    fn nvfp4_staging(&self) -> u32 {
+        self.base + self.plan.nvfp4_staging()
+    }
     /// The launch ticket's two words (start position, epoch).
     pub fn ticket(&self) -> u32 {
         self.base + self.plan.ticket
@@ -998,11 +1003,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             current = next;
         }
         wgmma::wait_group::<0>();
-        // An NVFP4 epilogue stages its tile in the segment's last decoded slice: released after it.
-        let nvfp4 = problem.writes_nvfp4();
-        if !nvfp4 {
-            release_previous(shared, &decoded);
-        }
+        release_previous(shared, &decoded);
         // Constant indices only (an iterator over the sets moves them to local memory).
         let mut acc = sets[0];
         let mut add_set = |set: usize| {
@@ -1028,18 +1029,12 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             // is the consumers' own.
             // The NVFP4 tile is computed after the staging (its fields would otherwise stay
             // live across it, and spill).
-            if nvfp4 {
+            if problem.writes_nvfp4() {
                 let tile = || problem.nvfp4_tile(&job);
-                let staging = shared.decoded_slice(previous_stage(&decoded));
-                unsafe { nvfp4_epilogue(&job, &acc, lane, tile, staging, thread) }
+                unsafe { nvfp4_epilogue(&job, &acc, lane, tile, shared.nvfp4_staging(), thread) }
             } else {
                 unsafe { epilogue(&job, &acc, lane, P::GATED) }
             }
-        }
-        if nvfp4 {
-            // The staging's generic writes before the slice's next asynchronous (TMA) fill.
-            fence::proxy_async_shared();
-            release_previous(shared, &decoded);
         }
     }
 }
@@ -1138,17 +1133,12 @@ unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
     true
 }
 
-/// The decoded slice before `position`.
-#[inline(always)]
-fn previous_stage(position: &RingPosition<DECODED_STAGES>) -> u32 {
-    (position.stage + DECODED_STAGES - 1) % DECODED_STAGES
-}
-
 /// Releases the decoded slice before `position` (its wgmmas have completed).
 #[inline(always)]
 fn release_previous(shared: &Shared, position: &RingPosition<DECODED_STAGES>) {
+    let previous = (position.stage + DECODED_STAGES - 1) % DECODED_STAGES;
     // SAFETY: barrier initialized.
-    unsafe { mbarrier::arrive(shared.decoded_empty(previous_stage(position))) };
+    unsafe { mbarrier::arrive(shared.decoded_empty(previous)) };
 }
 
 /// This thread's outputs. Accumulator `4q + e` is the gate row's and `4q + 2 + e` the up row's
@@ -1192,10 +1182,8 @@ unsafe fn epilogue<const ACC: usize>(job: &TileJob, acc: &[f32; ACC], lane: &Con
 
 /// The gated epilogue writing NVFP4 (`C` quantized along N, see [`Nvfp4Tile`]): every consumer
 /// thread stages its `silu(α_gate · gate) · (α_up · up)` values, then encodes whole blocks.
-/// The staging is the segment's last decoded slice, which the consumers release only after
-/// this (so no other role writes it meanwhile, and the next tile's staging, another slice or
-/// this one refilled, cannot overwrite values a slower thread still encodes); a first barrier
-/// waits for both warpgroups' wgmmas on it.
+/// The first barrier keeps this tile's staging from overwriting values a slower thread still
+/// encodes for the previous tile.
 ///
 /// # Safety
 /// All consumer threads call it together; `staging` holds the staging of the tile's tokens.
@@ -1208,8 +1196,6 @@ unsafe fn nvfp4_epilogue<const ACC: usize>(
     staging: u32,
     thread: u32,
 ) {
-    // Both consumer warpgroups read the slice (their wgmmas' B operand): each waited for its
-    // own wgmmas only.
     fence::named_barrier::<EPILOGUE_BARRIER, CONSUMER_THREADS>();
     let column = lane.n_in_tile;
     unrolled32!(ACC / 4, |q| {
