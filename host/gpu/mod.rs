@@ -15,7 +15,7 @@ pub use tensor_map::driver_version;
 mod views;
 
 pub use matrix::DeviceNvFp4Matrix;
-pub use views::{F16Mut, NvFp4Mut, NvFp4Ref};
+pub use views::{F16Mut, NvFp4Ref};
 
 use std::sync::Arc;
 
@@ -308,15 +308,14 @@ impl Sm90Kernels {
         for entries in sm90_registry::TILED {
             let tile = entries.tile;
             let dense = LoadedKernel::load(module, entries.dense)?;
-            // With the NVFP4 output's staging (the dual GEMM's plans may ask for it).
-            dense.allow_shared_bytes(tile.shared().nvfp4_total(tile.tokens))?;
+            dense.allow_shared_bytes(tile.shared().total)?;
             let dense_plain = LoadedKernel::load(module, entries.dense_plain)?;
             dense_plain.allow_shared_bytes(tile.shared().total)?;
             let grouped = match entries.grouped {
                 Some(grouped) => {
                     let load = |kernel| -> Result<LoadedKernel<sm90::GroupedArgs>> {
                         let kernel = LoadedKernel::load(module, kernel)?;
-                        kernel.allow_shared_bytes(tile.grouped_shared().nvfp4_total(tile.tokens))?;
+                        kernel.allow_shared_bytes(tile.grouped_shared().total)?;
                         Ok(kernel)
                     };
                     Some([load(grouped.gated)?, load(grouped.plain)?])
@@ -334,9 +333,8 @@ impl Sm90Kernels {
         for entry in sm90_registry::DECODE {
             let load = |kernel| -> Result<LoadedKernel<sm90::DecodeArgs>> {
                 let kernel = LoadedKernel::load(module, kernel)?;
-                // The most the plans ask for: 16 token rows of the longest split, and the
-                // NVFP4 output's staging.
-                kernel.allow_shared_bytes(sm90::decode_nvfp4_shared_bytes(
+                // The most the plans ask for: 16 token rows of the longest split.
+                kernel.allow_shared_bytes(sm90::decode_shared_bytes(
                     sm90::DECODE_MAX_TOKENS,
                     sm90::DECODE_MAX_STEPS_PER_SPLIT,
                 ))?;

@@ -99,17 +99,3 @@ pub struct OccupyArgs {
     /// Each block adds 1 here when it starts.
     pub started: *mut u32,
 }
-
-/// Outputs of one tile of a GEMM epilogue that writes NVFP4 (`crate::epilogue::Nvfp4Tile`):
-/// the Hopper gated tiles' and decode row groups' width, four scale blocks.
-pub const NVFP4_TILE_COLUMNS: u32 = 64;
-
-/// Bytes between token rows of an NVFP4 epilogue's shared staging: the row's 64 fp16 values
-/// and 16 bytes of padding, so that neither the writers (four token rows per warp instruction)
-/// nor the block encoders (16-byte reads of eight blocks per phase) meet bank conflicts.
-pub const NVFP4_STAGING_PITCH: u32 = 2 * NVFP4_TILE_COLUMNS + 16;
-
-/// Shared-memory bytes of an NVFP4 epilogue's staging for `tokens` token rows.
-pub const fn nvfp4_staging_bytes(tokens: u32) -> u32 {
-    tokens * NVFP4_STAGING_PITCH
-}

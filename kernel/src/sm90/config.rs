@@ -4,7 +4,6 @@
 //! count tiles and fill arguments; the kernels use it for every offset. Which tiles exist is
 //! the registry's (`sm90::registry`).
 
-use crate::common::{NVFP4_TILE_COLUMNS, nvfp4_staging_bytes};
 use crate::grouped::{HEADER_RECORDS, MAX_GROUPS};
 use crate::layout::{ATOM_BYTES, SCALE_BLOCK_K};
 
@@ -150,18 +149,6 @@ pub struct SharedPlan {
     pub groups: u32,
     /// Total bytes.
     pub total: u32,
-}
-
-impl SharedPlan {
-    /// Offset of the NVFP4 epilogue's staging (`crate::epilogue::Nvfp4Tile`): past the plan.
-    pub const fn nvfp4_staging(&self) -> u32 {
-        self.total.next_multiple_of(16)
-    }
-
-    /// Total bytes with the NVFP4 epilogue's staging for `tokens` token rows.
-    pub const fn nvfp4_total(&self, tokens: u32) -> u32 {
-        self.nvfp4_staging() + nvfp4_staging_bytes(tokens)
-    }
 }
 
 /// Bytes of a grouped kernel's shared schedule table: the header and [`MAX_GROUPS`] groups.
@@ -362,8 +349,8 @@ const fn split_is_valid(split: RegisterSplit) -> bool {
 pub const fn check_tile(tile: Tile) {
     let plan = tile.shared();
     assert!(
-        plan.nvfp4_total(tile.tokens) <= MAX_SHARED_BYTES,
-        "a tile's shared memory with the NVFP4 staging exceeds 227 KB"
+        plan.total <= MAX_SHARED_BYTES,
+        "a tile's shared memory exceeds 227 KB"
     );
     assert!(
         tile.tokens.is_multiple_of(8) && tile.tokens <= 256,
@@ -382,8 +369,8 @@ pub const fn check_tile(tile: Tile) {
         "token tiles must not straddle scale groups"
     );
     assert!(
-        tile.grouped_shared().nvfp4_total(tile.tokens) <= MAX_SHARED_BYTES,
-        "a grouped tile's shared memory with the NVFP4 staging exceeds 227 KB"
+        tile.grouped_shared().total <= MAX_SHARED_BYTES,
+        "a grouped tile's shared memory exceeds 227 KB"
     );
     assert!(
         tile.predecoded_tokens() || tile.decoder_warpgroups() > 0,
@@ -422,14 +409,8 @@ pub struct DualGemmArgs {
     pub b2: *const u8,
     /// B2's blocked scales.
     pub b2_scales: *const u8,
-    /// C, `m × n` fp16; with `out_scales`, C's packed e2m1 data instead (`m × n/2` bytes).
+    /// C, `m × n` fp16.
     pub out: *mut u16,
-    /// Null for fp16 output; else (gated kernels only) C's blocked e4m3 scales
-    /// (`BlockedScales::new(m, n)`, padding written as zeros): the epilogue writes C as NVFP4
-    /// (`crate::epilogue::Nvfp4Tile`), with `nvfp4_staging_bytes(tokens)` more shared memory.
-    pub out_scales: *mut u8,
-    /// C's global scale with `out_scales` (finite, positive).
-    pub out_global_scale: f32,
     /// Stream-K partial sums: two slots of [`partial_slot_bytes`] per CTA.
     pub workspace: *mut u32,
     /// Publication flags of the partial-sum slots (one u32 per slot, see `schedule::Ticket`).
@@ -501,14 +482,8 @@ pub struct DecodeArgs {
     pub b2: *const u8,
     /// B2's blocked scales.
     pub b2_scales: *const u8,
-    /// C, `m × n` fp16; with `out_scales`, C's packed e2m1 data (`m × n/2` bytes).
+    /// C, `m × n` fp16.
     pub out: *mut u16,
-    /// Null for fp16 output; else (gated kernels only) C's blocked e4m3 scales, and the kernel
-    /// writes C as NVFP4 (as [`DualGemmArgs::out_scales`]), with
-    /// `nvfp4_staging_bytes(DECODE_MAX_TOKENS)` more shared memory.
-    pub out_scales: *mut u8,
-    /// C's global scale with `out_scales`.
-    pub out_global_scale: f32,
     /// Partial sums: [`decode_partial_words`]`(m, n, splits)` f32.
     pub partials: *mut u32,
     /// Arrival counters, one per row group (`n / DECODE_GROUP_N`), zero between launches.
@@ -577,22 +552,6 @@ pub const fn decode_verdict_offset(m: u32, steps_per_split: u32) -> u32 {
 pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
     decode_verdict_offset(m, steps_per_split) + 16
 }
-
-/// Offset of the decode-size kernel's NVFP4 output staging: past its own shared memory.
-pub const fn decode_nvfp4_staging_offset(m: u32, steps_per_split: u32) -> u32 {
-    decode_shared_bytes(m, steps_per_split).next_multiple_of(16)
-}
-
-/// Dynamic shared memory of the decode-size kernel with NVFP4 output: its own, then the
-/// staging of [`DECODE_MAX_TOKENS`] token rows.
-pub const fn decode_nvfp4_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
-    decode_nvfp4_staging_offset(m, steps_per_split) + nvfp4_staging_bytes(DECODE_MAX_TOKENS)
-}
-
-const _: () = assert!(
-    DECODE_GROUP_N == NVFP4_TILE_COLUMNS && TILE_N == NVFP4_TILE_COLUMNS,
-    "the gated tiles and decode row groups write NVFP4 through one staging shape"
-);
 
 /// Arguments of the token pre-decoder (`sm90::registry::PREDECODE_TOKENS`).
 #[repr(C)]

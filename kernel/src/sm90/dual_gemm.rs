@@ -5,8 +5,6 @@
 //!
 #![doc = include_str!("../../../docs/sm90-kernels.md")]
 
-use crate::epilogue::Nvfp4Tile;
-use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{fence, smem, sreg, wgmma};
 use crate::schedule::{StreamK, TileGrid, TileSpan, UniformTiles};
 use crate::sm90::config::{self, DualGemmArgs, K_PER_STAGE, Tile, tile_n};
@@ -85,29 +83,6 @@ impl<M: Fn() -> u64, const GATED: bool> Problem for DenseProblem<'_, M, GATED> {
         };
         // SAFETY: forwarded.
         unsafe { rows.at(&bases).load_chunk(stage, h, into) }
-    }
-
-    #[inline(always)]
-    fn writes_nvfp4(&self) -> bool {
-        GATED && !self.args.out_scales.is_null()
-    }
-
-    #[inline(always)]
-    fn nvfp4_tile(&self, job: &TileJob) -> Nvfp4Tile {
-        let a = self.args;
-        let data_pitch = a.n / 2;
-        Nvfp4Tile {
-            data: (a.out as *mut u8)
-                .wrapping_add(job.token_row as usize * data_pitch as usize + (job.n0 / 2) as usize),
-            data_pitch,
-            scales: a.out_scales,
-            layout: BlockedScales::new(a.m as usize, a.n as usize),
-            scale_row: job.token_row,
-            first_block: job.n0 / SCALE_BLOCK_K as u32,
-            tokens: job.tokens,
-            padding: Nvfp4Tile::padding_rows(a.m, job.token_row, job.tokens),
-            global_scale: a.out_global_scale,
-        }
     }
 
     #[inline(always)]

@@ -3,7 +3,6 @@
 //! design is in `docs/sm90-kernels.md` (shown as `nvfp4_kernel::design::sm90` by `cargo doc`),
 //! section "Grouped GEMM and grouped dual GEMM".
 
-use crate::epilogue::Nvfp4Tile;
 use crate::grouped::{GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS};
 use crate::layout::BlockedScales;
 use crate::prepare;
@@ -95,16 +94,6 @@ impl<M: Fn() -> u64, const GATED: bool> Problem for GroupedProblem<'_, M, GATED>
     #[inline(always)]
     fn packed_tokens(&self) -> Option<PackedTokens> {
         None
-    }
-
-    #[inline(always)]
-    fn writes_nvfp4(&self) -> bool {
-        false
-    }
-
-    #[inline(always)]
-    fn nvfp4_tile(&self, _job: &TileJob) -> Nvfp4Tile {
-        unreachable!("grouped launches write fp16")
     }
 
     type Rows = RowPointers;

@@ -12,7 +12,7 @@
 //!   of the same matrix ([`config::PLAIN_UP_ROW_OFFSET`]).
 
 use crate::desc::{sw128_in_row, sw128_offset, sw128_row, wgmma_desc_sw128_k_major};
-use crate::epilogue::{Nvfp4Tile, silu};
+use crate::epilogue::silu;
 use crate::layout::{ATOM_BYTES, ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, warp, wgmma};
 use crate::ring::RingPosition;
@@ -121,13 +121,6 @@ pub(crate) trait Problem {
         }
         w
     }
-
-    /// Whether the launch writes NVFP4 output ([`Problem::nvfp4_tile`]) instead of fp16
-    /// through `TileJob::out` (gated problems only: plain tiles hold 128 outputs).
-    fn writes_nvfp4(&self) -> bool;
-
-    /// Where `job`'s tile writes its NVFP4 output (launches that [`Problem::writes_nvfp4`]).
-    fn nvfp4_tile(&self, job: &TileJob) -> Nvfp4Tile;
 }
 
 /// The stream-K share of this CTA: the split, its virtual CTA (none: no share), where the
@@ -210,11 +203,6 @@ impl Shared {
     fn decoded_empty(&self, stage: u32) -> u32 {
         self.raw_full(2 * RAW_STAGES + DECODED_STAGES + stage)
     }
-    /// The staging of an NVFP4 epilogue ([`Nvfp4Tile`]): past the plan's bytes (the host
-    /// launches with `nvfp4_staging_bytes(tokens)` more when the output is NVFP4).
-    fn nvfp4_staging(&self) -> u32 {
-        self.base + self.plan.nvfp4_staging()
-    }
     /// The launch ticket's two words (start position, epoch).
     pub fn ticket(&self) -> u32 {
         self.base + self.plan.ticket
@@ -225,8 +213,6 @@ impl Shared {
     }
 }
 
-/// Named barrier of the consumer threads around an NVFP4 epilogue's staging.
-const EPILOGUE_BARRIER: u32 = 2;
 /// Threads of the consumer warpgroups (they meet at [`FIXUP_BARRIER`]).
 const CONSUMER_THREADS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS;
 /// Named barrier of the stream-K fix-up (barrier 0 is the CTA-wide barrier of the setup).
@@ -1025,16 +1011,8 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         // SAFETY: the workspace and flags were sized by the host plan for this split.
         let finishes_tile = segment.count == 1 || unsafe { fix_up(work, &segment, &mut acc, thread) };
         if finishes_tile {
-            // SAFETY (both): outputs are checked against the tile's tokens and N; the staging
-            // is the consumers' own.
-            // The NVFP4 tile is computed after the staging (its fields would otherwise stay
-            // live across it, and spill).
-            if problem.writes_nvfp4() {
-                let tile = || problem.nvfp4_tile(&job);
-                unsafe { nvfp4_epilogue(&job, &acc, lane, tile, shared.nvfp4_staging(), thread) }
-            } else {
-                unsafe { epilogue(&job, &acc, lane, P::GATED) }
-            }
+            // SAFETY: outputs are checked against the tile's tokens and N.
+            unsafe { epilogue(&job, &acc, lane, P::GATED) };
         }
     }
 }
@@ -1178,44 +1156,4 @@ unsafe fn epilogue<const ACC: usize>(job: &TileJob, acc: &[f32; ACC], lane: &Con
         }
     };
     unrolled32!(ACC / 4, |q| { stores(q) });
-}
-
-/// The gated epilogue writing NVFP4 (`C` quantized along N, see [`Nvfp4Tile`]): every consumer
-/// thread stages its `silu(α_gate · gate) · (α_up · up)` values, then encodes whole blocks.
-/// The first barrier keeps this tile's staging from overwriting values a slower thread still
-/// encodes for the previous tile.
-///
-/// # Safety
-/// All consumer threads call it together; `staging` holds the staging of the tile's tokens.
-#[inline(always)]
-unsafe fn nvfp4_epilogue<const ACC: usize>(
-    job: &TileJob,
-    acc: &[f32; ACC],
-    lane: &ConsumerLane,
-    out: impl Fn() -> Nvfp4Tile,
-    staging: u32,
-    thread: u32,
-) {
-    fence::named_barrier::<EPILOGUE_BARRIER, CONSUMER_THREADS>();
-    let column = lane.n_in_tile;
-    unrolled32!(ACC / 4, |q| {
-        for e in 0..2 {
-            let token = 8 * q as u32 + 2 * lane.t + e as u32;
-            if token < job.tokens {
-                let (gate, up) = (acc[4 * q + e], acc[4 * q + 2 + e]);
-                // SAFETY: token < the tile's tokens, column < its 64 outputs.
-                unsafe {
-                    Nvfp4Tile::stage(
-                        staging,
-                        token,
-                        column,
-                        silu(job.alpha_gate * gate) * (job.alpha_up * up),
-                    )
-                };
-            }
-        }
-    });
-    fence::named_barrier::<EPILOGUE_BARRIER, CONSUMER_THREADS>();
-    // SAFETY: every existing token staged above (the caller's contract for the rest).
-    unsafe { out().encode(staging, thread, CONSUMER_THREADS) };
 }
