@@ -116,9 +116,14 @@ pub unsafe fn check_stream_not_capturing(ordinal: usize, raw: u64, what: &'stati
     if !driver_available() {
         return Err(Error::NoDriver);
     }
-    CudaContext::new(ordinal)?.bind_to_thread()?;
+    // Held through the query: dropping it releases the primary context, which destroys it
+    // when no one else (PyTorch) retains it yet, and the query would then fail.
+    let context = CudaContext::new(ordinal)?;
+    context.bind_to_thread()?;
     // SAFETY: the caller's contract.
-    if unsafe { raw_stream_is_capturing(raw as cudarc::driver::sys::CUstream) }? {
+    let capturing_now = unsafe { raw_stream_is_capturing(raw as cudarc::driver::sys::CUstream) }?;
+    drop(context);
+    if capturing_now {
         Err(capturing(what))
     } else {
         Ok(())

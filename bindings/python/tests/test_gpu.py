@@ -167,6 +167,18 @@ def test_the_first_call_of_a_process_inside_a_capture_is_a_clear_error_and_the_n
     assert "then: (4, 32)" in run.stdout, run.stdout
 
 
+def test_the_first_call_of_a_process_before_pytorch_uses_the_gpu_works(cuda):
+    import subprocess
+    import sys
+
+    # No CUDA context exists yet (PyTorch creates its own lazily): opening the GPU must not
+    # depend on one.
+    code = "import torch, nvfp4; print(nvfp4.device_info()); x = torch.ones(4, 64, device='cuda'); print(nvfp4.quantize(x, 1.0)[0].shape)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "torch.Size([4, 32])" in run.stdout, run.stdout
+
+
 def test_scales_that_overflow_after_the_kernels_rescale_are_rejected_and_zero_inputs_give_zeros(cuda):
     a = (torch.zeros((8, 32), dtype=torch.uint8, device=cuda), torch.zeros(nvfp4.scale_shape(8, 64), dtype=torch.float8_e4m3fn, device=cuda))
     b = random_nvfp4(64, 64, cuda, torch.Generator(device=cuda).manual_seed(6))
