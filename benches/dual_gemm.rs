@@ -108,6 +108,8 @@ struct Row {
     ours: Option<Timing>,
     /// Ours with plain launches, where the plan uses programmatic dependent launches.
     ours_plain: Option<Timing>,
+    /// Ours writing NVFP4 (`launch_nvfp4`) instead of fp16, where the GPU has that epilogue.
+    ours_nvfp4: Option<Timing>,
     cublas_f16: Timing,
     cublas_bf16: Timing,
     torch_bf16: Option<f64>,
@@ -230,7 +232,7 @@ fn bench_shape(
 
     let mut c: CudaSlice<f16> = gpu.stream().alloc_zeros(shape.m * shape.n)?;
     // Ours as planned (on Hopper: programmatic dependent launches), then with plain launches.
-    let (ours, ours_plain) = match gpu.plan_dual_gemm(shape) {
+    let (ours, ours_plain, ours_nvfp4) = match gpu.plan_dual_gemm(shape) {
         Ok(mut plan) => {
             let mut time = |plan: &nvfp4::dual_gemm::DualGemmPlan| {
                 time_calls(gpu, flush, sets, options.max_seconds, |i| {
@@ -241,13 +243,29 @@ fn bench_shape(
             let planned = time(&plan)?;
             let plain = if plan.programmatic_launch() {
                 plan.set_programmatic_launch(false)?;
-                Some(time(&plan)?)
+                let plain = time(&plan)?;
+                plan.set_programmatic_launch(true)?;
+                Some(plain)
             } else {
                 None
             };
-            (Some(planned), plain)
+            // The NVFP4 output as planned, with a global scale that fits the task
+            // distribution's outputs; skipped where the GPU has no such epilogue.
+            let mut h = gpu.alloc_nvfp4(shape.m, shape.n)?;
+            let [a, b1, b2] = &inputs[0];
+            let nvfp4_out = match plan.launch_nvfp4(gpu, a, b1, b2, &mut h, 0.01) {
+                Err(nvfp4::Error::KernelUnavailable { .. }) => None,
+                first => {
+                    first?;
+                    Some(time_calls(gpu, flush, sets, options.max_seconds, |i| {
+                        let [a, b1, b2] = &inputs[i];
+                        Ok(plan.launch_nvfp4(gpu, a, b1, b2, &mut h, 0.01)?)
+                    })?)
+                }
+            };
+            (Some(planned), plain, nvfp4_out)
         }
-        Err(nvfp4::Error::KernelUnavailable { .. }) => (None, None),
+        Err(nvfp4::Error::KernelUnavailable { .. }) => (None, None, None),
         Err(e) => return Err(e.into()),
     };
 
@@ -266,6 +284,7 @@ fn bench_shape(
         shape,
         ours,
         ours_plain,
+        ours_nvfp4,
         cublas_f16,
         cublas_bf16,
         torch_bf16: None,
@@ -413,6 +432,25 @@ fn markdown_table(rows: &[Row]) -> String {
             ratio(g(&|r| r.torch_bf16), ours),
         );
     }
+    if rows.iter().any(|r| r.ours_nvfp4.is_some()) {
+        // The same kernels writing NVFP4 (the MLP's form) beside the fp16 output.
+        let _ = writeln!(
+            t,
+            "\n| M × N × K | ours, fp16 out µs | ours, NVFP4 out µs | NVFP4 / fp16 |\n| --- | --- | --- | --- |"
+        );
+        for r in rows {
+            let (m, n, k) = (r.shape.m, r.shape.n, r.shape.k);
+            let (fp16, nvfp4) = (r.ours.map(|o| o.us), r.ours_nvfp4.map(|o| o.us));
+            let _ = writeln!(
+                t,
+                "| {m}×{n}×{k} | {} | {} | {} |",
+                show(fp16),
+                show(nvfp4),
+                fp16.zip(nvfp4)
+                    .map_or("—".to_string(), |(f, q)| format!("{:.3}", q / f)),
+            );
+        }
+    }
     if rows
         .iter()
         .any(|r| r.torch_scaled_mm.is_some() || r.cute_dsl.is_some())
@@ -446,6 +484,7 @@ fn row_json(r: &Row) -> serde_json::Value {
         "ours_relative_error": r.ours.map(|o| o.relative_error),
         "ours_batches": r.ours.map(|o| o.batches),
         "ours_plain_launch_us": r.ours_plain.map(|o| o.us),
+        "ours_nvfp4_out_us": r.ours_nvfp4.map(|o| o.us),
         "cublas_fp16_us": r.cublas_f16.us,
         "cublas_bf16_us": r.cublas_bf16.us,
         "torch_bf16_us": r.torch_bf16,

@@ -11,7 +11,7 @@ use cudarc::driver::CudaSlice;
 use half::f16;
 use nvfp4_kernel::grouped::SCALE_ROW_ALIGNMENT;
 
-use crate::dual_gemm::DensePlan;
+use crate::dual_gemm::{DenseOut, DensePlan};
 use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
 use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref};
@@ -136,7 +136,7 @@ impl GemmPlan {
     pub fn launch_views(&self, gpu: &Gpu, a: NvFp4Ref, b: NvFp4Ref, c: F16Mut) -> Result<()> {
         let (plan, row_offsets, scale_offsets) = match &self.kernel {
             // The dense plan checks the operands against its shape itself.
-            GemmKernel::Dense(dense) => return dense.launch_views(gpu, a, b, None, c),
+            GemmKernel::Dense(dense) => return dense.launch_views(gpu, a, b, None, DenseOut::F16(c)),
             GemmKernel::Grouped {
                 plan,
                 row_offsets,

@@ -13,7 +13,7 @@ use half::f16;
 use nvfp4::gemm::GemmShape;
 use nvfp4::gpu::Gpu;
 use nvfp4::reference::{self, TASK_TOLERANCE};
-use nvfp4::{Distribution, DualGemmShape, Error, Problem};
+use nvfp4::{BlockedScales, Distribution, DualGemmShape, Error, GlobalScale, NvFp4Matrix, Problem};
 
 /// A GPU with a dual-GEMM kernel (9.0 or 10.x), or a printed reason.
 fn dual_gemm_gpu_or_skip() -> Option<Gpu> {
@@ -102,6 +102,91 @@ fn the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size() {
             );
             if !report.passed() {
                 failures.push(format!("GEMM {m}×{n}×{k} {distribution:?}: {report}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The dual GEMM with NVFP4 output against the GPU quantizer run on its fp16 output: every
+/// data and scale byte (padding included) equal, on decode sizes, every tile width, stream-K
+/// splits, odd M, both input distributions, and global scales that leave the block scales in
+/// range, saturate them and push them into e4m3's subnormals. Outputs are poisoned first.
+fn the_nvfp4_output_is_the_quantized_fp16_output_bit_for_bit() {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for (m, n, k) in [
+        (1, 4096, 7168),
+        (7, 2944, 320),
+        (16, 7168, 2048),
+        (17, 576, 1024),
+        (33, 4096, 7232),
+        (100, 2880, 2880),
+        (129, 192, 64),
+        (256, 7168, 2048),
+        (300, 768, 2880),
+        (1000, 4096, 2880),
+        (2048, 1088, 1024),
+    ] {
+        for distribution in [Distribution::Task, Distribution::FullRange] {
+            let seed = (m * 37 + n * 5 + k) as u64 ^ distribution as u64;
+            let problem = Problem::random(DualGemmShape { m, n, k }, distribution, seed).unwrap();
+            let plan = gpu.plan_dual_gemm(problem.shape()).unwrap();
+            let (a, b1, b2) = (
+                gpu.upload(&problem.a).unwrap(),
+                gpu.upload(&problem.b1).unwrap(),
+                gpu.upload(&problem.b2).unwrap(),
+            );
+            let mut c: CudaSlice<f16> = gpu.stream().clone_htod(&vec![f16::NAN; m * n]).unwrap();
+            plan.launch(&gpu, &a, &b1, &b2, &mut c).unwrap();
+            let amax = gpu
+                .stream()
+                .clone_dtoh(&c)
+                .unwrap()
+                .iter()
+                .fold(0f32, |m, v| m.max(v.to_f32().abs()));
+            let fitted = nvfp4::codec::auto_global_scale(amax);
+            for (what, g) in [
+                ("fitted", fitted),
+                ("saturating", fitted / 64.0),
+                ("subnormal", fitted * 512.0),
+            ] {
+                let want = gpu
+                    .download(&gpu.quantize(m, n, &c, GlobalScale::Fixed(g)).unwrap())
+                    .unwrap();
+                let poison = NvFp4Matrix::from_parts(
+                    m,
+                    n,
+                    vec![0xA5; m * n / 2],
+                    vec![0x5A; BlockedScales::new(m, n).len()],
+                    None,
+                )
+                .unwrap();
+                let mut h = gpu.upload(&poison).unwrap();
+                plan.launch_nvfp4(&gpu, &a, &b1, &b2, &mut h, g).unwrap();
+                let got = gpu.download(&h).unwrap();
+                let differing = |x: &[u8], y: &[u8]| x.iter().zip(y).filter(|(x, y)| x != y).count();
+                let (data, scales) = (
+                    differing(got.data(), want.data()),
+                    differing(got.scales(), want.scales()),
+                );
+                println!(
+                    "dual GEMM → NVFP4 {m:>5} × {n:>5} × {k:>5} {distribution:?} {what} (g = {g:e}) {:?}: \
+                     {data} data and {scales} scale bytes differ",
+                    plan.tile_and_grid()
+                );
+                if data + scales > 0 || got.global_scale() != Some(g) {
+                    failures.push(format!(
+                        "{m}×{n}×{k} {distribution:?} {what}: {data} data, {scales} scale bytes differ"
+                    ));
+                }
             }
         }
     }
@@ -441,6 +526,7 @@ fn launches_after_a_launch_stopped_mid_way_are_right() {
 }
 
 test_main!(
+    the_nvfp4_output_is_the_quantized_fp16_output_bit_for_bit,
     the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size,
     launches_after_a_launch_stopped_mid_way_are_right,
     a_collector_reuse_and_discard_both_match_the_reference,

@@ -167,8 +167,11 @@ fn sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry() {
     };
     let kernels = sm90_registry::TILED.iter().flat_map(|entries| {
         let grouped = entries.grouped.map(|g| [g.gated.entry, g.plain.entry]);
-        std::iter::once((entries.tile, entries.dense.entry))
-            .chain(grouped.into_iter().flatten().map(move |e| (entries.tile, e)))
+        let dense = entries.dense_kernels().map(|k| k.entry);
+        dense
+            .into_iter()
+            .chain(grouped.into_iter().flatten())
+            .map(move |e| (entries.tile, e))
     });
     for (tile, entry) in kernels {
         let (name, body) = (entry.name, function_sass(&sass, entry.name));
@@ -185,11 +188,8 @@ fn sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory() {
     let Some(sass) = sass_of("sm_90a", PTX_SM90A) else {
         return;
     };
-    for decode in sm90_registry::DECODE {
-        let (name, body) = (
-            decode.kernel.entry.name,
-            function_sass(&sass, decode.kernel.entry.name),
-        );
+    for kernel in sm90_registry::DECODE.iter().flat_map(|decode| decode.kernels()) {
+        let (name, body) = (kernel.entry.name, function_sass(&sass, kernel.entry.name));
         assert!(body.contains("HMMA.16816.F32"), "{name}: no HMMA.16816.F32");
         assert!(
             !body.contains("LDL") && !body.contains("STL"),
@@ -272,8 +272,12 @@ fn ptxas_assembles_both_modules_without_local_memory() {
         }
         // The setmaxnreg budget (sm90::config) assumes ptxas allocates the tile's entry registers
         // at launch.
-        for entries in sm90_registry::TILED.iter().filter(|_| arch == "sm_90a") {
-            let name = entries.dense.entry.name;
+        let dense = sm90_registry::TILED
+            .iter()
+            .filter(|_| arch == "sm_90a")
+            .flat_map(|entries| entries.dense_kernels().map(|k| (entries, k)));
+        for (entries, kernel) in dense {
+            let name = kernel.entry.name;
             let entry = report
                 .split("Compiling entry function")
                 .find(|r| r.contains(&format!("'{name}'")));

@@ -17,14 +17,15 @@
 use cudarc::driver::CudaSlice;
 use half::f16;
 use nvfp4_kernel::sm90::config::{
-    self as sm90, DECODE_GROUP_N, DECODE_MAX_TOKENS, decode_partial_words, decode_shared_bytes,
-    decode_token_tiles, padded_k, tile_n,
+    self as sm90, DECODE_GROUP_N, DECODE_MAX_TOKENS, decode_nvfp4_shared_bytes, decode_partial_words,
+    decode_shared_bytes, decode_token_tiles, padded_k, tile_n,
 };
+use nvfp4_kernel::sm90::registry::DenseEpilogue;
 use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
-use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref, tensor_map};
+use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Mut, NvFp4Ref, tensor_map};
 use crate::problem::DualGemmShape;
 use crate::rules::{SM90_OPERAND_RESCALE, StreamKState, kernel_alpha, set_a_collector};
 
@@ -57,6 +58,15 @@ pub(crate) struct DensePlan {
     a_collector: sm100::ACollectorUse,
     /// Test support (`Self::abort_next_launch`): 0, or the next launch's stop point.
     abort_next: std::sync::atomic::AtomicU32,
+}
+
+/// What a dense launch writes: C in fp16, or (dual GEMM, Hopper) C quantized to NVFP4 in the
+/// epilogue.
+pub(crate) enum DenseOut<'a> {
+    /// `M × N` fp16, row-major.
+    F16(F16Mut<'a>),
+    /// An `M × N` NVFP4 matrix, bit-identical to quantizing the fp16 C with its global scale.
+    NvFp4(NvFp4Mut<'a>),
 }
 
 /// The kernel a plan launches.
@@ -92,8 +102,10 @@ impl Gpu {
                 // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
                 Sm90Geometry::for_op(shape, self.multiprocessors(), gated)?;
                 let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
-                let capacity =
-                    self.multiprocessors() * kernels.decode(decode_token_tiles(m), gated)?.resident_per_sm();
+                let capacity = self.multiprocessors()
+                    * kernels
+                        .decode(decode_token_tiles(m), DenseEpilogue::f16(gated))?
+                        .resident_per_sm();
                 let split = DecodeSplit::new(n, k, capacity);
                 let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
                     .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
@@ -167,6 +179,25 @@ impl Gpu {
         let mut c = unsafe { self.stream().alloc::<f16>(shape.m * shape.n) }?;
         plan.launch(self, a, b1, b2, &mut c)?;
         Ok(c)
+    }
+
+    /// Plans, allocates H and launches the dual GEMM with NVFP4 output in one call (see
+    /// [`DualGemmPlan::launch_nvfp4`]).
+    pub fn dual_gemm_nvfp4(
+        &self,
+        a: &DeviceNvFp4Matrix,
+        b1: &DeviceNvFp4Matrix,
+        b2: &DeviceNvFp4Matrix,
+        global_scale: f32,
+    ) -> Result<DeviceNvFp4Matrix> {
+        let plan = self.plan_dual_gemm(DualGemmShape {
+            m: a.rows(),
+            n: b1.rows(),
+            k: a.k(),
+        })?;
+        let mut h = self.alloc_nvfp4(a.rows(), b1.rows())?;
+        plan.launch_nvfp4(self, a, b1, b2, &mut h, global_scale)?;
+        Ok(h)
     }
 }
 
@@ -242,7 +273,48 @@ impl DualGemmPlan {
     /// [`Self::launch`] on views (for example of caller-owned memory: [`NvFp4Ref::from_raw`]):
     /// no allocation, no host↔device copy, no synchronization.
     pub fn launch_views(&self, gpu: &Gpu, a: NvFp4Ref, b1: NvFp4Ref, b2: NvFp4Ref, c: F16Mut) -> Result<()> {
-        self.0.launch_views(gpu, a, b1, Some(b2), c)
+        self.0.launch_views(gpu, a, b1, Some(b2), DenseOut::F16(c))
+    }
+
+    /// Enqueues `h = silu(a·b1ᵀ) ⊙ (a·b2ᵀ)` written as NVFP4 (`h`: M × N, quantized along N in
+    /// 16-output blocks with `global_scale`, which becomes `h`'s): bit for bit what
+    /// [`Gpu::quantize_into`] of the fp16 result of [`Self::launch`] gives, without that fp16
+    /// result in memory or the quantization pass. `h` is what the MLP's down projection takes
+    /// as its activations. Static global scale: a serving engine calibrates it, as it does the
+    /// activations' `input_scale`; values beyond `6 · 448 · global_scale` saturate.
+    ///
+    /// The quantizer reports a non-finite value as an error; this epilogue has no such check:
+    /// an fp16 overflow (|h| > 65504) saturates its block's scale instead. Hopper only for now
+    /// (`Error::KernelUnavailable` on Blackwell).
+    pub fn launch_nvfp4(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceNvFp4Matrix,
+        b1: &DeviceNvFp4Matrix,
+        b2: &DeviceNvFp4Matrix,
+        h: &mut DeviceNvFp4Matrix,
+        global_scale: f32,
+    ) -> Result<()> {
+        let stream = gpu.stream();
+        self.launch_nvfp4_views(
+            gpu,
+            a.view(stream),
+            b1.view(stream),
+            b2.view(stream),
+            NvFp4Mut::of(h, stream, global_scale)?,
+        )
+    }
+
+    /// [`Self::launch_nvfp4`] on views (the global scale is `h`'s).
+    pub fn launch_nvfp4_views(
+        &self,
+        gpu: &Gpu,
+        a: NvFp4Ref,
+        b1: NvFp4Ref,
+        b2: NvFp4Ref,
+        h: NvFp4Mut,
+    ) -> Result<()> {
+        self.0.launch_views(gpu, a, b1, Some(b2), DenseOut::NvFp4(h))
     }
 }
 
@@ -313,7 +385,7 @@ impl DensePlan {
         a: NvFp4Ref,
         b1: NvFp4Ref,
         b2: Option<NvFp4Ref>,
-        c: F16Mut,
+        c: DenseOut,
     ) -> Result<()> {
         let DualGemmShape { m, n, k } = self.shape;
         let op = op_name(self.gated);
@@ -331,14 +403,42 @@ impl DensePlan {
                 return Err(Error::invalid("b2", "given exactly for the dual GEMM", gated));
             }
         };
-        c.expect_len("c", m * n)?;
+        // (data, scales, global scale) of the output, scales null for fp16, and the epilogue.
+        let (out, out_scales, out_global_scale, epilogue) = match &c {
+            DenseOut::F16(c) => {
+                c.expect_len("c", m * n)?;
+                (c.address(), 0, 1.0, DenseEpilogue::f16(self.gated))
+            }
+            DenseOut::NvFp4(h) => {
+                if !self.gated {
+                    return Err(Error::invalid(
+                        "h",
+                        "NVFP4 output is the dual GEMM's",
+                        "a plain GEMM",
+                    ));
+                }
+                if matches!(self.kernel, PlannedKernel::Sm100 { .. }) {
+                    return Err(Error::KernelUnavailable {
+                        operation: "dual GEMM with NVFP4 output",
+                        arch: Arch::Sm100f.name(),
+                    });
+                }
+                h.expect_shape("h", m, n)?;
+                (
+                    h.data_address(),
+                    h.scales_address(),
+                    h.global_scale(),
+                    DenseEpilogue::GatedNvfp4,
+                )
+            }
+        };
+        let (out, out_scales) = (out as *mut u16, out_scales as *mut u8);
         let stream = gpu.stream();
         let global = |x: &NvFp4Ref| x.global_scale().unwrap_or(1.0);
         // sm_90a's fp16 operands carry 2⁻¹⁴ each (see SM90_OPERAND_RESCALE).
         let sm90_alpha =
             |a: &NvFp4Ref, b: &NvFp4Ref| kernel_alpha(global(a) * global(b), SM90_OPERAND_RESCALE);
         let (m32, n32, k32) = (m as u32, n as u32, k as u32);
-        let out = c.address() as *mut u16;
         match &self.kernel {
             PlannedKernel::Sm90 {
                 geometry,
@@ -366,6 +466,8 @@ impl DensePlan {
                     b2: b2.data_address() as *const u8,
                     b2_scales: b2.scales_address() as *const u8,
                     out,
+                    out_scales,
+                    out_global_scale,
                     workspace: workspace as *mut u32,
                     flags: flags as *mut u32,
                     tickets: tickets as *mut u64,
@@ -380,7 +482,7 @@ impl DensePlan {
                 // shapes checked above and by the geometry, addresses 16-byte aligned (the
                 // views'); the kernel waits for the previous kernel before it touches memory.
                 unsafe {
-                    kernels.dense(geometry.tile, self.gated)?.launch(
+                    kernels.dense(geometry.tile, epilogue)?.launch(
                         stream,
                         geometry.grid,
                         geometry.shared_bytes,
@@ -404,6 +506,8 @@ impl DensePlan {
                     b2: b2.data_address() as *const u8,
                     b2_scales: b2.scales_address() as *const u8,
                     out,
+                    out_scales,
+                    out_global_scale,
                     partials: decode.partials.address() as *mut u32,
                     arrivals: decode.arrivals.address() as *mut u32,
                     m: m32,
@@ -418,10 +522,14 @@ impl DensePlan {
                 // (checked above), partial sums and counters sized for this split, the counters
                 // zero (allocated so, and every launch leaves them so).
                 unsafe {
-                    kernels.decode(decode_token_tiles(m32), self.gated)?.launch(
+                    kernels.decode(decode_token_tiles(m32), epilogue)?.launch(
                         stream,
                         grid,
-                        decode_shared_bytes(m32, steps_per_split),
+                        if epilogue.nvfp4() {
+                            decode_nvfp4_shared_bytes(m32, steps_per_split)
+                        } else {
+                            decode_shared_bytes(m32, steps_per_split)
+                        },
                         &args,
                         self.programmatic,
                     )

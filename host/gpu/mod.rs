@@ -15,7 +15,7 @@ pub use tensor_map::driver_version;
 mod views;
 
 pub use matrix::DeviceNvFp4Matrix;
-pub use views::{F16Mut, NvFp4Ref};
+pub use views::{F16Mut, NvFp4Mut, NvFp4Ref};
 
 use std::sync::Arc;
 
@@ -29,7 +29,7 @@ use nvfp4_kernel::grouped::GroupedPrepareArgs;
 use nvfp4_kernel::launch::Kernel;
 use nvfp4_kernel::registry;
 use nvfp4_kernel::sm90::config::{self as sm90, Tile};
-use nvfp4_kernel::sm90::registry as sm90_registry;
+use nvfp4_kernel::sm90::registry::{self as sm90_registry, DenseEpilogue};
 use nvfp4_kernel::sm100::config as sm100;
 use nvfp4_kernel::sm100::registry as sm100_registry;
 
@@ -274,6 +274,8 @@ pub(crate) struct Kernels {
 pub(crate) struct LoadedTile<T, D, G> {
     tile: T,
     dense: LoadedKernel<D>,
+    /// The dense dual GEMM writing NVFP4, where the architecture has one.
+    dense_nvfp4: Option<LoadedKernel<D>>,
     /// The dense plain GEMM, where the architecture has one.
     dense_plain: Option<LoadedKernel<D>>,
     /// Gated (dual), then plain; absent for a tile without grouped kernels.
@@ -302,8 +304,9 @@ fn find_tiled<'a, T: PartialEq + std::fmt::Debug, D, G, K>(
 pub(crate) struct Sm90Kernels {
     tiled: Vec<LoadedTile<Tile, sm90::DualGemmArgs, sm90::GroupedArgs>>,
     pub predecode_tokens: LoadedKernel<sm90::PredecodeArgs>,
-    /// The decode-size kernels (dual, then plain GEMM) per count of 8-token tiles.
-    decode: Vec<(u32, [LoadedKernel<sm90::DecodeArgs>; 2])>,
+    /// The decode-size kernels per count of 8-token tiles: the dual GEMM, the dual GEMM
+    /// writing NVFP4, the plain GEMM.
+    decode: Vec<(u32, [LoadedKernel<sm90::DecodeArgs>; 3])>,
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
@@ -312,10 +315,16 @@ impl Sm90Kernels {
         let mut tiled = Vec::new();
         for entries in sm90_registry::TILED {
             let tile = entries.tile;
-            let dense = LoadedKernel::load(module, entries.dense)?;
-            dense.allow_shared_bytes(tile.shared().total)?;
-            let dense_plain = LoadedKernel::load(module, entries.dense_plain)?;
-            dense_plain.allow_shared_bytes(tile.shared().total)?;
+            let load = |kernel| -> Result<LoadedKernel<sm90::DualGemmArgs>> {
+                let kernel = LoadedKernel::load(module, kernel)?;
+                kernel.allow_shared_bytes(tile.shared().total)?;
+                Ok(kernel)
+            };
+            let (dense, dense_nvfp4, dense_plain) = (
+                load(entries.dense)?,
+                load(entries.dense_nvfp4)?,
+                load(entries.dense_plain)?,
+            );
             let grouped = match entries.grouped {
                 Some(grouped) => {
                     let load = |kernel| -> Result<LoadedKernel<sm90::GroupedArgs>> {
@@ -330,22 +339,32 @@ impl Sm90Kernels {
             tiled.push(LoadedTile {
                 tile,
                 dense,
+                dense_nvfp4: Some(dense_nvfp4),
                 dense_plain: Some(dense_plain),
                 grouped,
             });
         }
         let mut decode = Vec::new();
         for entry in sm90_registry::DECODE {
-            let load = |kernel| -> Result<LoadedKernel<sm90::DecodeArgs>> {
-                let kernel = LoadedKernel::load(module, kernel)?;
-                // The most the plans ask for: 16 token rows of the longest split.
-                kernel.allow_shared_bytes(sm90::decode_shared_bytes(
-                    sm90::DECODE_MAX_TOKENS,
-                    sm90::DECODE_MAX_STEPS_PER_SPLIT,
-                ))?;
-                Ok(kernel)
-            };
-            decode.push((entry.token_tiles, [load(entry.kernel)?, load(entry.plain)?]));
+            let load =
+                |kernel, shared_bytes: fn(u32, u32) -> u32| -> Result<LoadedKernel<sm90::DecodeArgs>> {
+                    let kernel = LoadedKernel::load(module, kernel)?;
+                    // The most the plans ask for: 16 token rows of the longest split (and the
+                    // NVFP4 output's staging).
+                    kernel.allow_shared_bytes(shared_bytes(
+                        sm90::DECODE_MAX_TOKENS,
+                        sm90::DECODE_MAX_STEPS_PER_SPLIT,
+                    ))?;
+                    Ok(kernel)
+                };
+            decode.push((
+                entry.token_tiles,
+                [
+                    load(entry.kernel, sm90::decode_shared_bytes)?,
+                    load(entry.nvfp4, sm90::decode_nvfp4_shared_bytes)?,
+                    load(entry.plain, sm90::decode_shared_bytes)?,
+                ],
+            ));
         }
         Ok(Self {
             tiled,
@@ -355,13 +374,19 @@ impl Sm90Kernels {
         })
     }
 
-    /// The dense kernel for `tile`: the dual GEMM (`gated`) or the plain GEMM.
-    pub fn dense(&self, tile: Tile, gated: bool) -> Result<&LoadedKernel<sm90::DualGemmArgs>> {
-        if gated {
-            find_tiled(&self.tiled, tile, Arch::Sm90a, "dual GEMM", |t| Some(&t.dense))
-        } else {
-            find_tiled(&self.tiled, tile, Arch::Sm90a, "GEMM", |t| t.dense_plain.as_ref())
-        }
+    /// The dense kernel of `epilogue` for `tile`.
+    pub fn dense(&self, tile: Tile, epilogue: DenseEpilogue) -> Result<&LoadedKernel<sm90::DualGemmArgs>> {
+        find_tiled(
+            &self.tiled,
+            tile,
+            Arch::Sm90a,
+            epilogue.operation(),
+            |t| match epilogue {
+                DenseEpilogue::Gated => Some(&t.dense),
+                DenseEpilogue::GatedNvfp4 => t.dense_nvfp4.as_ref(),
+                DenseEpilogue::Plain => t.dense_plain.as_ref(),
+            },
+        )
     }
 
     /// The grouped kernel for `tile`, gated (dual) or plain.
@@ -376,17 +401,25 @@ impl Sm90Kernels {
         })
     }
 
-    /// The decode-size kernel for `token_tiles` tiles of 8 tokens: the dual GEMM (`gated`) or
-    /// the plain GEMM.
-    pub fn decode(&self, token_tiles: u32, gated: bool) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
+    /// The decode-size kernel of `epilogue` for `token_tiles` tiles of 8 tokens.
+    pub fn decode(
+        &self,
+        token_tiles: u32,
+        epilogue: DenseEpilogue,
+    ) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
+        let index = match epilogue {
+            DenseEpilogue::Gated => 0,
+            DenseEpilogue::GatedNvfp4 => 1,
+            DenseEpilogue::Plain => 2,
+        };
         self.decode
             .iter()
             .find(|(tiles, _)| *tiles == token_tiles)
-            .map(|(_, kernels)| &kernels[usize::from(!gated)])
+            .map(|(_, kernels)| &kernels[index])
             .ok_or_else(|| Error::MissingKernel {
                 kernel: format!(
                     "decode-size {} for {token_tiles} token tiles",
-                    if gated { "dual GEMM" } else { "GEMM" }
+                    epilogue.operation()
                 ),
                 arch: Arch::Sm90a.name(),
             })
@@ -419,6 +452,7 @@ impl Sm100Kernels {
             tiled.push(LoadedTile {
                 tile,
                 dense,
+                dense_nvfp4: None,
                 dense_plain: None,
                 grouped,
             });

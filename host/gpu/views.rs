@@ -1,5 +1,5 @@
-//! Views of device memory that ops launch on: an NVFP4 matrix ([`NvFp4Ref`]) and an fp16 output
-//! ([`F16Mut`]), either the library's own ([`DeviceNvFp4Matrix::view`], [`F16Mut::of`]) or the
+//! Views of device memory that ops launch on: an NVFP4 matrix ([`NvFp4Ref`]), an fp16 output
+//! ([`F16Mut`]) and an NVFP4 output ([`NvFp4Mut`]), either the library's own ([`DeviceNvFp4Matrix::view`], [`F16Mut::of`]) or the
 //! caller's (`from_raw`: addresses from another framework, e.g. PyTorch's `data_ptr()`). A view
 //! holds addresses, a shape and a global scale; it neither owns nor frees the memory, and
 //! launching on it allocates nothing, copies nothing between host and device and does not
@@ -178,6 +178,98 @@ impl<'a> F16Mut<'a> {
                 expected,
                 got: self.len,
             })
+        }
+    }
+}
+
+/// An NVFP4 matrix in device memory that an op writes (the dual GEMM's NVFP4 output): the
+/// packed data, the blocked scales (every byte written, padding as zeros) and the global scale
+/// the op quantizes with, as [`NvFp4Ref`] describes them.
+#[derive(Debug)]
+pub struct NvFp4Mut<'a> {
+    data: u64,
+    scales: u64,
+    rows: usize,
+    k: usize,
+    global_scale: f32,
+    memory: PhantomData<&'a mut ()>,
+}
+
+impl NvFp4Mut<'static> {
+    /// A view of caller-owned device memory. Checks the shape (`rows ≥ 1`, `k` a positive
+    /// multiple of 16), the global scale (finite, positive) and the alignments.
+    ///
+    /// # Safety
+    /// `data` and `scales` are device addresses in the GPU's context with at least `rows·k/2` and
+    /// `BlockedScales::new(rows, k).len()` bytes, which stay allocated, and are neither read nor
+    /// written by other work, until every launch that writes them has completed.
+    pub unsafe fn from_raw(data: u64, scales: u64, rows: usize, k: usize, global_scale: f32) -> Result<Self> {
+        validate_shape(rows, k)?;
+        validate_global_scale(Some(global_scale))?;
+        check_alignment("data", data, 16)?;
+        check_alignment("scales", scales, 16)?;
+        Ok(Self {
+            data,
+            scales,
+            rows,
+            k,
+            global_scale,
+            memory: PhantomData,
+        })
+    }
+}
+
+impl<'a> NvFp4Mut<'a> {
+    /// `matrix` as an output view on `stream` (see [`DeviceNvFp4Matrix::view`]) that an op
+    /// writes with `global_scale`, which it also records as the matrix's (checked: finite and
+    /// positive).
+    pub fn of(matrix: &'a mut DeviceNvFp4Matrix, stream: &CudaStream, global_scale: f32) -> Result<Self> {
+        validate_global_scale(Some(global_scale))?;
+        matrix.global_scale = Some(global_scale);
+        Ok(Self {
+            rows: matrix.rows(),
+            k: matrix.k(),
+            data: matrix.data.device_ptr_mut(stream).0,
+            scales: matrix.scales.device_ptr_mut(stream).0,
+            global_scale,
+            memory: PhantomData,
+        })
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// K (fp4 elements per row).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// The global scale the op quantizes with.
+    pub fn global_scale(&self) -> f32 {
+        self.global_scale
+    }
+
+    /// Device address of the packed data.
+    pub fn data_address(&self) -> u64 {
+        self.data
+    }
+
+    /// Device address of the blocked scales.
+    pub fn scales_address(&self) -> u64 {
+        self.scales
+    }
+
+    /// Checks the shape against `(rows, k)`, naming the operand.
+    pub(crate) fn expect_shape(&self, name: &str, rows: usize, k: usize) -> Result<()> {
+        if (self.rows, self.k) == (rows, k) {
+            Ok(())
+        } else {
+            Err(Error::ShapeMismatch(format!(
+                "`{name}` is {} × {}, the plan needs {rows} × {k}",
+                self.rows, self.k
+            )))
         }
     }
 }

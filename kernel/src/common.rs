@@ -99,3 +99,26 @@ pub struct OccupyArgs {
     /// Each block adds 1 here when it starts.
     pub started: *mut u32,
 }
+
+/// Outputs of one tile of a GEMM epilogue that writes NVFP4 (`crate::epilogue::Nvfp4Tile`):
+/// the Hopper gated tiles' and decode row groups' width, four scale blocks.
+pub const NVFP4_TILE_COLUMNS: u32 = 64;
+
+/// Bytes between token rows of an NVFP4 epilogue's shared staging: the row's 64 fp16 values,
+/// its eight 16-byte chunks XOR-swizzled by the token row (chunk `c` of row `r` at `c ^ (r mod
+/// 8)`), so that neither the writers (four token rows per warp instruction) nor the block
+/// encoders (16-byte reads of eight blocks per phase) meet bank conflicts. The same bytes as a
+/// Hopper decoded token slice (`tokens × 128`), which the tiled kernels stage into.
+pub const NVFP4_STAGING_PITCH: u32 = 2 * NVFP4_TILE_COLUMNS;
+
+/// Shared-memory bytes of an NVFP4 epilogue's staging for `tokens` token rows.
+pub const fn nvfp4_staging_bytes(tokens: u32) -> u32 {
+    tokens * NVFP4_STAGING_PITCH
+}
+
+/// Byte offset in an NVFP4 staging of the 16-byte chunk `chunk` (outputs `8·chunk..8·chunk +
+/// 8`) of token row `token` (see [`NVFP4_STAGING_PITCH`]).
+#[inline(always)]
+pub const fn nvfp4_staging_chunk(token: u32, chunk: u32) -> u32 {
+    token * NVFP4_STAGING_PITCH + 16 * (chunk ^ (token % 8))
+}

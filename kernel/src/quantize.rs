@@ -215,20 +215,7 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
             // SAFETY: the status words (host contract).
             unsafe { mem::atom_max_relaxed_gpu_u64(running, u64::MAX - index) };
         }
-        let amax = f32::from_bits(largest);
-        // The codec's `f32_to_e4m3` and `e4m3_to_f32` in hardware (the same rounding and
-        // saturation; the scale is never negative, and NaN only for a non-finite input, which
-        // makes the whole call an error): 4 instructions instead of about 50.
-        let scale_code = cvt::f32x2_to_e4m3x2_satfinite(0.0, amax / E2M1_MAX / g) as u8;
-        let scale = cvt::f16_to_f32(cvt::e4m3x2_to_f16x2(scale_code as u16) as u16);
-        let denominator = scale * g;
-        // The quotients `x / denominator`, bit-identical to the division (block-uniform branch:
-        // the division only for extreme global scales; a zero scale gives zero codes).
-        let words = match Divisor::new(denominator) {
-            Some(divisor) => encode_block(&values, |x| divisor.quotient(x, float::fma_rn)),
-            None if denominator > 0.0 => encode_block(&values, |x| x / denominator),
-            None => [0; 2],
-        };
+        let (scale_code, words) = encode_block(&values, largest, g);
         let (row, col) = rows.divide(block);
         // SAFETY: as above.
         unsafe {
@@ -244,6 +231,37 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
     unsafe { zero_scale_padding(args, layout, first, stride) };
     // SAFETY: the status words (host contract).
     unsafe { finish_status(args.status) };
+}
+
+/// One block's scale code and packed e2m1 codes from its values and the bits of their largest
+/// magnitude, with global scale `g`: `scale = e4m3(amax / 6 / g)`, then each value
+/// `e2m1(x / (scale · g))` (see the module doc). The one definition of the block arithmetic:
+/// the GEMM epilogues that write NVFP4 call it too, so their output is this quantizer's, bit for
+/// bit.
+#[inline(always)]
+pub(crate) fn encode_block(values: &[f32; SCALE_BLOCK_K], largest: u32, g: f32) -> (u8, [u32; 2]) {
+    let amax = f32::from_bits(largest);
+    // The codec's `f32_to_e4m3` and `e4m3_to_f32` in hardware (the same rounding and
+    // saturation; the scale is never negative, and NaN only for a non-finite input, which
+    // makes the whole call an error): 4 instructions instead of about 50.
+    let scale_code = cvt::f32x2_to_e4m3x2_satfinite(0.0, amax / E2M1_MAX / g) as u8;
+    let scale = cvt::f16_to_f32(cvt::e4m3x2_to_f16x2(scale_code as u16) as u16);
+    let denominator = scale * g;
+    // The quotients `x / denominator`, bit-identical to the division (block-uniform branch:
+    // the division only for extreme global scales; a zero scale gives zero codes).
+    let words = match Divisor::new(denominator) {
+        Some(divisor) => encode_codes(values, |x| divisor.quotient(x, float::fma_rn)),
+        None if denominator > 0.0 => encode_codes(values, |x| x / denominator),
+        None => [0; 2],
+    };
+    (scale_code, words)
+}
+
+/// [`encode_block`] of 16 fp16 values as loaded (two 16-byte vectors, the first value in the
+/// low half of the first word).
+#[inline(always)]
+pub(crate) fn encode_f16_block(raw: [[u32; 4]; 2], g: f32) -> (u8, [u32; 2]) {
+    encode_block(&F16::widen(raw), F16::largest_magnitude_bits(raw), g)
 }
 
 /// Writes zeros over the padding of the blocked scales, grid-stride over padding items in two
@@ -315,7 +333,7 @@ unsafe fn finish_status(status: *mut u64) {
 /// the arrays in local memory); nibbles are added, not or-ed, so that each placement is one
 /// shift-and-add instruction.
 #[inline(always)]
-fn encode_block(values: &[f32; SCALE_BLOCK_K], quotient: impl Fn(f32) -> f32) -> [u32; 2] {
+fn encode_codes(values: &[f32; SCALE_BLOCK_K], quotient: impl Fn(f32) -> f32) -> [u32; 2] {
     let code = |i: usize| {
         let x = values[i];
         let magnitude = e2m1_magnitude_code(quotient(x));

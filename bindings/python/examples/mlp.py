@@ -1,12 +1,19 @@
 """A SwiGLU MLP block ``down(silu(x·W1ᵀ) ⊙ (x·W3ᵀ))`` with NVFP4 weights, against the same
-block in bf16 PyTorch: output relative error and µs per call (eager and CUDA graph).
+block in bf16 PyTorch: output relative error and µs per call (eager and CUDA graph). With
+``--sweep`` it is the layer bench: three model sizes × six token counts, CUDA graphs only.
 
 The weights are quantized once from bf16 (each with a global scale ``amax / (6·448)``, the
-library's ``Auto`` rule); the activations are quantized on the GPU in every call with static
-global scales calibrated once on a first batch (as serving engines use static input scales), so
-a call never synchronizes and can be captured in a CUDA graph.
+library's ``Auto`` rule); the activations are quantized with static global scales calibrated
+once on a first batch (as serving engines use static input scales), so a call never
+synchronizes and can be captured in a CUDA graph. A call is three kernels: quantize x, the dual
+GEMM writing NVFP4 (``dual_gemm_nvfp4``), the GEMM; the unfused form (fp16 dual GEMM output,
+then ``quantize``) is timed beside it.
+
+Timing: ``triton.testing.do_bench`` of a graph replay (L2 flushed before each replay) when
+Triton is installed, else back-to-back replays.
 
     python bindings/python/examples/mlp.py [--tokens 256] [--hidden 4096] [--intermediate 7168]
+    python bindings/python/examples/mlp.py --sweep
 """
 
 import argparse
@@ -24,24 +31,31 @@ def global_scale(t: torch.Tensor) -> float:
 
 
 class NvFp4Mlp:
-    """The block with NVFP4 weights; per call: quantize x, dual GEMM, quantize, GEMM."""
+    """The block with NVFP4 weights; per call: quantize x, dual GEMM with NVFP4 output, GEMM
+    (``fused=False``: the dual GEMM's fp16 output quantized by a separate call)."""
 
-    def __init__(self, w1, w3, w2, x_calibration):
+    def __init__(self, w1, w3, w2, x_calibration, fused=True):
         self.g1, self.g3, self.g2 = global_scale(w1), global_scale(w3), global_scale(w2)
         self.w1 = nvfp4.quantize(w1, self.g1)
         self.w3 = nvfp4.quantize(w3, self.g3)
         self.w2 = nvfp4.quantize(w2, self.g2)
         self.gx = global_scale(x_calibration)
-        hidden = self.gate_up(x_calibration)
-        self.gh = global_scale(hidden)
+        self.fused = fused
+        xq, xs = nvfp4.quantize(x_calibration, self.gx)
+        self.gh = global_scale(self.gate_up(xq, xs))
 
-    def gate_up(self, x):
-        xq, xs = nvfp4.quantize(x, self.gx)
+    def gate_up(self, xq, xs):
         return nvfp4.dual_gemm(xq, self.w1[0], self.w3[0], xs, self.w1[1], self.w3[1], self.gx * self.g1, self.gx * self.g3)
 
     def __call__(self, x):
-        h = self.gate_up(x)
-        hq, hs = nvfp4.quantize(h, self.gh)
+        xq, xs = nvfp4.quantize(x, self.gx)
+        if self.fused:
+            hq, hs = nvfp4.dual_gemm_nvfp4(
+                xq, self.w1[0], self.w3[0], xs, self.w1[1], self.w3[1], self.gx * self.g1, self.gx * self.g3,
+                global_scale=self.gh,
+            )
+        else:
+            hq, hs = nvfp4.quantize(self.gate_up(xq, xs), self.gh)
         return nvfp4.gemm(hq, self.w2[0], hs, self.w2[1], self.gh * self.g2)
 
 
@@ -62,7 +76,8 @@ def time_us(fn, calls=50):
     return start.elapsed_time(end) * 1000.0 / calls
 
 
-def graphed(fn, x):
+def graph_us(fn, x):
+    """µs of one replay of a CUDA graph of ``fn(x)`` (see the module doc for the method)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -70,8 +85,39 @@ def graphed(fn, x):
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        out = fn(x)
-    return graph, out
+        fn(x)
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        return time_us(graph.replay)
+    return do_bench(graph.replay, warmup=25, rep=200) * 1000.0
+
+
+def layer(t, h, i, seed=0):
+    """The three blocks (fused, unfused, bf16) of one size on a fresh batch: (relative error of
+    the fused block vs bf16, µs of each from CUDA graphs, eager µs of fused and bf16)."""
+    torch.manual_seed(seed)
+    dev = torch.device("cuda")
+    w1 = torch.randn(i, h, device=dev, dtype=torch.bfloat16) / h**0.5
+    w3 = torch.randn(i, h, device=dev, dtype=torch.bfloat16) / h**0.5
+    w2 = torch.randn(h, i, device=dev, dtype=torch.bfloat16) / i**0.5
+    x = torch.randn(t, h, device=dev, dtype=torch.bfloat16)
+    fused = NvFp4Mlp(w1, w3, w2, x)
+    unfused = NvFp4Mlp(w1, w3, w2, x, fused=False)
+    x = torch.randn(t, h, device=dev, dtype=torch.bfloat16)  # a new batch, same scales
+    want = bf16_mlp(x, w1, w3, w2).float()
+    got = fused(x).float()
+    error = ((got - want).norm() / want.norm()).item()
+    unfused_error = ((unfused(x).float() - want).norm() / want.norm()).item()
+    assert abs(error - unfused_error) <= 1e-6 * max(1.0, unfused_error), (error, unfused_error)
+    bf16 = lambda y: bf16_mlp(y, w1, w3, w2)  # noqa: E731
+    graphs = [graph_us(fn, x) for fn in (fused, unfused, bf16)]
+    eager = [time_us(lambda: fused(x)), time_us(lambda: bf16(x))]
+    return error, graphs, eager
+
+
+SIZES = [(2048, 8192, "Llama-3.2-1B"), (4096, 14336, "Llama-3-8B"), (7168, 18432, "DeepSeek-V3 dense")]
+TOKENS = [1, 16, 64, 256, 1024, 4096]
 
 
 def main():
@@ -79,36 +125,36 @@ def main():
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--hidden", type=int, default=4096)
     parser.add_argument("--intermediate", type=int, default=7168)
+    parser.add_argument("--sweep", action="store_true", help="the layer bench: every size and token count")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to run")
         return
-    torch.manual_seed(0)
-    t, h, i = args.tokens, args.hidden, args.intermediate
-    dev = torch.device("cuda")
-    w1 = torch.randn(i, h, device=dev, dtype=torch.bfloat16) / h**0.5
-    w3 = torch.randn(i, h, device=dev, dtype=torch.bfloat16) / h**0.5
-    w2 = torch.randn(h, i, device=dev, dtype=torch.bfloat16) / i**0.5
-    x = torch.randn(t, h, device=dev, dtype=torch.bfloat16)
-    mlp = NvFp4Mlp(w1, w3, w2, x)
-    x = torch.randn(t, h, device=dev, dtype=torch.bfloat16)  # a new batch, same scales
-    want = bf16_mlp(x, w1, w3, w2).float()
-    got = mlp(x).float()
-    error = ((got - want).norm() / want.norm()).item()
-    ours = time_us(lambda: mlp(x))
-    theirs = time_us(lambda: bf16_mlp(x, w1, w3, w2))
-    graph, _ = graphed(mlp, x)
-    ours_graph = time_us(graph.replay)
-    graph_bf16, _ = graphed(lambda y: bf16_mlp(y, w1, w3, w2), x)
-    theirs_graph = time_us(graph_bf16.replay)
     arch, name, sms = nvfp4.device_info()
     print(f"device: {name} ({arch}, {sms} SMs); torch {torch.__version__}")
-    print(f"SwiGLU MLP tokens={t} hidden={h} intermediate={i}")
-    print(f"relative error of the NVFP4 block vs bf16 (Frobenius): {error:.4f}")
-    print("| path | eager µs | CUDA graph µs |")
-    print("| --- | --- | --- |")
-    print(f"| nvfp4 (quantize x, dual GEMM, quantize, GEMM) | {ours:.1f} | {ours_graph:.1f} |")
-    print(f"| PyTorch bf16 (3 linears + silu·mul) | {theirs:.1f} | {theirs_graph:.1f} |")
+    if not args.sweep:
+        t, h, i = args.tokens, args.hidden, args.intermediate
+        error, (ours, unfused, theirs), (ours_eager, theirs_eager) = layer(t, h, i)
+        print(f"SwiGLU MLP tokens={t} hidden={h} intermediate={i}")
+        print(f"relative error of the NVFP4 block vs bf16 (Frobenius): {error:.4f}")
+        print("| path | eager µs | CUDA graph µs |")
+        print("| --- | --- | --- |")
+        print(f"| nvfp4 (quantize x, dual GEMM → NVFP4, GEMM) | {ours_eager:.1f} | {ours:.1f} |")
+        print(f"| nvfp4 unfused (…, dual GEMM → fp16, quantize, GEMM) | | {unfused:.1f} |")
+        print(f"| PyTorch bf16 (3 linears + silu·mul) | {theirs_eager:.1f} | {theirs:.1f} |")
+        return
+    print("SwiGLU MLP layer, µs per call from CUDA graphs")
+    print("| model (hidden → intermediate) | tokens | nvfp4 | nvfp4 unfused | bf16 | bf16 / nvfp4 | rel. error |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for h, i, model in SIZES:
+        for t in TOKENS:
+            error, (ours, unfused, theirs), _ = layer(t, h, i)
+            print(
+                f"| {model} ({h} → {i}) | {t} | {ours:.1f} | {unfused:.1f} | {theirs:.1f} | "
+                f"{theirs / ours:.2f}× | {error:.4f} |",
+                flush=True,
+            )
+            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use nvfp4::dual_gemm::DualGemmPlan;
 use nvfp4::gemm::{GemmPlan, GemmShape};
-use nvfp4::gpu::{F16Mut, Gpu, NvFp4Ref};
+use nvfp4::gpu::{F16Mut, Gpu, NvFp4Mut, NvFp4Ref};
 use nvfp4::grouped::{ContiguousAddresses, GroupedLayout, GroupedOp, GroupedPlan, UpWeights};
 use nvfp4::quantize::QuantizeChecks;
 use nvfp4::{DualGemmShape, Error, GlobalScale, NvFp4Matrix};
@@ -294,6 +294,72 @@ fn dual_gemm(
     .map(|()| None)
 }
 
+/// Enqueues `h = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)` written as NVFP4 with
+/// `global_scale` into `outputs = (data, scales)` (`m × n/2` uint8 and the blocked scales),
+/// bit for bit `quantize(dual_gemm(...), global_scale)`. Without `outputs`: checks every input
+/// and returns `(m, n)`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn dual_gemm_nvfp4(
+    stream: u64,
+    a: Tensor,
+    b1: Tensor,
+    b2: Tensor,
+    a_sf: Tensor,
+    b1_sf: Tensor,
+    b2_sf: Tensor,
+    alpha1: f64,
+    alpha2: f64,
+    global_scale: f64,
+    outputs: Option<(Tensor, Tensor)>,
+) -> PyResult<Planned> {
+    let (m, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
+    let (n, _) = tensors::packed("b1", &b1, None, Some(k)).map_err(rejected)?;
+    tensors::packed("b2", &b2, Some(n), Some(k)).map_err(rejected)?;
+    let a_sf_at = tensors::scales("a_sf", &a_sf, m, k).map_err(rejected)?;
+    let b1_sf_at = tensors::scales("b1_sf", &b1_sf, n, k).map_err(rejected)?;
+    let b2_sf_at = tensors::scales("b2_sf", &b2_sf, n, k).map_err(rejected)?;
+    let alpha_gate = tensors::scale("alpha1", alpha1).map_err(rejected)?;
+    let alpha_up = tensors::scale("alpha2", alpha2).map_err(rejected)?;
+    let global = tensors::scale("global_scale", global_scale).map_err(rejected)?;
+    let Some((data, scales)) = outputs else {
+        return Ok(Some((m, n)));
+    };
+    tensors::packed("data", &data, Some(m), Some(n)).map_err(rejected)?;
+    let scales_at = tensors::scales("scales", &scales, m, n).map_err(rejected)?;
+    let device = tensors::device(&[
+        ("a", Some(&a)),
+        ("b1", Some(&b1)),
+        ("b2", Some(&b2)),
+        ("a_sf", Some(&a_sf)),
+        ("b1_sf", Some(&b1_sf)),
+        ("b2_sf", Some(&b2_sf)),
+        ("data", Some(&data)),
+        ("scales", Some(&scales)),
+    ])
+    .map_err(rejected)?;
+    let shape = (m, n, k);
+    with_device(device, stream, |d| {
+        // SAFETY: the tensors were checked above.
+        let (a, b1, b2, h) = unsafe {
+            (
+                NvFp4Ref::from_raw(a.0, a_sf_at, m, k, None)?,
+                NvFp4Ref::from_raw(b1.0, b1_sf_at, n, k, Some(alpha_gate))?,
+                NvFp4Ref::from_raw(b2.0, b2_sf_at, n, k, Some(alpha_up))?,
+                NvFp4Mut::from_raw(data.0, scales_at, m, n, global)?,
+            )
+        };
+        let plan = match d.dual.entry(shape) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(d.gpu.plan_dual_gemm(DualGemmShape { m, n, k })?)
+            }
+        };
+        plan.launch_nvfp4_views(&d.gpu, a, b1, b2, h)
+    })
+    .map(|()| None)
+}
+
 /// Enqueues `out = alpha · a·bᵀ` (float16 `m × n`). Without `out`: checks every input and
 /// returns `(m, n)`.
 #[pyfunction]
@@ -541,6 +607,7 @@ fn _nvfp4(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(grouped_status, module)?)?;
     module.add_function(wrap_pyfunction!(dequantize, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm, module)?)?;
+    module.add_function(wrap_pyfunction!(dual_gemm_nvfp4, module)?)?;
     module.add_function(wrap_pyfunction!(gemm, module)?)?;
     module.add_function(wrap_pyfunction!(grouped, module)?)?;
     module.add_function(wrap_pyfunction!(quantize_host, module)?)?;

@@ -22,7 +22,7 @@ def test_the_package_imports_and_reports_the_driver():
     assert isinstance(_nvfp4.driver_available(), bool)
     for name in nvfp4.__all__:
         assert callable(getattr(nvfp4, name))
-    for op in ["quantize", "dequantize", "dual_gemm", "gemm", "grouped", "dual_gemm_out", "grouped_out"]:
+    for op in ["quantize", "dequantize", "dual_gemm", "gemm", "grouped", "dual_gemm_out", "grouped_out", "dual_gemm_nvfp4", "dual_gemm_nvfp4_out"]:
         assert hasattr(torch.ops.nvfp4, op)
 
 
@@ -73,6 +73,8 @@ def test_host_quantizer_returns_the_layouts_sizes_and_rejects_bad_input():
         (lambda: nvfp4.grouped_gemm(packed(8, 64), torch.zeros(2, 64, 32, dtype=torch.uint8), scales(8, 64), torch.zeros((2,) + nvfp4.scale_shape(64, 64), dtype=torch.uint8), torch.zeros(3, dtype=torch.int32), torch.zeros(3, dtype=torch.int32), 0.5), "`alpha`", "torch.Tensor"),
         (lambda: nvfp4.grouped_dual_gemm(packed(8, 64), torch.zeros(2, 128, 32, dtype=torch.uint8), None, scales(8, 64), torch.zeros((2,) + nvfp4.scale_shape(128, 64), dtype=torch.uint8), None, torch.zeros(3, dtype=torch.int32), torch.zeros(3, dtype=torch.int32)), "`b3`", "grouped_dual_gemm_w13"),
         (lambda: nvfp4.dual_gemm(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), None), "`alpha1`", "number"),
+        (lambda: nvfp4.dual_gemm_nvfp4(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), global_scale=0.0), "`global_scale`", "finite and positive"),
+        (lambda: nvfp4.dual_gemm_nvfp4(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), global_scale=1.0, out=(packed(8, 32), scales(8, 64))), "`data`", "shape|k/2|rows"),
     ],
 )
 def test_bad_arguments_raise_value_errors_naming_the_argument_and_the_rule(call, arg, rule):

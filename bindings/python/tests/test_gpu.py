@@ -81,6 +81,23 @@ def test_dual_gemm_and_gemm_match_the_reference(cuda, m, n, k):
     torch.testing.assert_close(again, plain, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("m, n, k", [(1, 256, 512), (13, 512, 576), (130, 256, 2880), (300, 1024, 1024)])
+def test_dual_gemm_nvfp4_is_the_quantized_dual_gemm_bit_for_bit(cuda, m, n, k):
+    g = torch.Generator(device=cuda).manual_seed(m + 3 * n + k)
+    a, b1, b2 = (random_nvfp4(r, k, cuda, g) for r in (m, n, n))
+    fp16 = nvfp4.dual_gemm(a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.03, 0.02)
+    fitted = fp16.abs().max().item() / 2688.0
+    for scale in [fitted, fitted / 64.0, fitted * 512.0]:
+        want = nvfp4.quantize(fp16, scale)
+        data = torch.full((m, n // 2), 0xA5, dtype=torch.uint8, device=cuda)
+        scales = torch.full(nvfp4.scale_shape(m, n), 0x5A, dtype=torch.uint8, device=cuda).view(torch.float8_e4m3fn)
+        got = nvfp4.dual_gemm_nvfp4(a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.03, 0.02, global_scale=scale, out=(data, scales))
+        assert torch.equal(got[0], want[0]), (m, n, k, scale)
+        assert torch.equal(got[1].view(torch.uint8), want[1].view(torch.uint8)), (m, n, k, scale)
+        again = nvfp4.dual_gemm_nvfp4(a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.03, 0.02, global_scale=scale)
+        assert torch.equal(again[0], want[0]) and torch.equal(again[1].view(torch.uint8), want[1].view(torch.uint8))
+
+
 def test_a_side_stream_and_a_preallocated_output(cuda):
     g = torch.Generator(device=cuda).manual_seed(3)
     a, b1, b2 = (random_nvfp4(r, 512, cuda, g) for r in (64, 256, 256))
@@ -298,8 +315,7 @@ def test_torch_compile_of_an_mlp_block(cuda):
 
     def block(x):
         xq, xs = nvfp4.quantize(x, 0.02)
-        y = nvfp4.dual_gemm(xq, w1[0], w3[0], xs, w1[1], w3[1], 0.02, 0.02)
-        yq, ys = nvfp4.quantize(y, 0.05)
+        yq, ys = nvfp4.dual_gemm_nvfp4(xq, w1[0], w3[0], xs, w1[1], w3[1], 0.02, 0.02, global_scale=0.05)
         return nvfp4.gemm(yq, w2[0], ys, w2[1], 0.05)
 
     x = torch.randn(t, h, device=cuda, dtype=torch.bfloat16, generator=g)
@@ -320,6 +336,7 @@ def test_opcheck_passes_for_every_op(cuda):
         (torch.ops.nvfp4.dual_gemm.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.1, 0.1)),
         (torch.ops.nvfp4.dual_gemm_out.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.1, 0.1, out)),
         (torch.ops.nvfp4.gemm.default, (a[0], b1[0], a[1], b1[1], 0.1)),
+        (torch.ops.nvfp4.dual_gemm_nvfp4.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.1, 0.1, 0.5)),
     ]
     for op, args in cases:
         torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))

@@ -29,3 +29,12 @@ pub fn opaque(v: u32) -> u32 {
     unsafe { asm!("mov.u32 {o}, {i};", o = out(reg32) out, i = in(reg32) v) };
     out
 }
+
+/// `mov.u64`: [`opaque`] for 64-bit values (addresses).
+#[inline(always)]
+pub fn opaque_u64(v: u64) -> u64 {
+    let out: u64;
+    // SAFETY: a register move; not `pure`, so LLVM does not move or merge it.
+    unsafe { asm!("mov.u64 {o}, {i};", o = out(reg64) out, i = in(reg64) v) };
+    out
+}

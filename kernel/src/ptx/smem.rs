@@ -102,3 +102,13 @@ pub unsafe fn st_v2(addr: u32, v: [u32; 2]) {
         asm!("st.shared.v2.b32 [{p}], {{{a}, {b}}};", p = in(reg32) addr, a = in(reg32) v[0], b = in(reg32) v[1])
     };
 }
+
+/// `st.shared.b16`: 2 bytes.
+///
+/// # Safety
+/// `addr` must be a 2-byte aligned shared address inside the allocation.
+#[inline(always)]
+pub unsafe fn st_b16(addr: u32, v: u16) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { asm!("st.shared.b16 [{p}], {v};", p = in(reg32) addr, v = in(reg16) v) };
+}

@@ -4,6 +4,7 @@
 //! count tiles and fill arguments; the kernels use it for every offset. Which tiles exist is
 //! the registry's (`sm90::registry`).
 
+use crate::common::{NVFP4_TILE_COLUMNS, nvfp4_staging_bytes};
 use crate::grouped::{HEADER_RECORDS, MAX_GROUPS};
 use crate::layout::{ATOM_BYTES, SCALE_BLOCK_K};
 
@@ -409,8 +410,15 @@ pub struct DualGemmArgs {
     pub b2: *const u8,
     /// B2's blocked scales.
     pub b2_scales: *const u8,
-    /// C, `m × n` fp16.
+    /// C, `m × n` fp16; for the NVFP4-output entries (`registry::DenseEpilogue::GatedNvfp4`),
+    /// C's packed e2m1 data instead (`m × n/2` bytes).
     pub out: *mut u16,
+    /// The NVFP4-output entries' C scales (`BlockedScales::new(m, n)`, padding written as
+    /// zeros): their epilogue writes C as NVFP4 (`crate::epilogue::Nvfp4Tile`), staged in the
+    /// tile's last decoded slice. Ignored (null) by the other entries.
+    pub out_scales: *mut u8,
+    /// C's global scale for the NVFP4-output entries (finite, positive).
+    pub out_global_scale: f32,
     /// Stream-K partial sums: two slots of [`partial_slot_bytes`] per CTA.
     pub workspace: *mut u32,
     /// Publication flags of the partial-sum slots (one u32 per slot, see `schedule::Ticket`).
@@ -482,8 +490,13 @@ pub struct DecodeArgs {
     pub b2: *const u8,
     /// B2's blocked scales.
     pub b2_scales: *const u8,
-    /// C, `m × n` fp16.
+    /// C, `m × n` fp16; for the NVFP4-output entries, C's packed e2m1 data (`m × n/2` bytes).
     pub out: *mut u16,
+    /// The NVFP4-output entries' C scales (as [`DualGemmArgs::out_scales`]); those entries take
+    /// [`decode_nvfp4_shared_bytes`] of shared memory. Ignored (null) by the other entries.
+    pub out_scales: *mut u8,
+    /// C's global scale for the NVFP4-output entries.
+    pub out_global_scale: f32,
     /// Partial sums: [`decode_partial_words`]`(m, n, splits)` f32.
     pub partials: *mut u32,
     /// Arrival counters, one per row group (`n / DECODE_GROUP_N`), zero between launches.
@@ -552,6 +565,24 @@ pub const fn decode_verdict_offset(m: u32, steps_per_split: u32) -> u32 {
 pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
     decode_verdict_offset(m, steps_per_split) + 16
 }
+
+/// Offset of the decode-size kernel's NVFP4 output staging: past its own shared memory.
+pub const fn decode_nvfp4_staging_offset(m: u32, steps_per_split: u32) -> u32 {
+    decode_shared_bytes(m, steps_per_split).next_multiple_of(16)
+}
+
+/// Dynamic shared memory of the decode-size kernel with NVFP4 output: its own, then the
+/// staging of [`DECODE_MAX_TOKENS`] token rows.
+pub const fn decode_nvfp4_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
+    decode_nvfp4_staging_offset(m, steps_per_split) + nvfp4_staging_bytes(DECODE_MAX_TOKENS)
+}
+
+const _: () = assert!(
+    DECODE_GROUP_N == NVFP4_TILE_COLUMNS
+        && TILE_N == NVFP4_TILE_COLUMNS
+        && nvfp4_staging_bytes(64) == Tile { tokens: 64 }.decoded_slice_bytes(),
+    "the gated tiles and decode row groups write NVFP4 through one staging shape, a decoded slice's"
+);
 
 /// Arguments of the token pre-decoder (`sm90::registry::PREDECODE_TOKENS`).
 #[repr(C)]

@@ -15,16 +15,18 @@
 //! The split's reduction: every CTA stores its f32 partial sums, and the last CTA of a row group
 //! to arrive (an acq_rel counter per row group, which that CTA resets to zero) adds all splits'
 //! sums in split order and writes `silu(α_gate·g) ⊙ (α_up·u)` (plain: `α_gate·(g + u)`) as
-//! fp16: the result does not
-//! depend on which CTA comes last, and no second launch is needed.
+//! fp16, or (the NVFP4 entries, gated) as NVFP4 through a shared staging of the row group's
+//! outputs ([`Nvfp4Tile`]): the result does not depend on which CTA comes last, and no second
+//! launch is needed.
 
-use crate::epilogue::silu;
+use crate::epilogue::{Nvfp4Tile, silu};
 use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, fence, mem, mma, smem, sreg};
 use crate::sm90::config::{
     DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP,
     DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
-    K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset, stage_block,
+    K_PER_SLICE, decode_nvfp4_staging_offset, decode_steps, decode_token_pitch, decode_token_tiles,
+    decode_verdict_offset, stage_block,
 };
 use crate::sm90::registry;
 use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
@@ -78,40 +80,44 @@ impl RowChunk {
 }
 
 macro_rules! decode_entry {
-    ($tiles:literal, $name:ident, $gated:literal) => {
+    ($tiles:literal, $name:ident, $gated:literal, $nvfp4:literal) => {
         /// The decode-size dual GEMM (or plain GEMM) for up to `8 · token_tiles` tokens (see
         /// the module doc).
         ///
         /// # Safety
         /// Arguments must satisfy [`DecodeArgs`]' contract with `decode_token_tiles(m)` equal
         /// to the entry's token tiles, launched with `DECODE_WARPS · 32` threads per CTA and
-        /// [`crate::sm90::config::decode_shared_bytes`] of dynamic shared memory.
+        /// [`crate::sm90::config::decode_shared_bytes`] of dynamic shared memory
+        /// ([`crate::sm90::config::decode_nvfp4_shared_bytes`] for NVFP4 output).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
             // SAFETY: forwarded.
-            unsafe { decode::<$tiles, $gated>(args) }
+            unsafe { decode::<$tiles, $gated, $nvfp4>(args) }
         }
     };
 }
 
 macro_rules! decode_entries {
-    ($($tiles:literal $name:ident $plain:ident;)*) => {$(
-        decode_entry!($tiles, $name, true);
-        decode_entry!($tiles, $plain, false);
+    ($($tiles:literal $name:ident $nvfp4:ident $plain:ident;)*) => {$(
+        decode_entry!($tiles, $name, true, false);
+        decode_entry!($tiles, $nvfp4, true, true);
+        decode_entry!($tiles, $plain, false, false);
     )*};
 }
 
 registry::decode_entries!(decode_entries);
 
 /// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`),
-/// the dual GEMM if `GATED`, else the plain GEMM (whose `b2` is ignored).
+/// the dual GEMM if `GATED` (written as NVFP4 if `NVFP4`), else the plain GEMM (whose `b2` is
+/// ignored).
 /// One step's weight loads are in flight while a step is decoded: two (the most that fit in 64
 /// registers, one tile) measured slower (perf log entry 31).
 ///
 /// # Safety
 /// As the entry points.
 #[inline(always)]
-unsafe fn decode<const TILES: usize, const GATED: bool>(args: DecodeArgs) {
+unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool>(args: DecodeArgs) {
+    const { assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's") };
     let DecodeArgs {
         a,
         a_scales,
@@ -120,6 +126,8 @@ unsafe fn decode<const TILES: usize, const GATED: bool>(args: DecodeArgs) {
         b2,
         b2_scales,
         out,
+        out_scales,
+        out_global_scale,
         partials,
         arrivals,
         m,
@@ -356,29 +364,67 @@ unsafe fn decode<const TILES: usize, const GATED: bool>(args: DecodeArgs) {
             }
         }
         fence::sync_threads();
-        if half != 0 {
+        // The second half's sums are in; only the NVFP4 output's barriers still need it.
+        if half != 0 && !NVFP4 {
             return;
         }
-        // SAFETY: as above, written before the barrier.
-        let (g, u) = unsafe { (smem::ld_v4(at), smem::ld_v4(at + 16)) };
-        for i in 0..4 {
-            gate[i] += f32::from_bits(g[i]);
-            up[i] += f32::from_bits(u[i]);
+        if half == 0 {
+            // SAFETY: as above, written before the barrier.
+            let (g, u) = unsafe { (smem::ld_v4(at), smem::ld_v4(at + 16)) };
+            for i in 0..4 {
+                gate[i] += f32::from_bits(g[i]);
+                up[i] += f32::from_bits(u[i]);
+            }
         }
     }
-    let first_row = group * DECODE_GROUP_N + warp * DECODE_ROWS_PER_WARP;
-    for i in 0..4u32 {
-        let row = first_row + g + 8 * (i / 2);
+    // Output `i` of this thread: its token, its column in the row group and its value.
+    let first_row = warp * DECODE_ROWS_PER_WARP;
+    let output = |i: u32| {
+        let column = first_row + g + 8 * (i / 2);
         let token = tile * DECODE_TOKEN_TILE + 2 * t + i % 2;
-        if token < m {
-            let (gate, up) = (gate[i as usize], up[i as usize]);
-            let value = if GATED {
-                silu(alpha_gate * gate) * (alpha_up * up)
-            } else {
-                alpha_gate * (gate + up)
-            };
-            // SAFETY: inside C (token < m, row < n).
-            unsafe { mem::st_global_b16(out.add((token * n + row) as usize), cvt::f32_to_f16_rn(value)) };
+        let (gate, up) = (gate[i as usize], up[i as usize]);
+        let value = if GATED {
+            silu(alpha_gate * gate) * (alpha_up * up)
+        } else {
+            alpha_gate * (gate + up)
+        };
+        (token, column, value)
+    };
+    if !NVFP4 {
+        for i in 0..4u32 {
+            let (token, column, value) = output(i);
+            if token < m {
+                let row = group * DECODE_GROUP_N + column;
+                // SAFETY: inside C (token < m, row < n).
+                unsafe { mem::st_global_b16(out.add((token * n + row) as usize), cvt::f32_to_f16_rn(value)) };
+            }
+        }
+        return;
+    }
+    let reducing = half == 0;
+    // NVFP4 output (gated launches only): the row group's 64 outputs of every token, staged past
+    // the kernel's own shared memory (the host launches with the staging's bytes added).
+    let staging = smem::base() + decode_nvfp4_staging_offset(m, steps_per_split);
+    for i in 0..4u32 {
+        let (token, column, value) = output(i);
+        if reducing && token < m {
+            // SAFETY: token < m ≤ 16, column < 64: inside the staging.
+            unsafe { Nvfp4Tile::stage(staging, token, column, value) };
         }
     }
+    fence::sync_threads();
+    let data_pitch = n / 2;
+    let tile_out = Nvfp4Tile {
+        data: (out as *mut u8).wrapping_add((group * DECODE_GROUP_N / 2) as usize),
+        data_pitch,
+        scales: out_scales,
+        layout: BlockedScales::new(m as usize, n as usize),
+        scale_row: 0,
+        first_block: group * DECODE_GROUP_N / SCALE_BLOCK_K as u32,
+        tokens: m,
+        padding: Nvfp4Tile::padding_rows(m, 0, m),
+        global_scale: out_global_scale,
+    };
+    // SAFETY: every token of the row group staged above; C's buffers hold `m × n` (contract).
+    unsafe { tile_out.encode(staging, thread, DECODE_WARPS * 32) };
 }

@@ -5,7 +5,9 @@
 //!
 #![doc = include_str!("../../../docs/sm90-kernels.md")]
 
-use crate::ptx::{fence, smem, sreg, wgmma};
+use crate::epilogue::Nvfp4Tile;
+use crate::layout::{BlockedScales, SCALE_BLOCK_K};
+use crate::ptx::{fence, reg, smem, sreg, wgmma};
 use crate::schedule::{StreamK, TileGrid, TileSpan, UniformTiles};
 use crate::sm90::config::{self, DualGemmArgs, K_PER_STAGE, Tile, tile_n};
 use crate::sm90::mainloop::{
@@ -13,9 +15,10 @@ use crate::sm90::mainloop::{
 };
 use crate::sm90::registry;
 
-/// A dense dual GEMM (`GATED`) or plain GEMM: one problem, tiles numbered token tile fastest.
-/// A plain problem reads only `b1` (its up halves are `b1` shifted by 8 rows).
-struct DenseProblem<'a, M, const GATED: bool> {
+/// A dense dual GEMM (`GATED`; with NVFP4 output if `NVFP4`) or plain GEMM: one problem, tiles
+/// numbered token tile fastest. A plain problem reads only `b1` (its up halves are `b1` shifted
+/// by 8 rows).
+struct DenseProblem<'a, M, const GATED: bool, const NVFP4: bool> {
     args: &'a DualGemmArgs,
     grid: TileGrid,
     /// The generic address of `args.a_map` in parameter space (computed where it is used: it
@@ -23,9 +26,13 @@ struct DenseProblem<'a, M, const GATED: bool> {
     token_map: M,
 }
 
-impl<M: Fn() -> u64, const GATED: bool> Problem for DenseProblem<'_, M, GATED> {
+impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for DenseProblem<'_, M, GATED, NVFP4> {
     type Space = UniformTiles;
     const GATED: bool = GATED;
+    const NVFP4_OUT: bool = {
+        assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's");
+        NVFP4
+    };
 
     #[inline(always)]
     fn token_map(&self) -> u64 {
@@ -86,6 +93,27 @@ impl<M: Fn() -> u64, const GATED: bool> Problem for DenseProblem<'_, M, GATED> {
     }
 
     #[inline(always)]
+    fn nvfp4_tile(&self, job: &TileJob) -> Nvfp4Tile {
+        let a = self.args;
+        let data_pitch = a.n / 2;
+        // Opaque copies: LLVM would otherwise compute parts of the threads' output addresses
+        // before the mainloop and keep them live across it (the 256-token tile spills).
+        let (token_row, n0) = (reg::opaque(job.token_row), reg::opaque(job.n0));
+        let out = reg::opaque_u64(a.out as u64) as *mut u8;
+        Nvfp4Tile {
+            data: out.wrapping_add(token_row as usize * data_pitch as usize + (n0 / 2) as usize),
+            data_pitch,
+            scales: a.out_scales,
+            layout: BlockedScales::new(a.m as usize, a.n as usize),
+            scale_row: token_row,
+            first_block: n0 / SCALE_BLOCK_K as u32,
+            tokens: job.tokens,
+            padding: Nvfp4Tile::padding_rows(a.m, token_row, job.tokens),
+            global_scale: a.out_global_scale,
+        }
+    }
+
+    #[inline(always)]
     fn packed_tokens(&self) -> Option<PackedTokens> {
         Some(PackedTokens {
             scales: self.args.a_scales,
@@ -97,7 +125,7 @@ impl<M: Fn() -> u64, const GATED: bool> Problem for DenseProblem<'_, M, GATED> {
 
 /// The kernel body for `2·ACC` tokens per tile with `SETS` accumulator sets and the tile's
 /// register split; `PREDECODED`: the tile takes pre-decoded tokens; `GATED`: the dual GEMM,
-/// else the plain GEMM.
+/// else the plain GEMM; `NVFP4`: the dual GEMM writes NVFP4.
 #[inline(always)]
 unsafe fn dual_gemm<
     const ACC: usize,
@@ -107,6 +135,7 @@ unsafe fn dual_gemm<
     const PRODUCER: u32,
     const PREDECODED: bool,
     const GATED: bool,
+    const NVFP4: bool,
 >(
     args: &DualGemmArgs,
     token_map: impl Fn() -> u64,
@@ -144,7 +173,7 @@ unsafe fn dual_gemm<
     // shape has the two waves of tiles they need.
     let split = StreamK::new(space, sreg::grid_dim_x(), 0);
     let work = Work::new(split, &shared, args.workspace, args.flags, args.abort);
-    let problem = DenseProblem::<_, GATED> {
+    let problem = DenseProblem::<_, GATED, NVFP4> {
         args,
         grid,
         token_map,
@@ -158,7 +187,7 @@ unsafe fn dual_gemm<
 }
 
 macro_rules! entry_point {
-    ($name:ident, $tokens:literal, $mma:path, $gated:literal) => {
+    ($name:ident, $tokens:literal, $mma:path, $gated:literal, $nvfp4:literal) => {
         /// The sm_90a dual GEMM (or plain GEMM) for one token-tile width (see the module doc
         /// for the contract).
         ///
@@ -181,6 +210,7 @@ macro_rules! entry_point {
                     { REGISTERS.producer },
                     { TILE.predecoded_tokens() },
                     $gated,
+                    $nvfp4,
                 >(
                     &args,
                     || crate::ptx::kernel_param_address!($name, core::mem::offset_of!(DualGemmArgs, a_map)),
@@ -191,12 +221,14 @@ macro_rules! entry_point {
     };
 }
 
-/// Defines the dense entries (dual and plain) of every tile in the registry.
+/// Defines the dense entries (dual, dual with NVFP4 output, plain) of every tile in the
+/// registry.
 macro_rules! dense_entries {
-    ($($tokens:literal $mma:ident $dense:ident $dense_plain:ident ($($grouped:ident)*);)*) => {
+    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident ($($grouped:ident)*);)*) => {
         $(
-            entry_point!($dense, $tokens, wgmma::$mma, true);
-            entry_point!($dense_plain, $tokens, wgmma::$mma, false);
+            entry_point!($dense, $tokens, wgmma::$mma, true, false);
+            entry_point!($dense_nvfp4, $tokens, wgmma::$mma, true, true);
+            entry_point!($dense_plain, $tokens, wgmma::$mma, false, false);
         )*
     };
 }

@@ -3,6 +3,7 @@
 //! design is in `docs/sm90-kernels.md` (shown as `nvfp4_kernel::design::sm90` by `cargo doc`),
 //! section "Grouped GEMM and grouped dual GEMM".
 
+use crate::epilogue::Nvfp4Tile;
 use crate::grouped::{GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS};
 use crate::layout::BlockedScales;
 use crate::prepare;
@@ -56,6 +57,7 @@ struct GroupedProblem<'a, M, const GATED: bool> {
 impl<M: Fn() -> u64, const GATED: bool> Problem for GroupedProblem<'_, M, GATED> {
     type Space = GroupedTiles<SharedGroups>;
     const GATED: bool = GATED;
+    const NVFP4_OUT: bool = false;
 
     #[inline(always)]
     fn token_map(&self) -> u64 {
@@ -94,6 +96,11 @@ impl<M: Fn() -> u64, const GATED: bool> Problem for GroupedProblem<'_, M, GATED>
     #[inline(always)]
     fn packed_tokens(&self) -> Option<PackedTokens> {
         None
+    }
+
+    #[inline(always)]
+    fn nvfp4_tile(&self, _job: &TileJob) -> Nvfp4Tile {
+        unreachable!("grouped launches write fp16")
     }
 
     type Rows = RowPointers;
@@ -220,7 +227,7 @@ macro_rules! entry_point {
 /// Defines the grouped entries of every tile in the registry that has them: all gated (dual)
 /// kernels, then all plain ones.
 macro_rules! grouped_entries {
-    ($($tokens:literal $mma:ident $dense:ident $dense_plain:ident ($($gated:ident $plain:ident)?);)*) => {
+    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident ($($gated:ident $plain:ident)?);)*) => {
         $($(entry_point!($gated, true, $tokens, wgmma::$mma);)?)*
         $($(entry_point!($plain, false, $tokens, wgmma::$mma);)?)*
     };

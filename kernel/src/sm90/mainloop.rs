@@ -11,8 +11,9 @@
 //! * plain tiles ([`config::PLAIN_TILE_N`] = 128 outputs): the halves are outputs `n` and `n + 8`
 //!   of the same matrix ([`config::PLAIN_UP_ROW_OFFSET`]).
 
+use crate::common::NVFP4_STAGING_PITCH;
 use crate::desc::{sw128_in_row, sw128_offset, sw128_row, wgmma_desc_sw128_k_major};
-use crate::epilogue::silu;
+use crate::epilogue::{Nvfp4Tile, silu};
 use crate::layout::{ATOM_BYTES, ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, warp, wgmma};
 use crate::ring::RingPosition;
@@ -91,6 +92,9 @@ pub(crate) trait Problem {
     type Space: TileSpace + Copy;
     /// Gated (SiLU·up of gate/up row pairs) or plain tiles.
     const GATED: bool;
+    /// Whether the tiles write NVFP4 ([`Problem::nvfp4_tile`]) instead of fp16 through
+    /// `TileJob::out` (gated problems only: plain tiles hold 128 outputs).
+    const NVFP4_OUT: bool;
     /// Generic address of the token operand's tensor map.
     fn token_map(&self) -> u64;
     /// The tile `span` of a launch with `tile.tokens` tokens per tile.
@@ -121,6 +125,9 @@ pub(crate) trait Problem {
         }
         w
     }
+
+    /// Where `job`'s tile writes its NVFP4 output (problems with [`Problem::NVFP4_OUT`]).
+    fn nvfp4_tile(&self, job: &TileJob) -> Nvfp4Tile;
 }
 
 /// The stream-K share of this CTA: the split, its virtual CTA (none: no share), where the
@@ -213,6 +220,8 @@ impl Shared {
     }
 }
 
+/// Named barrier of the consumer threads around an NVFP4 epilogue's staging.
+const EPILOGUE_BARRIER: u32 = 2;
 /// Threads of the consumer warpgroups (they meet at [`FIXUP_BARRIER`]).
 const CONSUMER_THREADS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS;
 /// Named barrier of the stream-K fix-up (barrier 0 is the CTA-wide barrier of the setup).
@@ -989,7 +998,10 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             current = next;
         }
         wgmma::wait_group::<0>();
-        release_previous(shared, &decoded);
+        // An NVFP4 epilogue stages its tile in the segment's last decoded slice: released after it.
+        if !P::NVFP4_OUT {
+            release_previous(shared, &decoded);
+        }
         // Constant indices only (an iterator over the sets moves them to local memory).
         let mut acc = sets[0];
         let mut add_set = |set: usize| {
@@ -1011,8 +1023,22 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         // SAFETY: the workspace and flags were sized by the host plan for this split.
         let finishes_tile = segment.count == 1 || unsafe { fix_up(work, &segment, &mut acc, thread) };
         if finishes_tile {
-            // SAFETY: outputs are checked against the tile's tokens and N.
-            unsafe { epilogue(&job, &acc, lane, P::GATED) };
+            // SAFETY (both): outputs are checked against the tile's tokens and N; the staging
+            // is the consumers' own.
+            // The NVFP4 tile is computed after the staging (its fields would otherwise stay
+            // live across it, and spill).
+            if P::NVFP4_OUT {
+                let target = || problem.nvfp4_tile(&job);
+                let staging = shared.decoded_slice(previous_stage(&decoded));
+                unsafe { nvfp4_epilogue(&job, &acc, lane, target, staging, thread) }
+            } else {
+                unsafe { epilogue(&job, &acc, lane, P::GATED) }
+            }
+        }
+        if P::NVFP4_OUT {
+            // The staging's generic writes before the slice's next asynchronous (TMA) fill.
+            fence::proxy_async_shared();
+            release_previous(shared, &decoded);
         }
     }
 }
@@ -1111,12 +1137,17 @@ unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
     true
 }
 
+/// The decoded slice before `position`.
+#[inline(always)]
+fn previous_stage(position: &RingPosition<DECODED_STAGES>) -> u32 {
+    (position.stage + DECODED_STAGES - 1) % DECODED_STAGES
+}
+
 /// Releases the decoded slice before `position` (its wgmmas have completed).
 #[inline(always)]
 fn release_previous(shared: &Shared, position: &RingPosition<DECODED_STAGES>) {
-    let previous = (position.stage + DECODED_STAGES - 1) % DECODED_STAGES;
     // SAFETY: barrier initialized.
-    unsafe { mbarrier::arrive(shared.decoded_empty(previous)) };
+    unsafe { mbarrier::arrive(shared.decoded_empty(previous_stage(position))) };
 }
 
 /// This thread's outputs. Accumulator `4q + e` is the gate row's and `4q + 2 + e` the up row's
@@ -1156,4 +1187,46 @@ unsafe fn epilogue<const ACC: usize>(job: &TileJob, acc: &[f32; ACC], lane: &Con
         }
     };
     unrolled32!(ACC / 4, |q| { stores(q) });
+}
+
+/// The gated epilogue writing NVFP4 (`C` quantized along N, see [`Nvfp4Tile`]): every consumer
+/// thread stages its `silu(α_gate · gate) · (α_up · up)` values, then encodes whole blocks.
+/// The staging is the segment's last decoded slice, which the consumers release only after
+/// this (so no other role writes it meanwhile, and the next tile's staging, another slice or
+/// this one refilled, cannot overwrite values a slower thread still encodes); a first barrier
+/// waits for both warpgroups' wgmmas on it.
+///
+/// # Safety
+/// All consumer threads call it together; `staging` holds the staging of the tile's tokens.
+#[inline(always)]
+unsafe fn nvfp4_epilogue<const ACC: usize>(
+    job: &TileJob,
+    acc: &[f32; ACC],
+    lane: &ConsumerLane,
+    out: impl Fn() -> Nvfp4Tile,
+    staging: u32,
+    thread: u32,
+) {
+    // Both consumer warpgroups read the slice (their wgmmas' B operand): each waited for its
+    // own wgmmas only.
+    fence::named_barrier::<EPILOGUE_BARRIER, CONSUMER_THREADS>();
+    // This thread's staging rows 2t and 2t + 1 (token 8q + 2t + e is 8q rows further), from
+    // opaque copies of its lane: LLVM would otherwise compute them before the mainloop and keep
+    // them live across it (spills).
+    let (column, t) = (lane.n_in_tile, lane.t);
+    let rows = [0, 1].map(|e| staging + Nvfp4Tile::staging_offset(2 * t + e, column));
+    unrolled32!(ACC / 4, |q| {
+        for e in 0..2 {
+            let token = 8 * q as u32 + 2 * t + e as u32;
+            if token < job.tokens {
+                let (gate, up) = (acc[4 * q + e], acc[4 * q + 2 + e]);
+                let at = rows[e] + 8 * q as u32 * NVFP4_STAGING_PITCH;
+                // SAFETY: token < the tile's tokens, column < its 64 outputs.
+                unsafe { Nvfp4Tile::stage_at(at, silu(job.alpha_gate * gate) * (job.alpha_up * up)) };
+            }
+        }
+    });
+    fence::named_barrier::<EPILOGUE_BARRIER, CONSUMER_THREADS>();
+    // SAFETY: every existing token staged above (the caller's contract for the rest).
+    unsafe { out().encode(staging, thread, CONSUMER_THREADS) };
 }

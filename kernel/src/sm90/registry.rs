@@ -15,8 +15,9 @@ use crate::sm90::config::{
 };
 
 /// The tiled kernels, smallest tile first, one line per token-tile width:
-/// `tokens wgmma_shape dense_dual_entry dense_plain_entry (grouped_dual_entry
-/// grouped_plain_entry);`, the parentheses empty where the tile has no grouped kernels.
+/// `tokens wgmma_shape dense_dual_entry dense_dual_nvfp4_entry dense_plain_entry
+/// (grouped_dual_entry grouped_plain_entry);`, the parentheses empty where the tile has no
+/// grouped kernels.
 ///
 /// The 256-token tile has none: its consumers spill with a grouped problem's per-group row
 /// pointers (ptxas, 240 registers), and it would only pay off for groups of more than 256
@@ -24,17 +25,17 @@ use crate::sm90::config::{
 macro_rules! tiled_entries {
     ($callback:ident) => {
         $callback! {
-            8 m64n8k16 nvfp4_dual_gemm_sm90_t8 nvfp4_gemm_sm90_t8
+            8 m64n8k16 nvfp4_dual_gemm_sm90_t8 nvfp4_dual_gemm_nvfp4_sm90_t8 nvfp4_gemm_sm90_t8
                 (nvfp4_grouped_dual_gemm_sm90_t8 nvfp4_grouped_gemm_sm90_t8);
-            16 m64n16k16 nvfp4_dual_gemm_sm90_t16 nvfp4_gemm_sm90_t16
+            16 m64n16k16 nvfp4_dual_gemm_sm90_t16 nvfp4_dual_gemm_nvfp4_sm90_t16 nvfp4_gemm_sm90_t16
                 (nvfp4_grouped_dual_gemm_sm90_t16 nvfp4_grouped_gemm_sm90_t16);
-            32 m64n32k16 nvfp4_dual_gemm_sm90_t32 nvfp4_gemm_sm90_t32
+            32 m64n32k16 nvfp4_dual_gemm_sm90_t32 nvfp4_dual_gemm_nvfp4_sm90_t32 nvfp4_gemm_sm90_t32
                 (nvfp4_grouped_dual_gemm_sm90_t32 nvfp4_grouped_gemm_sm90_t32);
-            64 m64n64k16 nvfp4_dual_gemm_sm90_t64 nvfp4_gemm_sm90_t64
+            64 m64n64k16 nvfp4_dual_gemm_sm90_t64 nvfp4_dual_gemm_nvfp4_sm90_t64 nvfp4_gemm_sm90_t64
                 (nvfp4_grouped_dual_gemm_sm90_t64 nvfp4_grouped_gemm_sm90_t64);
-            128 m64n128k16 nvfp4_dual_gemm_sm90_t128 nvfp4_gemm_sm90_t128
+            128 m64n128k16 nvfp4_dual_gemm_sm90_t128 nvfp4_dual_gemm_nvfp4_sm90_t128 nvfp4_gemm_sm90_t128
                 (nvfp4_grouped_dual_gemm_sm90_t128 nvfp4_grouped_gemm_sm90_t128);
-            256 m64n256k16 nvfp4_dual_gemm_sm90_t256 nvfp4_gemm_sm90_t256 ();
+            256 m64n256k16 nvfp4_dual_gemm_sm90_t256 nvfp4_dual_gemm_nvfp4_sm90_t256 nvfp4_gemm_sm90_t256 ();
         }
     };
 }
@@ -42,12 +43,12 @@ macro_rules! tiled_entries {
 pub(crate) use tiled_entries;
 
 /// The decode-size kernels (`sm90::decode`), one line per count of 8-token tiles:
-/// `token_tiles dual_entry plain_entry;` (M ≤ 8, M ≤ 16).
+/// `token_tiles dual_entry dual_nvfp4_entry plain_entry;` (M ≤ 8, M ≤ 16).
 macro_rules! decode_entries {
     ($callback:ident) => {
         $callback! {
-            1 nvfp4_dual_gemm_decode_sm90_m8 nvfp4_gemm_decode_sm90_m8;
-            2 nvfp4_dual_gemm_decode_sm90_m16 nvfp4_gemm_decode_sm90_m16;
+            1 nvfp4_dual_gemm_decode_sm90_m8 nvfp4_dual_gemm_nvfp4_decode_sm90_m8 nvfp4_gemm_decode_sm90_m8;
+            2 nvfp4_dual_gemm_decode_sm90_m16 nvfp4_dual_gemm_nvfp4_decode_sm90_m16 nvfp4_gemm_decode_sm90_m16;
         }
     };
 }
@@ -72,6 +73,44 @@ macro_rules! grouped_prepare_entry {
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use grouped_prepare_entry;
 
+/// What a dense kernel's epilogue finishes and writes: each is its own entry point, so that
+/// no kernel carries the registers or branches of an output it does not write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DenseEpilogue {
+    /// The dual GEMM, fp16 out.
+    Gated,
+    /// The dual GEMM, NVFP4 out (`DualGemmArgs::out_scales`, `DecodeArgs::out_scales`).
+    GatedNvfp4,
+    /// The plain GEMM, fp16 out.
+    Plain,
+}
+
+impl DenseEpilogue {
+    /// The fp16-output epilogue of the dual GEMM (`gated`) or the plain GEMM.
+    pub const fn f16(gated: bool) -> Self {
+        if gated { Self::Gated } else { Self::Plain }
+    }
+
+    /// Whether it finishes the dual GEMM.
+    pub const fn gated(self) -> bool {
+        !matches!(self, Self::Plain)
+    }
+
+    /// Whether it writes NVFP4.
+    pub const fn nvfp4(self) -> bool {
+        matches!(self, Self::GatedNvfp4)
+    }
+
+    /// Its name in messages.
+    pub const fn operation(self) -> &'static str {
+        match self {
+            Self::Gated => "dual GEMM",
+            Self::GatedNvfp4 => "dual GEMM with NVFP4 output",
+            Self::Plain => "GEMM",
+        }
+    }
+}
+
 /// One token-tile width and its kernels.
 #[derive(Clone, Copy, Debug)]
 pub struct TiledEntries {
@@ -79,6 +118,8 @@ pub struct TiledEntries {
     pub tile: Tile,
     /// The dense dual GEMM.
     pub dense: Kernel<DualGemmArgs>,
+    /// The dense dual GEMM writing NVFP4.
+    pub dense_nvfp4: Kernel<DualGemmArgs>,
     /// The dense (plain) GEMM: the same kernel with a one-product epilogue.
     pub dense_plain: Kernel<DualGemmArgs>,
     /// The grouped dual GEMM and the grouped (plain) GEMM, if the tile has them.
@@ -97,11 +138,12 @@ pub struct GroupedEntries {
 impl TiledEntries {
     /// The kernels of `tile` under these names. Every tiled entry runs `tile.threads()` threads
     /// with `.minnctapersm 1`, which lets `setmaxnreg` move registers between its warpgroups.
-    const fn new(tile: Tile, dense: [&'static str; 2], grouped: Option<[&'static str; 2]>) -> Self {
+    const fn new(tile: Tile, dense: [&'static str; 3], grouped: Option<[&'static str; 2]>) -> Self {
         Self {
             tile,
             dense: Kernel::new(dense[0], tile.threads(), Some(1)),
-            dense_plain: Kernel::new(dense[1], tile.threads(), Some(1)),
+            dense_nvfp4: Kernel::new(dense[1], tile.threads(), Some(1)),
+            dense_plain: Kernel::new(dense[2], tile.threads(), Some(1)),
             grouped: match grouped {
                 Some([gated, plain]) => Some(GroupedEntries {
                     gated: Kernel::new(gated, tile.threads(), Some(1)),
@@ -112,9 +154,18 @@ impl TiledEntries {
         }
     }
 
-    /// The dense kernel, gated (the dual GEMM) or plain.
-    pub const fn dense(&self, gated: bool) -> Kernel<DualGemmArgs> {
-        if gated { self.dense } else { self.dense_plain }
+    /// The dense kernel of `epilogue`.
+    pub const fn dense(&self, epilogue: DenseEpilogue) -> Kernel<DualGemmArgs> {
+        match epilogue {
+            DenseEpilogue::Gated => self.dense,
+            DenseEpilogue::GatedNvfp4 => self.dense_nvfp4,
+            DenseEpilogue::Plain => self.dense_plain,
+        }
+    }
+
+    /// Every dense kernel of the tile.
+    pub const fn dense_kernels(&self) -> [Kernel<DualGemmArgs>; 3] {
+        [self.dense, self.dense_nvfp4, self.dense_plain]
     }
 
     /// The grouped kernel, gated or plain, if the tile has grouped kernels.
@@ -128,12 +179,12 @@ impl TiledEntries {
 }
 
 macro_rules! tiled_table {
-    ($($tokens:literal $mma:ident $dense:ident $dense_plain:ident ($($gated:ident $plain:ident)?);)*) => {
+    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident ($($gated:ident $plain:ident)?);)*) => {
         /// Every tiled entry, smallest tile first ([`tiled_entries!`]).
         pub const TILED: [TiledEntries; [$($tokens),*].len()] = [$(
             TiledEntries::new(
                 Tile { tokens: $tokens },
-                [stringify!($dense), stringify!($dense_plain)],
+                [stringify!($dense), stringify!($dense_nvfp4), stringify!($dense_plain)],
                 grouped_names!($($gated $plain)?),
             ),
         )*];
@@ -159,17 +210,37 @@ pub struct DecodeEntry {
     /// The dual GEMM: `DECODE_WARPS` warps per CTA and [`DECODE_CTAS_PER_SM`] CTAs per SM,
     /// which holds ptxas to 64 registers per thread.
     pub kernel: Kernel<DecodeArgs>,
+    /// The dual GEMM writing NVFP4, launched as the dual GEMM with the staging's shared memory
+    /// added (`config::decode_nvfp4_shared_bytes`).
+    pub nvfp4: Kernel<DecodeArgs>,
     /// The plain GEMM, launched as the dual GEMM.
     pub plain: Kernel<DecodeArgs>,
 }
 
+impl DecodeEntry {
+    /// The kernel of `epilogue`.
+    pub const fn kernel(&self, epilogue: DenseEpilogue) -> Kernel<DecodeArgs> {
+        match epilogue {
+            DenseEpilogue::Gated => self.kernel,
+            DenseEpilogue::GatedNvfp4 => self.nvfp4,
+            DenseEpilogue::Plain => self.plain,
+        }
+    }
+
+    /// Every kernel of the entry.
+    pub const fn kernels(&self) -> [Kernel<DecodeArgs>; 3] {
+        [self.kernel, self.nvfp4, self.plain]
+    }
+}
+
 macro_rules! decode_table {
-    ($($tiles:literal $name:ident $plain:ident;)*) => {
+    ($($tiles:literal $name:ident $nvfp4:ident $plain:ident;)*) => {
         /// The decode-size kernels, one entry per count of token tiles ([`decode_entries!`]).
         pub const DECODE: [DecodeEntry; [$($tiles),*].len()] = [$(
             DecodeEntry {
                 token_tiles: $tiles,
                 kernel: Kernel::new(stringify!($name), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
+                nvfp4: Kernel::new(stringify!($nvfp4), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
                 plain: Kernel::new(stringify!($plain), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
             },
         )*];
@@ -177,13 +248,13 @@ macro_rules! decode_table {
 }
 decode_entries!(decode_table);
 
-/// The decode-size kernel, gated (the dual GEMM) or plain, for `token_tiles` tiles of 8
-/// tokens, if the module has one.
-pub const fn decode(token_tiles: u32, gated: bool) -> Option<Kernel<DecodeArgs>> {
+/// The decode-size kernel of `epilogue` for `token_tiles` tiles of 8 tokens, if the module has
+/// one.
+pub const fn decode(token_tiles: u32, epilogue: DenseEpilogue) -> Option<Kernel<DecodeArgs>> {
     let mut i = 0;
     while i < DECODE.len() {
         if DECODE[i].token_tiles == token_tiles {
-            return Some(if gated { DECODE[i].kernel } else { DECODE[i].plain });
+            return Some(DECODE[i].kernel(epilogue));
         }
         i += 1;
     }
@@ -284,7 +355,7 @@ pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
 }
 
 const fn entry_count() -> usize {
-    2 * TILED.len() + 2 * GROUPED_TILES.len() + 2 * DECODE.len() + 2
+    3 * TILED.len() + 2 * GROUPED_TILES.len() + 3 * DECODE.len() + 2
 }
 
 const fn entry_points() -> [EntryPoint; entry_count()] {
@@ -293,8 +364,9 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
     let mut i = 0;
     while i < TILED.len() {
         out[n] = TILED[i].dense.entry;
-        out[n + 1] = TILED[i].dense_plain.entry;
-        n += 2;
+        out[n + 1] = TILED[i].dense_nvfp4.entry;
+        out[n + 2] = TILED[i].dense_plain.entry;
+        n += 3;
         if let Some(grouped) = TILED[i].grouped {
             out[n] = grouped.gated.entry;
             out[n + 1] = grouped.plain.entry;
@@ -305,8 +377,9 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
     i = 0;
     while i < DECODE.len() {
         out[n] = DECODE[i].kernel.entry;
-        out[n + 1] = DECODE[i].plain.entry;
-        n += 2;
+        out[n + 1] = DECODE[i].nvfp4.entry;
+        out[n + 2] = DECODE[i].plain.entry;
+        n += 3;
         i += 1;
     }
     out[n] = PREDECODE_TOKENS.entry;

@@ -34,6 +34,7 @@ __all__ = [
     "quantize",
     "dequantize",
     "dual_gemm",
+    "dual_gemm_nvfp4",
     "gemm",
     "grouped_gemm",
     "grouped_dual_gemm",
@@ -240,6 +241,67 @@ def dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1: float = 1.0, alpha2: float 
         torch.ops.nvfp4.dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out)
         return out
     return torch.ops.nvfp4.dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2)
+
+
+def _dual_gemm_nvfp4_out(
+    a: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, a_sf: torch.Tensor, b1_sf: torch.Tensor,
+    b2_sf: torch.Tensor, alpha1: float, alpha2: float, global_scale: float, data: torch.Tensor,
+    scales: torch.Tensor,
+) -> None:
+    _nvfp4.dual_gemm_nvfp4(
+        _stream_of(a), _meta("a", a), _meta("b1", b1), _meta("b2", b2), _meta("a_sf", a_sf),
+        _meta("b1_sf", b1_sf), _meta("b2_sf", b2_sf), _float("alpha1", alpha1), _float("alpha2", alpha2),
+        _float("global_scale", global_scale), (_meta("data", data), _meta("scales", scales)),
+    )
+
+
+def _dual_gemm_nvfp4_op_impl(
+    a: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, a_sf: torch.Tensor, b1_sf: torch.Tensor,
+    b2_sf: torch.Tensor, alpha1: float, alpha2: float, global_scale: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    # The inputs' rules first (nothing launched), then the outputs, then the launch.
+    m, n = _nvfp4.dual_gemm_nvfp4(
+        _stream_of(a), _meta("a", a), _meta("b1", b1), _meta("b2", b2), _meta("a_sf", a_sf),
+        _meta("b1_sf", b1_sf), _meta("b2_sf", b2_sf), _float("alpha1", alpha1), _float("alpha2", alpha2),
+        _float("global_scale", global_scale), None,
+    )
+    data = torch.empty((m, n // 2), dtype=torch.uint8, device=a.device)
+    # The kernel writes every scale byte, padding rows as zeros.
+    scales = torch.empty(scale_shape(m, n), dtype=_FP8, device=a.device)
+    _dual_gemm_nvfp4_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale, data, scales)
+    return data, scales
+
+
+torch.library.custom_op("nvfp4::dual_gemm_nvfp4_out", _dual_gemm_nvfp4_out, mutates_args=("data", "scales"))
+_dual_gemm_nvfp4_op = torch.library.custom_op("nvfp4::dual_gemm_nvfp4", _dual_gemm_nvfp4_op_impl, mutates_args=())
+
+
+@_dual_gemm_nvfp4_op.register_fake
+def _(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale):
+    m, n = a.shape[0], b1.shape[0]
+    return a.new_empty((m, n // 2), dtype=torch.uint8), a.new_empty(scale_shape(m, n), dtype=_FP8)
+
+
+def dual_gemm_nvfp4(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1: float = 1.0, alpha2: float = 1.0, *,
+                    global_scale: float, out=None):
+    """:func:`dual_gemm` with its result written as NVFP4: returns ``(data, scales)`` of
+    ``h = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)`` (``m × n/2`` uint8 and the 2-D swizzled
+    float8_e4m3fn scales), bit-identical to ``quantize(dual_gemm(...), global_scale)`` but
+    without the float16 result in memory or the quantization pass — the activations of the
+    MLP's down projection (:func:`gemm` with ``alpha = global_scale · its weights' scale``).
+    ``global_scale`` is static (calibrated, as serving engines calibrate ``input_scale``):
+    values beyond ``2688 · global_scale`` saturate; no non-finite check (an fp16 overflow
+    saturates its block). ``out``: an optional ``(data, scales)`` pair to write. Hopper only
+    for now."""
+    if _eager():
+        if out is None:
+            return _dual_gemm_nvfp4_op_impl(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale)
+        _dual_gemm_nvfp4_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale, *out)
+        return out
+    if out is not None:
+        torch.ops.nvfp4.dual_gemm_nvfp4_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale, *out)
+        return out
+    return torch.ops.nvfp4.dual_gemm_nvfp4(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale)
 
 
 def _gemm_out(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor, alpha: float, out: torch.Tensor) -> None:
