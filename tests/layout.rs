@@ -72,3 +72,45 @@ fn sizes_round_rows_up_to_128_and_k_up_to_64() {
     assert_eq!(BlockedScales::new(256, 7168).len(), 2 * 112 * 512);
     assert_eq!(BlockedScales::new(128, 80).len(), 2 * 512);
 }
+
+/// Emulates the quantizer's padding writes (`ScalePadding`'s items as the kernel stores them)
+/// over a buffer whose real scales are marked, and checks that every padding byte is written
+/// exactly once and no real scale at all.
+#[test]
+fn scale_padding_items_write_every_padding_byte_once_and_no_real_scale() {
+    use nvfp4_kernel::layout::{ATOM_LINE_BYTES, ATOM_LINES, ScalePadding};
+    for rows in [
+        1, 2, 31, 32, 33, 64, 95, 96, 97, 127, 128, 129, 200, 255, 256, 300,
+    ] {
+        for k in [16, 32, 48, 64, 80, 112, 128, 144, 2880, 7168] {
+            let layout = BlockedScales::new(rows, k);
+            let blocks_per_row = k / 16;
+            let mut writes = vec![0u32; layout.len()];
+            let mut real = vec![false; layout.len()];
+            for row in 0..rows {
+                for col in 0..blocks_per_row {
+                    real[layout.offset(row, col)] = true;
+                }
+            }
+            let padding = ScalePadding::new(rows as u32, k as u32);
+            let gap = padding.column_gap.max(1);
+            for item in 0..padding.items() {
+                if item < padding.column_items() {
+                    let (row, g) = (item / gap, item % gap);
+                    writes[layout.offset(row as usize, (padding.blocks_per_row + g) as usize)] += 1;
+                } else {
+                    let line = item - padding.column_items();
+                    let at = padding.line_offset(line) as usize;
+                    let first_word = padding.real_words(line % ATOM_LINES as u32) as usize;
+                    for byte in at + 4 * first_word..at + ATOM_LINE_BYTES {
+                        writes[byte] += 1;
+                    }
+                }
+            }
+            for (at, (&count, &is_real)) in writes.iter().zip(&real).enumerate() {
+                let expected = u32::from(!is_real);
+                assert_eq!(count, expected, "rows {rows}, k {k}, byte {at}: {count} writes");
+            }
+        }
+    }
+}

@@ -5,7 +5,7 @@
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr};
 use half::{bf16, f16};
 use nvfp4_kernel::common::{AmaxArgs, QUANTIZE_STATUS_WORDS, QuantizeArgs, QuantizeStatus};
-use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K};
+use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K, ScalePadding};
 
 use super::{GlobalScale, QuantizeInput};
 use crate::codec::auto_global_scale;
@@ -320,9 +320,9 @@ impl Gpu {
             k: k as u32,
             global_scale: fixed.unwrap_or(1.0),
         };
-        // Threads for the blocks and the scale padding's items: at most one per scale byte
-        // (checked below 2^32 above).
-        let items = scale_bytes as u32;
+        // A thread for each block or each item of the scale padding, whichever are more (the
+        // kernel's two grid-stride loops; both counts below 2^32, checked above).
+        let items = (blocks as u32).max(ScalePadding::new(rows as u32, k as u32).items());
         // SAFETY: the output buffers are sized for `rows × k` (the callers' contracts) and
         // `values` was checked, all 16-byte aligned; the amax kernel ran first on the same stream;
         // the status words are the checks' own, zero between launches.

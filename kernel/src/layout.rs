@@ -88,3 +88,88 @@ impl BlockedScales {
         (row_block * self.k_blocks + k_block) * ATOM_BYTES
     }
 }
+
+/// Bytes of one line of an atom: the scales of rows `r`, `r + 32`, `r + 64`, `r + 96` (one
+/// 4-byte word each) in its four columns.
+pub const ATOM_LINE_BYTES: usize = 16;
+/// Lines in one atom.
+pub const ATOM_LINES: usize = ATOM_BYTES / ATOM_LINE_BYTES;
+
+/// The padding of the blocked scales of a `rows × k` matrix as work items of a kernel that
+/// writes it as zeros (the quantizer), in two runs:
+/// * *column items*: one per padding byte in the columns past `k / 16` of each real row (byte
+///   stores: their words also hold real scales), row-major;
+/// * *line items*: one per line of each atom of the last 128-row block when that block has
+///   padding rows, atom-major: a line's words of padding rows ([`ScalePadding::real_words`]
+///   and up) are zeros, in one 16-byte store when the line holds no real row.
+///
+/// Every padding byte is written by exactly one item, and no item writes a real scale
+/// (`tests/layout.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScalePadding {
+    /// Rows of the matrix.
+    pub rows: u32,
+    /// Real scale columns per row (`k / 16`).
+    pub blocks_per_row: u32,
+    /// Padding columns past them in the last atom column (0 to 3).
+    pub column_gap: u32,
+    /// Atoms per 128-row block (`ceil(k / 64)`).
+    pub k_blocks: u32,
+}
+
+impl ScalePadding {
+    /// The padding of a `rows × k` matrix (`k` a multiple of 16, `rows · k / 16 < 2³¹`).
+    pub const fn new(rows: u32, k: u32) -> Self {
+        let blocks_per_row = k / SCALE_BLOCK_K as u32;
+        let k_blocks = blocks_per_row.div_ceil(ATOM_SCALE_COLS as u32);
+        Self {
+            rows,
+            blocks_per_row,
+            column_gap: ATOM_SCALE_COLS as u32 * k_blocks - blocks_per_row,
+            k_blocks,
+        }
+    }
+
+    /// Column items: `rows · column_gap`.
+    pub const fn column_items(&self) -> u32 {
+        self.rows * self.column_gap
+    }
+
+    /// Line items: every line of the last row block's atoms if that block has padding rows.
+    pub const fn line_items(&self) -> u32 {
+        if self.rows.is_multiple_of(ATOM_ROWS as u32) {
+            0
+        } else {
+            ATOM_LINES as u32 * self.k_blocks
+        }
+    }
+
+    /// All items.
+    pub const fn items(&self) -> u32 {
+        self.column_items() + self.line_items()
+    }
+
+    /// First row of the last 128-row block.
+    pub const fn last_block_row(&self) -> u32 {
+        (self.rows.saturating_sub(1) / ATOM_ROWS as u32) * ATOM_ROWS as u32
+    }
+
+    /// Words of line `line` of the last row block that hold real rows: word `i` holds row
+    /// `last_block_row + line + 32·i`, so words `0..real_words` are real and the rest padding.
+    pub const fn real_words(&self, line: u32) -> u32 {
+        let first = self.last_block_row() + line;
+        if first >= self.rows {
+            0
+        } else {
+            let real = (self.rows - first).div_ceil(ATOM_LINES as u32);
+            if real < 4 { real } else { 4 }
+        }
+    }
+
+    /// Byte offset, in the layout, of line item `item` (`item < line_items`).
+    pub const fn line_offset(&self, item: u32) -> u32 {
+        let (atom, line) = (item / ATOM_LINES as u32, item % ATOM_LINES as u32);
+        let row_block = self.last_block_row() / ATOM_ROWS as u32;
+        (row_block * self.k_blocks + atom) * ATOM_BYTES as u32 + ATOM_LINE_BYTES as u32 * line
+    }
+}

@@ -22,7 +22,7 @@
 
 use crate::codec::{Divisor, E2M1_MAX, SIGN_BIT, auto_global_scale, e2m1_magnitude_code, e2m1_sign_bit};
 use crate::common::{AmaxArgs, QUANTIZE_STATUS_WORDS, QuantizeArgs, QuantizeStatus};
-use crate::layout::{ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
+use crate::layout::{ATOM_LINES, BlockedScales, SCALE_BLOCK_K, ScalePadding};
 use crate::ptx::{cvt, fence, float, mem, simd, sreg, warp};
 use crate::registry;
 
@@ -196,6 +196,9 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
     // elements, 8 data bytes and one scale byte inside them.
     let load = |block: u32| unsafe { E::load(args.values.add(block as usize * SCALE_BLOCK_K * E::BYTES)) };
     let running = args.status.wrapping_add(QuantizeStatus::Running as usize);
+    // Whether this thread updated the running code (it then orders that before its CTA's
+    // arrival).
+    let mut reported = false;
     let mut block = first;
     let mut raw = if block < total_blocks {
         Some(load(block))
@@ -214,6 +217,7 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
             let index = block as u64 * SCALE_BLOCK_K as u64 + first_bad as u64;
             // SAFETY: the status words (host contract).
             unsafe { mem::atom_max_relaxed_gpu_u64(running, u64::MAX - index) };
+            reported = true;
         }
         let (scale_code, words) = encode_block(&values, largest, g);
         let (row, col) = rows.divide(block);
@@ -230,7 +234,7 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
     // SAFETY: the scale buffer holds the whole layout (host contract).
     unsafe { zero_scale_padding(args, layout, first, stride) };
     // SAFETY: the status words (host contract).
-    unsafe { finish_status(args.status) };
+    unsafe { finish_status(args.status, reported) };
 }
 
 /// One block's scale code and packed e2m1 codes from its values and the bits of their largest
@@ -264,35 +268,40 @@ pub(crate) fn encode_f16_block(raw: [[u32; 4]; 2], g: f32) -> (u8, [u32; 2]) {
     encode_block(&F16::widen(raw), F16::largest_magnitude_bits(raw), g)
 }
 
-/// Writes zeros over the padding of the blocked scales, grid-stride over padding items in two
-/// runs: the scale columns past `k / 16` of each row (byte stores: their words also hold real
-/// scales), then the rows past `rows` of the last 128-row block (word stores: four columns).
+/// Writes zeros over the padding of the blocked scales: grid-stride over the items of
+/// [`ScalePadding`] (byte stores for the columns past `k / 16` of the real rows, then a 16-byte
+/// store per line of the last row block that holds no real row, word stores for the padding
+/// words of the others).
 ///
 /// # Safety
-/// `args.scales` holds `BlockedScales::new(rows, k).len()` bytes, 4-byte aligned.
+/// `args.scales` holds `BlockedScales::new(rows, k).len()` bytes, 16-byte aligned.
 #[inline(always)]
 unsafe fn zero_scale_padding(args: &QuantizeArgs, layout: BlockedScales, first: u32, stride: u32) {
-    let (blocks_per_row, padded_columns) = (args.k / SCALE_BLOCK_K as u32, 4 * layout.k_blocks as u32);
-    let column_gap = padded_columns - blocks_per_row;
-    let column_items = args.rows * column_gap;
-    let padded_rows = ATOM_ROWS as u32 * layout.row_blocks as u32 - args.rows;
-    let atoms = layout.k_blocks as u32;
-    let row_items = padded_rows * atoms;
-    // Divisors at least 1 (a zero one has no items): this proves the divisions cannot panic.
-    let (column_gap, atoms) = (column_gap.max(1), atoms.max(1));
+    let padding = ScalePadding::new(args.rows, args.k);
+    let column_items = padding.column_items();
+    // At least 1 (a zero gap has no column items): this proves the division cannot panic.
+    let column_gap = padding.column_gap.max(1);
     let mut item = first;
-    while item < column_items + row_items {
-        // SAFETY: every offset is inside the layout (the caller's contract).
+    while item < padding.items() {
+        // SAFETY: every offset is inside the layout (`ScalePadding`; the caller's contract).
         unsafe {
             if item < column_items {
                 let (row, gap) = (item / column_gap, item % column_gap);
-                let at = layout.offset_u32(row, blocks_per_row + gap);
+                let at = layout.offset_u32(row, padding.blocks_per_row + gap);
                 mem::st_global_b8(args.scales.add(at as usize), 0);
             } else {
-                let word = item - column_items;
-                let (row, atom) = (args.rows + word / atoms, word % atoms);
-                let at = layout.offset_u32(row, 4 * atom);
-                mem::st_global_b32(args.scales.add(at as usize) as *mut u32, 0);
+                let line = item - column_items;
+                let at = args.scales.add(padding.line_offset(line) as usize) as *mut u32;
+                match padding.real_words(line % ATOM_LINES as u32) {
+                    0 => mem::st_global_v4_b32(at, [0; 4]),
+                    real => {
+                        for word in 1..4 {
+                            if word >= real {
+                                mem::st_global_b32(at.add(word as usize), 0);
+                            }
+                        }
+                    }
+                }
             }
         }
         item += stride;
@@ -301,14 +310,19 @@ unsafe fn zero_scale_padding(args: &QuantizeArgs, layout: BlockedScales, first: 
 
 /// Counts this CTA in; the last CTA of the launch moves the running non-finite code into the
 /// result word and leaves the running word and the count at zero ([`QuantizeStatus`]).
+/// `reported`: this thread updated the running code.
 ///
 /// # Safety
 /// `status` holds the [`QUANTIZE_STATUS_WORDS`] words, zero when first used, used by this
 /// launch alone while it runs.
 #[inline(always)]
-unsafe fn finish_status(status: *mut u64) {
-    // Every thread's running-code update happens before its CTA's arrival (the release below).
-    fence::acq_rel_gpu();
+unsafe fn finish_status(status: *mut u64, reported: bool) {
+    // Every running-code update happens before its CTA's arrival (the release below). Only the
+    // threads that made one fence: a fence waits for all of the thread's stores, the data's
+    // too, which the status does not need.
+    if reported {
+        fence::acq_rel_gpu();
+    }
     fence::sync_threads();
     if sreg::thread_idx_x() != 0 {
         return;
