@@ -174,7 +174,11 @@ fn decode_split_fills_one_wave_with_no_empty_split_and_fits_shared_memory() {
             "{n}×{k}: no empty split"
         );
     }
-    assert!(decode_shared_bytes(DECODE_MAX_TOKENS, DECODE_MAX_STEPS_PER_SPLIT) <= MAX_SHARED_BYTES);
+    for nvfp4 in [false, true] {
+        assert!(
+            decode_shared_bytes(DECODE_MAX_TOKENS, DECODE_MAX_STEPS_PER_SPLIT, nvfp4) <= MAX_SHARED_BYTES
+        );
+    }
 }
 
 #[test]

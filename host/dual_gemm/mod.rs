@@ -17,8 +17,8 @@
 use cudarc::driver::CudaSlice;
 use half::f16;
 use nvfp4_kernel::sm90::config::{
-    self as sm90, DECODE_GROUP_N, DECODE_MAX_TOKENS, decode_nvfp4_shared_bytes, decode_partial_words,
-    decode_shared_bytes, decode_token_tiles, padded_k, tile_n,
+    self as sm90, DECODE_GROUP_N, DECODE_MAX_TOKENS, decode_partial_words, decode_shared_bytes,
+    decode_token_tiles, padded_k, tile_n,
 };
 use nvfp4_kernel::sm90::registry::DenseEpilogue;
 use nvfp4_kernel::sm100::config as sm100;
@@ -525,11 +525,7 @@ impl DensePlan {
                     kernels.decode(decode_token_tiles(m32), epilogue)?.launch(
                         stream,
                         grid,
-                        if epilogue.nvfp4() {
-                            decode_nvfp4_shared_bytes(m32, steps_per_split)
-                        } else {
-                            decode_shared_bytes(m32, steps_per_split)
-                        },
+                        decode_shared_bytes(m32, steps_per_split, epilogue.nvfp4()),
                         &args,
                         self.programmatic,
                     )

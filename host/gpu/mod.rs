@@ -346,23 +346,22 @@ impl Sm90Kernels {
         }
         let mut decode = Vec::new();
         for entry in sm90_registry::DECODE {
-            let load =
-                |kernel, shared_bytes: fn(u32, u32) -> u32| -> Result<LoadedKernel<sm90::DecodeArgs>> {
-                    let kernel = LoadedKernel::load(module, kernel)?;
-                    // The most the plans ask for: 16 token rows of the longest split (and the
-                    // NVFP4 output's staging).
-                    kernel.allow_shared_bytes(shared_bytes(
-                        sm90::DECODE_MAX_TOKENS,
-                        sm90::DECODE_MAX_STEPS_PER_SPLIT,
-                    ))?;
-                    Ok(kernel)
-                };
+            let load = |kernel, nvfp4| -> Result<LoadedKernel<sm90::DecodeArgs>> {
+                let kernel = LoadedKernel::load(module, kernel)?;
+                // The most the plans ask for: 16 token rows of the longest split.
+                kernel.allow_shared_bytes(sm90::decode_shared_bytes(
+                    sm90::DECODE_MAX_TOKENS,
+                    sm90::DECODE_MAX_STEPS_PER_SPLIT,
+                    nvfp4,
+                ))?;
+                Ok(kernel)
+            };
             decode.push((
                 entry.token_tiles,
                 [
-                    load(entry.kernel, sm90::decode_shared_bytes)?,
-                    load(entry.nvfp4, sm90::decode_nvfp4_shared_bytes)?,
-                    load(entry.plain, sm90::decode_shared_bytes)?,
+                    load(entry.kernel, false)?,
+                    load(entry.nvfp4, true)?,
+                    load(entry.plain, false)?,
                 ],
             ));
         }

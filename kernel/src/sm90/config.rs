@@ -492,8 +492,8 @@ pub struct DecodeArgs {
     pub b2_scales: *const u8,
     /// C, `m × n` fp16; for the NVFP4-output entries, C's packed e2m1 data (`m × n/2` bytes).
     pub out: *mut u16,
-    /// The NVFP4-output entries' C scales (as [`DualGemmArgs::out_scales`]); those entries take
-    /// [`decode_nvfp4_shared_bytes`] of shared memory. Ignored (null) by the other entries.
+    /// The NVFP4-output entries' C scales (as [`DualGemmArgs::out_scales`]), staged at
+    /// [`DECODE_NVFP4_STAGING_OFFSET`]. Ignored (null) by the other entries.
     pub out_scales: *mut u8,
     /// C's global scale for the NVFP4-output entries.
     pub out_global_scale: f32,
@@ -549,32 +549,35 @@ pub const fn decode_token_pitch(steps_per_split: u32) -> u32 {
 /// reducer thread.
 pub const DECODE_HALVES_BYTES: u32 = DECODE_WARPS_PER_MATRIX * 32 * 32;
 
-/// Byte offset of the decode-size kernel's "last to arrive" verdict word: after every token
-/// row of its tiles for one split (rows past M are zeros) and after the reduction's halves.
-pub const fn decode_verdict_offset(m: u32, steps_per_split: u32) -> u32 {
-    let tokens = decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(steps_per_split);
-    if tokens > DECODE_HALVES_BYTES {
-        tokens
+/// Offset of the decode-size kernel's NVFP4 output staging ([`DECODE_MAX_TOKENS`] token rows),
+/// in the token rows that its last CTA no longer reads after the loop, past the reduction's
+/// halves.
+pub const DECODE_NVFP4_STAGING_OFFSET: u32 = DECODE_HALVES_BYTES;
+
+/// Bytes at the start of the decode-size kernel's shared memory that its last CTA reuses after
+/// the loop: the reduction's halves, and for NVFP4 output (`nvfp4`) the staging.
+pub const fn decode_reused_bytes(nvfp4: bool) -> u32 {
+    if nvfp4 {
+        DECODE_NVFP4_STAGING_OFFSET + nvfp4_staging_bytes(DECODE_MAX_TOKENS)
     } else {
         DECODE_HALVES_BYTES
     }
 }
 
-/// Dynamic shared memory of the decode-size kernel: the token rows (or the reduction's
-/// halves), then the verdict word ([`decode_verdict_offset`]).
-pub const fn decode_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
-    decode_verdict_offset(m, steps_per_split) + 16
+/// Byte offset of the decode-size kernel's "last to arrive" verdict word: after every token
+/// row of its tiles for one split (rows past M are zeros) and after the bytes its last CTA
+/// reuses ([`decode_reused_bytes`]; `nvfp4`: the NVFP4-output entries).
+pub const fn decode_verdict_offset(m: u32, steps_per_split: u32, nvfp4: bool) -> u32 {
+    let tokens = decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(steps_per_split);
+    let reused = decode_reused_bytes(nvfp4);
+    if tokens > reused { tokens } else { reused }
 }
 
-/// Offset of the decode-size kernel's NVFP4 output staging: past its own shared memory.
-pub const fn decode_nvfp4_staging_offset(m: u32, steps_per_split: u32) -> u32 {
-    decode_shared_bytes(m, steps_per_split).next_multiple_of(16)
-}
-
-/// Dynamic shared memory of the decode-size kernel with NVFP4 output: its own, then the
-/// staging of [`DECODE_MAX_TOKENS`] token rows.
-pub const fn decode_nvfp4_shared_bytes(m: u32, steps_per_split: u32) -> u32 {
-    decode_nvfp4_staging_offset(m, steps_per_split) + nvfp4_staging_bytes(DECODE_MAX_TOKENS)
+/// Dynamic shared memory of the decode-size kernel: the token rows (or the bytes reused after
+/// the loop), then the verdict word ([`decode_verdict_offset`]). The NVFP4 output adds none
+/// unless a split's token rows are shorter than its staging.
+pub const fn decode_shared_bytes(m: u32, steps_per_split: u32, nvfp4: bool) -> u32 {
+    decode_verdict_offset(m, steps_per_split, nvfp4) + 16
 }
 
 const _: () = assert!(

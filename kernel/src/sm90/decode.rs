@@ -23,10 +23,10 @@ use crate::epilogue::{Nvfp4Tile, silu};
 use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, fence, mem, mma, smem, sreg};
 use crate::sm90::config::{
-    DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP,
-    DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
-    K_PER_SLICE, decode_nvfp4_staging_offset, decode_steps, decode_token_pitch, decode_token_tiles,
-    decode_verdict_offset, stage_block,
+    DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_NVFP4_STAGING_OFFSET, DECODE_RECORD_WORDS,
+    DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX,
+    DecodeArgs, K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset,
+    stage_block,
 };
 use crate::sm90::registry;
 use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
@@ -87,8 +87,7 @@ macro_rules! decode_entry {
         /// # Safety
         /// Arguments must satisfy [`DecodeArgs`]' contract with `decode_token_tiles(m)` equal
         /// to the entry's token tiles, launched with `DECODE_WARPS · 32` threads per CTA and
-        /// [`crate::sm90::config::decode_shared_bytes`] of dynamic shared memory
-        /// ([`crate::sm90::config::decode_nvfp4_shared_bytes`] for NVFP4 output).
+        /// [`crate::sm90::config::decode_shared_bytes`] of dynamic shared memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
             // SAFETY: forwarded.
@@ -297,7 +296,7 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool>(args:
     }
     fence::acq_rel_gpu();
     fence::sync_threads();
-    let verdict = smem::base() + decode_verdict_offset(m, steps_per_split);
+    let verdict = smem::base() + decode_verdict_offset(m, steps_per_split, NVFP4);
     if thread == 0 {
         // SAFETY: the row group's counter (contract); only the last CTA of this launch writes
         // it back to zero, after every split has counted in.
@@ -402,9 +401,9 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool>(args:
         return;
     }
     let reducing = half == 0;
-    // NVFP4 output (gated launches only): the row group's 64 outputs of every token, staged past
-    // the kernel's own shared memory (the host launches with the staging's bytes added).
-    let staging = smem::base() + decode_nvfp4_staging_offset(m, steps_per_split);
+    // NVFP4 output (gated launches only): the row group's 64 outputs of every token, staged in
+    // token rows no longer read (every warp passed the arrival barrier), past the halves.
+    let staging = smem::base() + DECODE_NVFP4_STAGING_OFFSET;
     for i in 0..4u32 {
         let (token, column, value) = output(i);
         if reducing && token < m {

@@ -99,11 +99,14 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for DenseProb
         // Opaque copies: LLVM would otherwise compute parts of the threads' output addresses
         // before the mainloop and keep them live across it (the 256-token tile spills).
         let (token_row, n0) = (reg::opaque(job.token_row), reg::opaque(job.n0));
-        let out = reg::opaque_u64(a.out as u64) as *mut u8;
+        let (out, scales) = (
+            reg::opaque_u64(a.out as u64),
+            reg::opaque_u64(a.out_scales as u64),
+        );
         Nvfp4Tile {
-            data: out.wrapping_add(token_row as usize * data_pitch as usize + (n0 / 2) as usize),
+            data: (out as *mut u8).wrapping_add(token_row as usize * data_pitch as usize + (n0 / 2) as usize),
             data_pitch,
-            scales: a.out_scales,
+            scales: scales as *mut u8,
             layout: BlockedScales::new(a.m as usize, a.n as usize),
             scale_row: token_row,
             first_block: n0 / SCALE_BLOCK_K as u32,

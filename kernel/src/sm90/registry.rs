@@ -210,8 +210,8 @@ pub struct DecodeEntry {
     /// The dual GEMM: `DECODE_WARPS` warps per CTA and [`DECODE_CTAS_PER_SM`] CTAs per SM,
     /// which holds ptxas to 64 registers per thread.
     pub kernel: Kernel<DecodeArgs>,
-    /// The dual GEMM writing NVFP4, launched as the dual GEMM with the staging's shared memory
-    /// added (`config::decode_nvfp4_shared_bytes`).
+    /// The dual GEMM writing NVFP4, launched as the dual GEMM (its staging reuses token rows:
+    /// `config::decode_shared_bytes`).
     pub nvfp4: Kernel<DecodeArgs>,
     /// The plain GEMM, launched as the dual GEMM.
     pub plain: Kernel<DecodeArgs>,
