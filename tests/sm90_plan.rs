@@ -242,3 +242,54 @@ fn sm90_geometry_takes_k_in_multiples_of_64_with_a_partial_last_stage() {
         assert_eq!(g.split.space.stages, k.div_ceil(256) as u32, "k = {k}");
     }
 }
+
+/// Resident decode-size CTAs per SM on an H100 for `m` tokens and splits of `steps` steps: four
+/// by registers, fewer when their token rows fill the 228 KiB of shared memory (1 KiB reserved
+/// per CTA).
+fn h100_decode_residency(m: u32, steps: u32) -> u32 {
+    use nvfp4_kernel::sm90::config::decode_shared_bytes;
+    let per_cta = decode_shared_bytes(m, steps, false) + 1024;
+    (228 * 1024 / per_cta).min(4)
+}
+
+#[test]
+fn fitted_decode_split_keeps_one_wave_splits_and_fits_long_splits_to_residency() {
+    use nvfp4_kernel::sm90::config::{DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, decode_steps};
+    // Shapes whose one-wave split is resident: unchanged.
+    for (m, n, k) in [
+        (1, 4096, 7168),
+        (16, 4096, 7168),
+        (1, 3072, 7168),
+        (1, 64, 2880),
+        (8, 512, 64),
+    ] {
+        let fitted = DecodeSplit::fitted(n, k, 132, |s| h100_decode_residency(m, s));
+        assert_eq!(fitted, DecodeSplit::new(n, k, 528), "{m}×{n}×{k}");
+    }
+    // 16 tokens at 18432 × 7168: the one-wave split (2 splits of 28 steps, 115 KiB of token
+    // rows) leaves one CTA per SM; the fitted split keeps three.
+    let one_wave = DecodeSplit::new(18432, 7168, 528);
+    assert_eq!(h100_decode_residency(16, one_wave.steps_per_split), 1);
+    let fitted = DecodeSplit::fitted(18432, 7168, 132, |s| h100_decode_residency(16, s));
+    assert!(
+        h100_decode_residency(16, fitted.steps_per_split) >= 3,
+        "{fitted:?}"
+    );
+    // Every fitted split covers K, has no empty split and fits.
+    for m in [1, 8, 9, 16] {
+        for n in [64, 2048, 4096, 7168, 14336, 18432, 32768] {
+            for k in [64, 2048, 2880, 4096, 7168, 14336, 18432] {
+                let split = DecodeSplit::fitted(n, k, 132, |s| h100_decode_residency(m, s));
+                let steps = decode_steps(k);
+                assert!(split.steps_per_split <= DECODE_MAX_STEPS_PER_SPLIT, "{m}×{n}×{k}");
+                assert!(
+                    h100_decode_residency(m, split.steps_per_split) >= 1,
+                    "{m}×{n}×{k}"
+                );
+                assert!(split.splits * split.steps_per_split >= steps, "{m}×{n}×{k}");
+                assert!((split.splits - 1) * split.steps_per_split < steps, "{m}×{n}×{k}");
+                assert_eq!(split.grid, split.splits * n / DECODE_GROUP_N, "{m}×{n}×{k}");
+            }
+        }
+    }
+}

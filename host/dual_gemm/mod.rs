@@ -102,11 +102,14 @@ impl Gpu {
                 // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
                 Sm90Geometry::for_op(shape, self.multiprocessors(), gated)?;
                 let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
-                let capacity = self.multiprocessors()
-                    * kernels
-                        .decode(decode_token_tiles(m), DenseEpilogue::f16(gated))?
-                        .resident_per_sm();
-                let split = DecodeSplit::new(n, k, capacity);
+                let kernel = kernels.decode(decode_token_tiles(m), DenseEpilogue::f16(gated))?;
+                // Resident CTAs per SM for each split length (its token rows in shared memory).
+                let resident = (0..=sm90::DECODE_MAX_STEPS_PER_SPLIT)
+                    .map(|steps| kernel.resident_per_sm_with(decode_shared_bytes(m, steps, false)))
+                    .collect::<Result<Vec<u32>>>()?;
+                let split = DecodeSplit::fitted(n, k, self.multiprocessors(), |steps| {
+                    resident.get(steps as usize).copied().unwrap_or(0)
+                });
                 let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
                     .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
                 PlannedKernel::Sm90Decode(Box::new(DecodeState {

@@ -228,7 +228,52 @@ impl DecodeSplit {
             grid: splits * groups,
         }
     }
+
+    /// The split of `k` for `multiprocessors` SMs that hold `resident(steps_per_split)` CTAs
+    /// each (registers and the split's token rows in shared memory; 0: does not fit). The
+    /// one-wave split of [`DecodeSplit::new`] when its CTAs are all resident at once; else,
+    /// when its token rows crowd CTAs off the SMs (long splits at M = 9…16 or many row
+    /// groups), the split of least modelled time, fewest CTAs among equals: every wave costs
+    /// its steps per split, stretched when more than [`DECODE_SATURATING_CTAS`] CTAs share an
+    /// SM's memory bandwidth, plus [`DECODE_CTA_COST_STEPS`] of fixed cost.
+    pub fn fitted(n: u32, k: u32, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> Self {
+        // The most resident CTAs: with the shortest split's token rows.
+        let one_wave = Self::new(n, k, multiprocessors * resident(1).max(1));
+        if one_wave.grid <= multiprocessors * resident(one_wave.steps_per_split) {
+            return one_wave;
+        }
+        let steps = decode_steps(k).max(1);
+        let groups = (n / DECODE_GROUP_N).max(1);
+        let candidates = (1..=steps).filter_map(|splits| {
+            let steps_per_split = steps.div_ceil(splits);
+            let splits = steps.div_ceil(steps_per_split);
+            let per_sm = resident(steps_per_split);
+            if steps_per_split > DECODE_MAX_STEPS_PER_SPLIT || per_sm == 0 {
+                return None;
+            }
+            let grid = splits * groups;
+            let waves = grid.div_ceil(multiprocessors * per_sm);
+            let wave = steps_per_split * per_sm.max(DECODE_SATURATING_CTAS)
+                + DECODE_CTA_COST_STEPS * DECODE_SATURATING_CTAS;
+            let split = Self {
+                steps_per_split,
+                splits,
+                grid,
+            };
+            Some((waves as u64 * wave as u64, grid, split))
+        });
+        candidates
+            .min_by_key(|&(cost, grid, _)| (cost, grid))
+            .map_or(one_wave, |(_, _, split)| split)
+    }
 }
+
+/// Resident decode-size CTAs per SM from which they share the SM's memory bandwidth: a wave
+/// of fewer is bound by each CTA's latency, not by bandwidth (measured on the H100: M = 16 at
+/// 18432 × 7168 with one resident CTA per SM took 1.6 times M = 1 with three).
+pub const DECODE_SATURATING_CTAS: u32 = 3;
+/// Fixed cost of a decode-size CTA (token decoding, reduction) in 128-K steps.
+pub const DECODE_CTA_COST_STEPS: u32 = 2;
 
 /// The fp16 token operand of large sm_90a tiles (`nvfp4_kernel::sm90::tokens`), rewritten from
 /// A by each launch, and the tensor map the kernel loads it through.

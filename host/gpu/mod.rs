@@ -161,6 +161,16 @@ impl<A> LoadedKernel<A> {
         self.resident_per_sm
     }
 
+    /// Blocks of the entry's size with `shared_bytes` of dynamic shared memory that fit on one
+    /// SM at once (driver occupancy; 0 when one does not fit).
+    pub(crate) fn resident_per_sm_with(&self, shared_bytes: u32) -> Result<u32> {
+        Ok(self.function.occupancy_max_active_blocks_per_multiprocessor(
+            self.kernel.entry.threads_per_block,
+            shared_bytes as usize,
+            None,
+        )?)
+    }
+
     /// Allows up to `bytes` of dynamic shared memory per block.
     fn allow_shared_bytes(&self, bytes: u32) -> Result<()> {
         self.function.set_attribute(
