@@ -102,8 +102,8 @@ fn scale_padding_items_write_every_padding_byte_once_and_no_real_scale() {
                     let line = item - padding.column_items();
                     let at = padding.line_offset(line) as usize;
                     let first_word = padding.real_words(line % ATOM_LINES as u32) as usize;
-                    for byte in at + 4 * first_word..at + ATOM_LINE_BYTES {
-                        writes[byte] += 1;
+                    for count in &mut writes[at + 4 * first_word..at + ATOM_LINE_BYTES] {
+                        *count += 1;
                     }
                 }
             }

@@ -155,12 +155,6 @@ impl<A> LoadedKernel<A> {
         })
     }
 
-    /// Blocks of the entry's size that fit on one SM at once (driver occupancy, no dynamic
-    /// shared memory).
-    pub(crate) fn resident_per_sm(&self) -> u32 {
-        self.resident_per_sm
-    }
-
     /// Blocks of the entry's size with `shared_bytes` of dynamic shared memory that fit on one
     /// SM at once (driver occupancy; 0 when one does not fit).
     pub(crate) fn resident_per_sm_with(&self, shared_bytes: u32) -> Result<u32> {
