@@ -178,6 +178,10 @@ fn grid_stride() -> (u32, u32) {
 
 #[inline(always)]
 unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
+    // The next kernel, if launched as a programmatic dependent (the dual GEMM or GEMM after an
+    // activation quantization), may start its CTAs now: they prefetch their weights and wait
+    // for this grid to complete before they read its output.
+    fence::launch_dependents();
     let blocks_per_row = args.k / SCALE_BLOCK_K as u32;
     if blocks_per_row == 0 {
         return; // never with a valid launch; also proves the divisions below cannot panic

@@ -21,7 +21,7 @@
 
 use crate::epilogue::{Nvfp4Tile, silu};
 use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
-use crate::ptx::{cvt, fence, mem, mma, smem, sreg};
+use crate::ptx::{copy, cvt, fence, mem, mma, smem, sreg};
 use crate::sm90::config::{
     DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_NVFP4_STAGING_OFFSET, DECODE_RECORD_WORDS,
     DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX,
@@ -106,6 +106,10 @@ macro_rules! decode_entries {
 
 registry::decode_entries!(decode_entries);
 
+/// 128-K steps of its split's weights a decode-size CTA prefetches into L2 before it waits for
+/// the previous kernel.
+const DECODE_WARM_UP_STEPS: u32 = 2;
+
 /// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`),
 /// the dual GEMM if `GATED` (written as NVFP4 if `NVFP4`), else the plain GEMM (whose `b2` is
 /// ignored).
@@ -160,6 +164,25 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool>(args:
     let blocks_of_k = k / SCALE_BLOCK_K as u32;
     let first_step = split * steps_per_split;
     let end_step = (first_step + steps_per_split).min(decode_steps(k));
+
+    // The split's first weight steps of this lane's two rows into L2 before the dependency
+    // wait (as the tiled kernels' `warm_up_weights`): with a programmatic launch this overlaps
+    // the previous kernel's tail (the quantizer's, in an MLP). Lane t = 0 of each quad.
+    if t == 0 {
+        let row_bytes = k / 2;
+        let first_byte = first_step * DECODE_BLOCKS_PER_STEP * 8;
+        let end_byte = ((first_step + DECODE_WARM_UP_STEPS) * DECODE_BLOCKS_PER_STEP * 8).min(row_bytes);
+        for row in rows {
+            // SAFETY: a range of this lane's row inside B (the contract above), 16-byte aligned
+            // (`k / 2` and the step's 64 bytes are multiples of 32), a multiple of 16 bytes.
+            unsafe {
+                copy::prefetch_bulk_l2(
+                    data.add((row * row_bytes + first_byte) as usize),
+                    end_byte.saturating_sub(first_byte),
+                )
+            };
+        }
+    }
 
     // Step `q` is half `q % 2` of 256-K stage `q / 2`, so this lane's blocks in it are
     // `DECODE_BLOCKS_PER_STEP · q + stage_block(0, t)` and the next (`stage_block`'s order): each
