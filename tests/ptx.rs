@@ -202,10 +202,12 @@ fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
     let Some(sass) = sass_of("sm_100f", PTX_SM100F) else {
         return;
     };
-    // The dense dual GEMM and the grouped kernels (gated and plain) of every tile.
+    // The dense dual GEMM (fp16 and NVFP4 output) and the grouped kernels (gated and plain)
+    // of every tile.
     let names = sm100_registry::TILED.iter().flat_map(|entries| {
         [
             entries.dense.entry.name,
+            entries.dense_nvfp4.entry.name,
             entries.grouped_gated.entry.name,
             entries.grouped_plain.entry.name,
         ]
@@ -219,6 +221,16 @@ fn sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory() {
             !body.contains("LDL") && !body.contains("STL"),
             "local memory in {name}"
         );
+    }
+    // The NVFP4 epilogue: the block scale's e4m3 rounding in hardware, data and scale stores.
+    for entries in sm100_registry::TILED {
+        let (name, body) = (
+            entries.dense_nvfp4.entry.name,
+            function_sass(&sass, entries.dense_nvfp4.entry.name),
+        );
+        for instruction in ["F2FP.SATFINITE.E4M3.F32.PACK", "STG.E.64"] {
+            assert!(body.contains(instruction), "no {instruction} in {name}");
+        }
     }
 }
 

@@ -531,3 +531,78 @@ fn grouped_tile_rule_keeps_every_b_tile_inside_one_scale_atom_and_the_padded_lay
         }
     }
 }
+
+/// The dense dual GEMM's NVFP4 epilogue (`sm100::roles`, `store_nvfp4_chunk`), emulated: every
+/// token lane of every tile stores, per 16-output chunk, 8 data bytes at `nvfp4_data_offset`
+/// (tokens that exist, chunks whose outputs exist) and, every fourth chunk, a scale word at
+/// `nvfp4_scale_word_offset` (zeros for padding rows). Every data byte of `m × n/2` and every
+/// byte of the scale layout (padding included) must be written exactly once; each data store
+/// must be its token's block, and each scale word its four blocks' scales in order.
+#[test]
+fn dense_nvfp4_epilogue_writes_every_data_and_scale_byte_once() {
+    use nvfp4_kernel::sm100::config::{
+        NVFP4_CHUNK, NVFP4_CHUNKS_PER_SCALE_WORD, nvfp4_data_offset, nvfp4_scale_word_offset,
+    };
+    for (m, n) in [
+        (1u32, 64u32),
+        (7, 256),
+        (128, 192),
+        (129, 128),
+        (130, 192),
+        (300, 256),
+        (513, 64),
+    ] {
+        for tile in TILES.into_iter().chain([tile_for_shape(m, n)]) {
+            let layout = BlockedScales::new(m as usize, n as usize);
+            let (mut data, mut scales) = (vec![0u32; (m * n / 2) as usize], vec![0u32; layout.len()]);
+            for m_tile in 0..m.div_ceil(TILE_M) {
+                for n_tile in 0..n.div_ceil(tile.n) {
+                    let place = TilePlace::dense(m, n, 64, tile, m_tile, n_tile);
+                    let (m0, n0) = (place.a_row, place.gate_row);
+                    for token in 0..TILE_M {
+                        for chunk in 0..tile.n / NVFP4_CHUNK {
+                            if NVFP4_CHUNK * chunk >= place.columns {
+                                continue;
+                            }
+                            let (row, column) = (m0 + token, n0 + NVFP4_CHUNK * chunk);
+                            if token < place.rows {
+                                let at = nvfp4_data_offset(n, m0, n0, token, chunk);
+                                assert_eq!(at, (row * n / 2 + column / 2) as usize, "{m}×{n}");
+                                for byte in &mut data[at..at + 8] {
+                                    *byte += 1;
+                                }
+                            }
+                            if chunk % NVFP4_CHUNKS_PER_SCALE_WORD == NVFP4_CHUNKS_PER_SCALE_WORD - 1 {
+                                let word = chunk / NVFP4_CHUNKS_PER_SCALE_WORD;
+                                let Some(at) = nvfp4_scale_word_offset(m, n, m0, n0, token, word) else {
+                                    continue;
+                                };
+                                let first_block =
+                                    (n0 + NVFP4_CHUNK * NVFP4_CHUNKS_PER_SCALE_WORD * word) / 16;
+                                for j in 0..4 {
+                                    let block = (first_block + j) as usize;
+                                    assert_eq!(
+                                        layout.offset(row as usize, block),
+                                        at + j as usize,
+                                        "{m}×{n}"
+                                    );
+                                    scales[at + j as usize] += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let what = format!("{m} × {n}, tile {}", tile.n);
+            assert!(
+                data.iter().all(|&c| c == 1),
+                "{what}: data bytes written {:?}",
+                data.iter().max()
+            );
+            assert!(
+                scales.iter().all(|&c| c == 1),
+                "{what}: scale bytes written not once"
+            );
+        }
+    }
+}

@@ -287,8 +287,8 @@ impl DualGemmPlan {
     /// activations' `input_scale`; values beyond `6 · 448 · global_scale` saturate.
     ///
     /// The quantizer reports a non-finite value as an error; this epilogue has no such check:
-    /// an fp16 overflow (|h| > 65504) saturates its block's scale instead. Hopper only for now
-    /// (`Error::KernelUnavailable` on Blackwell).
+    /// an fp16 overflow (|h| > 65504) saturates its block's scale instead. On Blackwell the
+    /// epilogue is written and checked statically but has never run (no B200 here).
     pub fn launch_nvfp4(
         &self,
         gpu: &Gpu,
@@ -420,12 +420,6 @@ impl DensePlan {
                         "a plain GEMM",
                     ));
                 }
-                if matches!(self.kernel, PlannedKernel::Sm100 { .. }) {
-                    return Err(Error::KernelUnavailable {
-                        operation: "dual GEMM with NVFP4 output",
-                        arch: Arch::Sm100f.name(),
-                    });
-                }
                 h.expect_shape("h", m, n)?;
                 (
                     h.data_address(),
@@ -545,6 +539,8 @@ impl DensePlan {
                     b1_scales: b1.scales_address() as *const u8,
                     b2_scales: b2.scales_address() as *const u8,
                     out,
+                    out_scales,
+                    out_global_scale,
                     m: m32,
                     n: n32,
                     k: k32,
@@ -555,7 +551,7 @@ impl DensePlan {
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm100::dual_gemm`'s contract,
                 // checked above and by the geometry.
                 unsafe {
-                    kernels.dual_gemm(geometry.tile)?.launch(
+                    kernels.dual_gemm(geometry.tile, epilogue.nvfp4())?.launch(
                         stream,
                         geometry.grid,
                         geometry.tile.shared_bytes(),

@@ -445,7 +445,7 @@ impl Sm100Kernels {
                 kernel.allow_shared_bytes(tile.shared_bytes())?;
                 Ok(kernel)
             };
-            let dense = load(entries.dense)?;
+            let (dense, dense_nvfp4) = (load(entries.dense)?, load(entries.dense_nvfp4)?);
             let load = |kernel| -> Result<LoadedKernel<sm100::GroupedArgs>> {
                 let kernel = LoadedKernel::load(module, kernel)?;
                 kernel.allow_shared_bytes(tile.shared_bytes())?;
@@ -455,7 +455,7 @@ impl Sm100Kernels {
             tiled.push(LoadedTile {
                 tile,
                 dense,
-                dense_nvfp4: None,
+                dense_nvfp4: Some(dense_nvfp4),
                 dense_plain: None,
                 grouped,
             });
@@ -466,9 +466,19 @@ impl Sm100Kernels {
         })
     }
 
-    /// The dual GEMM for `tile`.
-    pub fn dual_gemm(&self, tile: sm100::Tile) -> Result<&LoadedKernel<sm100::DualGemmArgs>> {
-        find_tiled(&self.tiled, tile, Arch::Sm100f, "dual GEMM", |t| Some(&t.dense))
+    /// The dual GEMM for `tile`, writing NVFP4 if `nvfp4`.
+    pub fn dual_gemm(&self, tile: sm100::Tile, nvfp4: bool) -> Result<&LoadedKernel<sm100::DualGemmArgs>> {
+        if nvfp4 {
+            find_tiled(
+                &self.tiled,
+                tile,
+                Arch::Sm100f,
+                "dual GEMM with NVFP4 output",
+                |t| t.dense_nvfp4.as_ref(),
+            )
+        } else {
+            find_tiled(&self.tiled, tile, Arch::Sm100f, "dual GEMM", |t| Some(&t.dense))
+        }
     }
 
     /// The grouped kernel for `tile`, gated (dual) or plain.

@@ -393,8 +393,14 @@ pub struct DualGemmArgs {
     pub b1_scales: *const u8,
     /// B2's blocked scales.
     pub b2_scales: *const u8,
-    /// C, `m × n` fp16.
+    /// C, `m × n` fp16; for the NVFP4-output entries (`TiledEntries::dense_nvfp4`), C's packed
+    /// e2m1 data instead (`m × n/2` bytes).
     pub out: *mut u16,
+    /// The NVFP4-output entries' C scales (`BlockedScales::new(m, n)`, padding written as
+    /// zeros; see [`nvfp4_data_offset`]). Ignored (null) by the other entries.
+    pub out_scales: *mut u8,
+    /// C's global scale for the NVFP4-output entries (finite, positive).
+    pub out_global_scale: f32,
     /// Tokens.
     pub m: u32,
     /// Outputs.
@@ -423,3 +429,41 @@ const _: () = assert!(
         && core::mem::offset_of!(GroupedArgs, up_map).is_multiple_of(crate::launch::PARAM_ALIGN),
     "tensor maps must sit at 64-byte offsets of the parameter"
 );
+
+/// Outputs of one NVFP4 scale block: the epilogue's TMEM chunk of 16 columns is one block of
+/// one token.
+pub const NVFP4_CHUNK: u32 = 16;
+/// Chunks whose scales fill one word of the blocked layout (an atom line's four columns).
+pub const NVFP4_CHUNKS_PER_SCALE_WORD: u32 = 4;
+
+/// Byte offset, in the NVFP4 output's packed data (`m × n/2` bytes), of the 8 bytes that token
+/// lane `token` of the dense tile at `(m0, n0)` writes for its chunk `chunk` (outputs `n0 +
+/// 16·chunk ..`), when the token exists (`m0 + token < m`) and the chunk's outputs do (`n0 +
+/// 16·chunk < n`).
+pub const fn nvfp4_data_offset(n: u32, m0: u32, n0: u32, token: u32, chunk: u32) -> usize {
+    (m0 + token) as usize * (n / 2) as usize + ((n0 + NVFP4_CHUNK * chunk) / 2) as usize
+}
+
+/// Byte offset, in the NVFP4 output's blocked scales (`BlockedScales::new(m, n)`), of the
+/// 4-byte word that token lane `token` of the dense tile at `(m0, n0)` writes for chunks
+/// `4·word .. 4·word + 4` (their four block scales), or `None` for a row that is neither a token
+/// nor padding of the layout. A tile is [`TILE_M`] = 128 tokens, a whole row block of the
+/// layout, so the lanes past the last tile's tokens are exactly its padding rows, which get
+/// zero words; `n` a multiple of 64 leaves no padding columns. Each word of the layout is
+/// written once (`tests/sm100_emulation.rs`).
+pub const fn nvfp4_scale_word_offset(
+    m: u32,
+    n: u32,
+    m0: u32,
+    n0: u32,
+    token: u32,
+    word: u32,
+) -> Option<usize> {
+    let row = m0 + token;
+    let layout = BlockedScales::new(m as usize, n as usize);
+    if row >= (layout.row_blocks * crate::layout::ATOM_ROWS) as u32 {
+        return None;
+    }
+    let block = (n0 + NVFP4_CHUNK * NVFP4_CHUNKS_PER_SCALE_WORD * word) / NVFP4_CHUNK;
+    Some(layout.offset(row as usize, block as usize))
+}

@@ -4,10 +4,11 @@ use crate::ptx::{copy, kernel_param_address, sreg};
 use crate::schedule::TileGrid;
 use crate::sm100::config::{DualGemmArgs, TILE_M, Tile, TilePlace};
 use crate::sm100::registry;
-use crate::sm100::roles::{self, Job, Problem};
+use crate::sm100::roles::{self, Job, Nvfp4Output, Problem};
 
-/// The dense dual GEMM: tiles `blockIdx, blockIdx + gridDim, …` of one `m × n` grid.
-struct Dense<'a, const N: u32> {
+/// The dense dual GEMM: tiles `blockIdx, blockIdx + gridDim, …` of one `m × n` grid, fp16 out
+/// or (`NVFP4`) NVFP4 out.
+struct Dense<'a, const N: u32, const NVFP4: bool> {
     args: &'a DualGemmArgs,
     grid: TileGrid,
     /// Generic addresses of the arguments' three tensor maps (in parameter space).
@@ -15,12 +16,12 @@ struct Dense<'a, const N: u32> {
 }
 
 /// This CTA's tiles of a [`Dense`] problem.
-struct DenseTiles<'a, const N: u32> {
-    problem: &'a Dense<'a, N>,
+struct DenseTiles<'a, const N: u32, const NVFP4: bool> {
+    problem: &'a Dense<'a, N, NVFP4>,
     next: u32,
 }
 
-impl<const N: u32> Iterator for DenseTiles<'_, N> {
+impl<const N: u32, const NVFP4: bool> Iterator for DenseTiles<'_, N, NVFP4> {
     type Item = Job;
 
     #[inline(always)]
@@ -50,12 +51,25 @@ impl<const N: u32> Iterator for DenseTiles<'_, N> {
     }
 }
 
-impl<'a, const N: u32> Problem for &'a Dense<'a, N> {
+impl<'a, const N: u32, const NVFP4: bool> Problem for &'a Dense<'a, N, NVFP4> {
     const GATED: bool = true;
-    type Tiles = DenseTiles<'a, N>;
+    const NVFP4_OUT: bool = NVFP4;
+    type Tiles = DenseTiles<'a, N, NVFP4>;
 
     #[inline(always)]
-    fn tiles(&self) -> DenseTiles<'a, N> {
+    fn nvfp4_output(&self) -> Nvfp4Output {
+        let p = self.args;
+        Nvfp4Output {
+            data: p.out as *mut u8,
+            scales: p.out_scales,
+            m: p.m,
+            n: p.n,
+            global_scale: p.out_global_scale,
+        }
+    }
+
+    #[inline(always)]
+    fn tiles(&self) -> DenseTiles<'a, N, NVFP4> {
         DenseTiles {
             problem: self,
             next: sreg::block_idx_x(),
@@ -77,8 +91,9 @@ impl<'a, const N: u32> Problem for &'a Dense<'a, N> {
 }
 
 macro_rules! entry_point {
-    ($name:ident, $n:literal) => {
-        /// The sm_100f dual GEMM for one tile width (see the module doc for the contract).
+    ($name:ident, $n:literal, $nvfp4:literal) => {
+        /// The sm_100f dual GEMM for one tile width, fp16 or NVFP4 out (see the module doc
+        /// for the contract).
         ///
         /// # Safety
         /// Arguments must satisfy the module contract.
@@ -96,7 +111,7 @@ macro_rules! entry_point {
                 kernel_param_address!($name, offset_of!(DualGemmArgs, b1_map)),
                 kernel_param_address!($name, offset_of!(DualGemmArgs, b2_map)),
             ];
-            let problem = Dense::<$n> {
+            let problem = Dense::<$n, $nvfp4> {
                 args: &p,
                 grid,
                 maps,
@@ -107,10 +122,13 @@ macro_rules! entry_point {
     };
 }
 
-/// Defines the dense entry of every tile in the registry.
+/// Defines the dense entries (fp16 and NVFP4 output) of every tile in the registry.
 macro_rules! dense_entries {
-    ($($n:literal $dense:ident $gated:ident $plain:ident;)*) => {
-        $(entry_point!($dense, $n);)*
+    ($($n:literal $dense:ident $dense_nvfp4:ident $gated:ident $plain:ident;)*) => {
+        $(
+            entry_point!($dense, $n, false);
+            entry_point!($dense_nvfp4, $n, true);
+        )*
     };
 }
 

@@ -8,10 +8,12 @@ use crate::epilogue::silu;
 use crate::layout::ATOM_BYTES;
 use crate::ptx::tcgen05::ACollector;
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, smem, sreg, tcgen05};
+use crate::quantize::encode_f16_block;
 use crate::ring::RingPosition;
 use crate::sm100::config::{
-    BOX_ROWS, EPILOGUE_WARPS, K_PER_STAGE, MMA_WARP, SCALE_BYTES, STAGE_A, STAGES, THREADS, TILE_M, TMA_WARP,
-    TMEM_COLUMNS, Tile, TilePlace, stage_mmas, tmem_address,
+    BOX_ROWS, EPILOGUE_WARPS, K_PER_STAGE, MMA_WARP, NVFP4_CHUNK, NVFP4_CHUNKS_PER_SCALE_WORD, SCALE_BYTES,
+    STAGE_A, STAGES, THREADS, TILE_M, TMA_WARP, TMEM_COLUMNS, Tile, TilePlace, nvfp4_data_offset,
+    nvfp4_scale_word_offset, stage_mmas, tmem_address,
 };
 
 /// One tile's work: its operands (tensor maps and scale atoms), K, output and scales.
@@ -64,6 +66,30 @@ pub(crate) trait Problem {
     /// Whether A stays in the MMA's collector between the gate and up MMAs
     /// (`config::ACollectorUse`).
     fn reuse_a(&self) -> bool;
+    /// Whether the (gated, dense) tiles write NVFP4 ([`Problem::nvfp4_output`]) instead of
+    /// fp16 through `Job::out`.
+    const NVFP4_OUT: bool = false;
+    /// Where the NVFP4 output goes (problems with [`Problem::NVFP4_OUT`]).
+    fn nvfp4_output(&self) -> Nvfp4Output {
+        Nvfp4Output {
+            data: core::ptr::null_mut(),
+            scales: core::ptr::null_mut(),
+            m: 0,
+            n: 0,
+            global_scale: 1.0,
+        }
+    }
+}
+
+/// A dense dual GEMM's NVFP4 output: `m × n` packed e2m1 data and blocked scales, quantized
+/// along N with `global_scale` (`config::nvfp4_data_offset`, `config::nvfp4_scale_word_offset`).
+#[derive(Clone, Copy)]
+pub(crate) struct Nvfp4Output {
+    pub data: *mut u8,
+    pub scales: *mut u8,
+    pub m: u32,
+    pub n: u32,
+    pub global_scale: f32,
 }
 
 /// Shared addresses of the ring, the barriers and the TMEM slot of one tile shape.
@@ -337,12 +363,17 @@ unsafe fn drain_accumulators<P: Problem, const BUFFERS: u32>(
         tcgen05::fence_after_thread_sync();
         let row = job.out.wrapping_add(token as usize * job.ldc as usize);
         let exists = token < job.place.rows;
+        // The NVFP4 output's scales of the current four chunks (one word of the layout).
+        let mut scale_word = 0u32;
         for chunk in 0..tile.n / 16 {
             let column = tile.gate_column(buffer) + 16 * chunk;
             let lane_base = tmem_address(tmem, 32 * quadrant, column);
             let (gate, up) = tcgen05::ld_32x32b_x16_pair(lane_base, lane_base + tile.n);
             let output = 16 * chunk;
-            if P::GATED {
+            if P::NVFP4_OUT {
+                // SAFETY: the chunk's outputs exist (checked inside); C's buffers hold `m × n`.
+                unsafe { store_nvfp4_chunk(problem, &job, token, chunk, &mut scale_word, gate, up) };
+            } else if P::GATED {
                 let value = |i: usize| {
                     let g = f32::from_bits(gate[i]) * job.alpha_gate;
                     let u = f32::from_bits(up[i]) * job.alpha_up;
@@ -370,6 +401,59 @@ unsafe fn drain_accumulators<P: Problem, const BUFFERS: u32>(
         // SAFETY: barrier initialized; this thread's TMEM loads have completed (their wait::ld).
         unsafe { mbarrier::arrive(shared.accumulator_empty(buffer)) };
         accumulators.advance();
+    }
+}
+
+/// The NVFP4 epilogue of one 16-output chunk of token lane `token` (one scale block): the
+/// values rounded to fp16 as the fp16 epilogue stores them, then encoded with the quantizer's
+/// block arithmetic (`quantize::encode_f16_block`, so the output is bit for bit
+/// `quantize(fp16 C)`): 8 data bytes if the token exists; the block's scale joins
+/// `scale_word`, which every fourth chunk stores (zeros for the layout's padding rows). The
+/// chunk's 16 outputs are one block: TMEM hands each lane one token's consecutive columns, so
+/// nothing is staged or exchanged.
+///
+/// # Safety
+/// `job` is a dense tile of `problem`, whose output holds `m × n/2` data bytes and the whole
+/// scale layout.
+#[inline(always)]
+unsafe fn store_nvfp4_chunk<P: Problem>(
+    problem: &P,
+    job: &Job,
+    token: u32,
+    chunk: u32,
+    scale_word: &mut u32,
+    gate: [u32; 16],
+    up: [u32; 16],
+) {
+    let out = problem.nvfp4_output();
+    // A dense tile's first token and output (`TilePlace::dense`).
+    let (m0, n0) = (job.place.a_row, job.place.gate_row);
+    if NVFP4_CHUNK * chunk >= job.place.columns {
+        return;
+    }
+    if token < job.place.rows {
+        let value = |i: usize| {
+            let g = f32::from_bits(gate[i]) * job.alpha_gate;
+            let u = f32::from_bits(up[i]) * job.alpha_up;
+            cvt::f32_to_f16_rn(silu(g) * u) as u32
+        };
+        let p = pack_16(value);
+        let (scale, words) = encode_f16_block(
+            [[p[0], p[1], p[2], p[3]], [p[4], p[5], p[6], p[7]]],
+            out.global_scale,
+        );
+        let at = nvfp4_data_offset(out.n, m0, n0, token, chunk);
+        // SAFETY: an existing token's block inside C's data (caller), 8-byte aligned.
+        unsafe { mem::st_global_v2_b32(out.data.add(at) as *mut u32, words) };
+        *scale_word |= (scale as u32) << (8 * (chunk % NVFP4_CHUNKS_PER_SCALE_WORD));
+    }
+    if chunk % NVFP4_CHUNKS_PER_SCALE_WORD == NVFP4_CHUNKS_PER_SCALE_WORD - 1 {
+        let word = chunk / NVFP4_CHUNKS_PER_SCALE_WORD;
+        if let Some(at) = nvfp4_scale_word_offset(out.m, out.n, m0, n0, token, word) {
+            // SAFETY: a word of C's scale layout (caller), 4-byte aligned.
+            unsafe { mem::st_global_b32(out.scales.add(at) as *mut u32, *scale_word) };
+        }
+        *scale_word = 0;
     }
 }
 
