@@ -291,8 +291,8 @@ def dual_gemm_nvfp4(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1: float = 1.0, alpha2: 
     MLP's down projection (:func:`gemm` with ``alpha = global_scale · its weights' scale``).
     ``global_scale`` is static (calibrated, as serving engines calibrate ``input_scale``):
     values beyond ``2688 · global_scale`` saturate; no non-finite check (an fp16 overflow
-    saturates its block). ``out``: an optional ``(data, scales)`` pair to write. Hopper only
-    for now."""
+    saturates its block). ``out``: an optional ``(data, scales)`` pair to write. Verified on
+    Hopper; the Blackwell kernel is written but has never run."""
     if _eager():
         if out is None:
             return _dual_gemm_nvfp4_op_impl(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale)
