@@ -152,6 +152,7 @@ impl GemmPlan {
         // One group of all rows: A's own blocked scales; B the one group's weights.
         plan.launch_contiguous(
             gpu,
+            None,
             &ContiguousAddresses {
                 a: a.data_address(),
                 a_scales: a.scales_address(),

@@ -17,7 +17,7 @@ use nvfp4::grouped::{
 };
 use nvfp4::problem::{Rng, random_matrix};
 use nvfp4::reference::{self, TASK_TOLERANCE};
-use nvfp4::{Distribution, Error, NvFp4Matrix};
+use nvfp4::{BlockedScales, Distribution, Error, NvFp4Matrix};
 
 /// A supported GPU (both architectures have grouped kernels), or a printed reason.
 fn grouped_gpu_or_skip() -> Option<Gpu> {
@@ -692,6 +692,115 @@ fn launches_reject_inputs_that_do_not_match_the_plan() {
     }
 }
 
+/// The grouped dual GEMM's NVFP4 output (contiguous convention) is, group by group, the
+/// quantizer's output on that group's fp16 rows with the group's global scale (every data byte
+/// of its rows, every byte of its scale region, padding rows included); rows past the last
+/// group and scale blocks of no group stay poisoned. Global scales fitted to each group,
+/// saturating its block scales, and pushing them into e4m3's subnormals, in turn; groups
+/// without rows first, in the middle and last; both up-weight forms. Blackwell: a typed error.
+fn grouped_dual_gemm_nvfp4_output_is_each_groups_quantized_fp16_output_bit_for_bit() {
+    use nvfp4::GlobalScale;
+    use nvfp4::gpu::Arch;
+    let Some(gpu) = grouped_gpu_or_skip() else {
+        return;
+    };
+    const POISON: u8 = 0xA5;
+    let layers: [(&[usize], usize, usize); 3] = [
+        (&[0, 3, 17, 1, 0, 64, 5, 2, 9, 130, 4, 1, 0], 768, 2048),
+        (&[40, 0, 2, 7, 1, 129, 0, 5, 11, 1, 0], 1536, 2880),
+        (&[1, 2, 0, 1, 3, 1, 1, 0, 2, 5, 1, 1], 192, 512),
+    ];
+    let mut failures = Vec::new();
+    for (layer, &(rows, n, k)) in layers.iter().enumerate() {
+        let shapes = vec![(n, k); rows.len()];
+        for distribution in [Distribution::Task, Distribution::FullRange] {
+            let groups = random_groups(rows, &shapes, true, distribution, 70 + layer as u64);
+            let capacity = rows.iter().sum::<usize>() + 5;
+            let up = [UpWeights::Separate, UpWeights::Concatenated][layer % 2];
+            let name = format!("layer {layer} {distribution:?} {up:?}");
+            let inputs = Contiguous::upload(&gpu, &groups, capacity, up);
+            let plan = gpu
+                .plan_grouped(groups.op(), inputs.layout(&groups, up), None)
+                .unwrap();
+            let tokens = &inputs.tokens;
+            let layout = BlockedScales::new(tokens.scale_rows, n);
+            let stream = gpu.stream();
+            let mut h_data = stream.clone_htod(&vec![POISON; capacity * n / 2]).unwrap();
+            let mut h_scales = stream.clone_htod(&vec![POISON; layout.len()]).unwrap();
+            if gpu.arch() == Arch::Sm100f {
+                let ones = stream.clone_htod(&vec![1f32; rows.len()]).unwrap();
+                let result = plan.launch_nvfp4(&gpu, &inputs.inputs(), &mut h_data, &mut h_scales, &ones);
+                assert!(
+                    matches!(result, Err(Error::KernelUnavailable { .. })),
+                    "{result:?}"
+                );
+                return;
+            }
+            // The fp16 result, then each group's global scale from its amax: fitted, saturating
+            // (1/64 of it) or subnormal block scales (40 times it), in turn.
+            let mut c = poisoned(&gpu, capacity * n);
+            plan.launch(&gpu, &inputs.inputs(), &mut c).unwrap();
+            let c = stream.clone_dtoh(&c).unwrap();
+            let group_rows = |g: usize| {
+                let row0 = tokens.row_offsets[g] as usize;
+                &c[row0 * n..(row0 + groups.rows(g)) * n]
+            };
+            let global_scales: Vec<f32> = (0..rows.len())
+                .map(|g| {
+                    let amax = group_rows(g).iter().fold(0f32, |m, v| m.max(v.to_f32().abs()));
+                    let fitted = nvfp4::codec::auto_global_scale(amax);
+                    fitted * [1.0, 1.0 / 64.0, 40.0][g % 3]
+                })
+                .collect();
+            let scales_device = stream.clone_htod(&global_scales).unwrap();
+            plan.launch_nvfp4(&gpu, &inputs.inputs(), &mut h_data, &mut h_scales, &scales_device)
+                .unwrap();
+            plan.device_status(&gpu).unwrap();
+            let (h_data, h_scales) = (
+                stream.clone_dtoh(&h_data).unwrap(),
+                stream.clone_dtoh(&h_scales).unwrap(),
+            );
+            let mut owned_scales = vec![false; h_scales.len()];
+            for (g, &global) in global_scales.iter().enumerate() {
+                let r = groups.rows(g);
+                if r == 0 {
+                    continue;
+                }
+                let want = NvFp4Matrix::quantize(r, n, group_rows(g), GlobalScale::Fixed(global)).unwrap();
+                let row0 = tokens.row_offsets[g] as usize;
+                let data = &h_data[row0 * n / 2..(row0 + r) * n / 2];
+                let scale0 = layout.atom_offset(tokens.scale_offsets[g] as usize / 128, 0);
+                let scales = &h_scales[scale0..scale0 + want.scales().len()];
+                owned_scales[scale0..scale0 + want.scales().len()].fill(true);
+                let differ = |got: &[u8], want: &[u8]| got.iter().zip(want).filter(|(a, b)| a != b).count();
+                let (bad_data, bad_scales) = (differ(data, want.data()), differ(scales, want.scales()));
+                if bad_data + bad_scales > 0 {
+                    failures.push(format!(
+                        "{name}, group {g} ({r} rows, g = {global:e}): {bad_data} data and {bad_scales} scale bytes differ"
+                    ));
+                }
+            }
+            let end = *tokens.row_offsets.last().unwrap() as usize;
+            if h_data[end * n / 2..].iter().any(|&b| b != POISON) {
+                failures.push(format!("{name}: data past the last group was written"));
+            }
+            if h_scales
+                .iter()
+                .zip(&owned_scales)
+                .any(|(&b, &owned)| !owned && b != POISON)
+            {
+                failures.push(format!("{name}: scale bytes of no group were written"));
+            }
+            println!(
+                "{name}: grouped NVFP4 output, tile {:?}, {}",
+                plan.tile_and_grid(),
+                if failures.is_empty() { "identical" } else { "FAIL" }
+            );
+        }
+    }
+    assert_no_failures(failures);
+}
+
 test_main!(
     grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions,
     separate_convention_takes_n_and_k_that_differ_between_groups,
@@ -703,4 +812,5 @@ test_main!(
     a_cuda_graph_captured_once_replays_with_new_device_side_offsets,
     invalid_device_offsets_write_nothing_and_report_the_rule,
     launches_reject_inputs_that_do_not_match_the_plan,
+    grouped_dual_gemm_nvfp4_output_is_each_groups_quantized_fp16_output_bit_for_bit,
 );

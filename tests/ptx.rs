@@ -166,7 +166,9 @@ fn sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry() {
         return;
     };
     let kernels = sm90_registry::TILED.iter().flat_map(|entries| {
-        let grouped = entries.grouped.map(|g| [g.gated.entry, g.plain.entry]);
+        let grouped = entries
+            .grouped
+            .map(|g| [g.gated.entry, g.gated_nvfp4.entry, g.plain.entry]);
         let dense = entries.dense_kernels().map(|k| k.entry);
         dense
             .into_iter()

@@ -282,8 +282,9 @@ pub(crate) struct LoadedTile<T, D, G> {
     dense_nvfp4: Option<LoadedKernel<D>>,
     /// The dense plain GEMM, where the architecture has one.
     dense_plain: Option<LoadedKernel<D>>,
-    /// Gated (dual), then plain; absent for a tile without grouped kernels.
-    grouped: Option<[LoadedKernel<G>; 2]>,
+    /// Gated (dual), plain, then (where the architecture has one) gated writing NVFP4; absent
+    /// for a tile without grouped kernels.
+    grouped: Option<Vec<LoadedKernel<G>>>,
 }
 
 /// Finds the loaded kernel of `tile`, or names what is missing.
@@ -336,7 +337,11 @@ impl Sm90Kernels {
                         kernel.allow_shared_bytes(tile.grouped_shared().total)?;
                         Ok(kernel)
                     };
-                    Some([load(grouped.gated)?, load(grouped.plain)?])
+                    Some(vec![
+                        load(grouped.gated)?,
+                        load(grouped.plain)?,
+                        load(grouped.gated_nvfp4)?,
+                    ])
                 }
                 None => None,
             };
@@ -392,15 +397,15 @@ impl Sm90Kernels {
         )
     }
 
-    /// The grouped kernel for `tile`, gated (dual) or plain.
-    pub fn grouped(&self, tile: Tile, gated: bool) -> Result<&LoadedKernel<sm90::GroupedArgs>> {
-        let what = if gated {
-            "grouped dual GEMM"
-        } else {
-            "grouped GEMM"
+    /// The grouped kernel of `epilogue` for `tile`.
+    pub fn grouped(&self, tile: Tile, epilogue: DenseEpilogue) -> Result<&LoadedKernel<sm90::GroupedArgs>> {
+        let (what, index) = match epilogue {
+            DenseEpilogue::Gated => ("grouped dual GEMM", 0),
+            DenseEpilogue::Plain => ("grouped GEMM", 1),
+            DenseEpilogue::GatedNvfp4 => ("grouped dual GEMM with NVFP4 output", 2),
         };
         find_tiled(&self.tiled, tile, Arch::Sm90a, what, |t| {
-            t.grouped.as_ref().map(|g| &g[usize::from(!gated)])
+            t.grouped.as_ref().and_then(|g| g.get(index))
         })
     }
 
@@ -451,7 +456,7 @@ impl Sm100Kernels {
                 kernel.allow_shared_bytes(tile.shared_bytes())?;
                 Ok(kernel)
             };
-            let grouped = Some([load(entries.grouped_gated)?, load(entries.grouped_plain)?]);
+            let grouped = Some(vec![load(entries.grouped_gated)?, load(entries.grouped_plain)?]);
             tiled.push(LoadedTile {
                 tile,
                 dense,

@@ -72,14 +72,82 @@ pub struct ContiguousAddresses {
     pub alpha_up: u64,
     /// A factor on both products of every group.
     pub scale: f32,
-    /// C, `rows × N` fp16.
+    /// C, `rows × N` fp16 (not used by [`GroupedPlan::launch_nvfp4_raw`]).
     pub out: u64,
+}
+
+/// Device addresses of a grouped dual GEMM's NVFP4 output in the contiguous convention
+/// ([`GroupedPlan::launch_nvfp4_raw`]): `h` laid out as A is, so that the down projection's
+/// grouped GEMM takes it as its tokens with A's offsets.
+#[derive(Clone, Copy, Debug)]
+pub struct ContiguousNvFp4Out {
+    /// Packed e2m1 data, `rows × N/2` bytes (rows past the last group's end are not written).
+    pub data: u64,
+    /// Blocked e4m3 scales over the plan's `scale_rows` rows and N columns: group `g`'s from
+    /// the 128-row block at its scale offset, as A's; each group's padding rows written as
+    /// zeros, blocks of no group's not written.
+    pub scales: u64,
+    /// `G` f32 global scales, one per group (static, as a serving engine calibrates them).
+    pub global_scales: u64,
+}
+
+/// What a contiguous-convention launch writes.
+enum ContiguousOut<'a> {
+    F16(&'a mut CudaSlice<f16>),
+    NvFp4 {
+        data: &'a mut CudaSlice<u8>,
+        scales: &'a mut CudaSlice<u8>,
+        global_scales: &'a CudaSlice<f32>,
+    },
 }
 
 impl GroupedPlan {
     /// Enqueues a contiguous-convention launch writing `c` (`rows × N` fp16; rows past the
     /// last group's end are not written).
     pub fn launch(&self, gpu: &Gpu, inputs: &ContiguousInputs, c: &mut CudaSlice<f16>) -> Result<()> {
+        self.launch_inputs(gpu, inputs, ContiguousOut::F16(c))
+    }
+
+    /// Enqueues a contiguous-convention grouped dual GEMM writing `h = silu(α1·A·B1ᵀ) ⊙
+    /// (α3·A·B3ᵀ)` as NVFP4 in A's layout (see [`ContiguousNvFp4Out`]): `h_data` `rows × N/2`
+    /// bytes, `h_scales` `BlockedScales::new(scale_rows, N)`, group `g` quantized with
+    /// `global_scales[g]`; bit for bit the GPU quantizer on each group's fp16 rows (as
+    /// `DualGemmPlan::launch_nvfp4`). Hopper only (`Error::KernelUnavailable` on Blackwell).
+    pub fn launch_nvfp4(
+        &self,
+        gpu: &Gpu,
+        inputs: &ContiguousInputs,
+        h_data: &mut CudaSlice<u8>,
+        h_scales: &mut CudaSlice<u8>,
+        global_scales: &CudaSlice<f32>,
+    ) -> Result<()> {
+        self.launch_inputs(
+            gpu,
+            inputs,
+            ContiguousOut::NvFp4 {
+                data: h_data,
+                scales: h_scales,
+                global_scales,
+            },
+        )
+    }
+
+    /// [`Self::launch_nvfp4`] on caller-owned memory (`at.out` is not used).
+    ///
+    /// # Safety
+    /// As [`Self::launch_raw`], with `h` holding what [`ContiguousNvFp4Out`] says.
+    pub unsafe fn launch_nvfp4_raw(
+        &self,
+        gpu: &Gpu,
+        at: &ContiguousAddresses,
+        h: &ContiguousNvFp4Out,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_raw_to(gpu, at, Some(h)) }
+    }
+
+    /// [`Self::launch`] and [`Self::launch_nvfp4`]: every buffer checked against the plan.
+    fn launch_inputs(&self, gpu: &Gpu, inputs: &ContiguousInputs, out: ContiguousOut) -> Result<()> {
         let (groups, rows, scale_rows, n, k, up) = self.contiguous_layout()?;
         let gated = self.op.gated();
         let check_len = |arg: &'static str, got: usize, expected: usize| {
@@ -97,7 +165,18 @@ impl GroupedPlan {
         )?;
         check_len("row_offsets", inputs.row_offsets.len(), groups + 1)?;
         check_len("scale_offsets", inputs.scale_offsets.len(), groups + 1)?;
-        check_len("c", c.len(), rows * n)?;
+        match &out {
+            ContiguousOut::F16(c) => check_len("c", c.len(), rows * n)?,
+            ContiguousOut::NvFp4 {
+                data,
+                scales,
+                global_scales,
+            } => {
+                check_len("h_data", data.len(), rows * n / 2)?;
+                check_len("h_scales", scales.len(), BlockedScales::new(scale_rows, n).len())?;
+                check_len("global_scales", global_scales.len(), groups)?;
+            }
+        }
         let concatenated = gated && up == UpWeights::Concatenated;
         let gate_rows = if concatenated { 2 * n } else { n };
         let check_weights = |arg: &'static str, w: &WeightsView, wanted_rows: usize| {
@@ -162,9 +241,30 @@ impl GroupedPlan {
         let (up_scales, _up_scales) = up_weights.scales.device_ptr(stream);
         let alpha_gate = inputs.alpha_gate.map(|a| a.device_ptr(stream));
         let alpha_up = inputs.alpha_up.map(|a| a.device_ptr(stream));
-        let (out, _out) = c.device_ptr_mut(stream);
+        let (out, nvfp4, _out) = match out {
+            ContiguousOut::F16(c) => {
+                let (out, guard) = c.device_ptr_mut(stream);
+                (out, None, vec![guard])
+            }
+            ContiguousOut::NvFp4 {
+                data,
+                scales,
+                global_scales,
+            } => {
+                let (data, data_guard) = data.device_ptr_mut(stream);
+                let (scales, scales_guard) = scales.device_ptr_mut(stream);
+                let (global_scales, global_guard) = global_scales.device_ptr(stream);
+                let h = ContiguousNvFp4Out {
+                    data,
+                    scales,
+                    global_scales,
+                };
+                (data, Some(h), vec![data_guard, scales_guard, global_guard])
+            }
+        };
         self.launch_contiguous(
             gpu,
+            nvfp4.as_ref(),
             &ContiguousAddresses {
                 a,
                 a_scales,
@@ -194,6 +294,20 @@ impl GroupedPlan {
     /// says for the plan's layout (and, for weights, `G` groups at the given strides), live and
     /// not written by other work (C: not read either) until the launch completes.
     pub unsafe fn launch_raw(&self, gpu: &Gpu, at: &ContiguousAddresses) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_raw_to(gpu, at, None) }
+    }
+
+    /// [`Self::launch_raw`] writing C as fp16 or (`nvfp4`) as NVFP4.
+    ///
+    /// # Safety
+    /// As [`Self::launch_raw`] and [`Self::launch_nvfp4_raw`].
+    unsafe fn launch_raw_to(
+        &self,
+        gpu: &Gpu,
+        at: &ContiguousAddresses,
+        nvfp4: Option<&ContiguousNvFp4Out>,
+    ) -> Result<()> {
         if !(at.scale.is_finite() && at.scale > 0.0) {
             return Err(Error::invalid("scale", "must be finite and positive", at.scale));
         }
@@ -205,7 +319,7 @@ impl GroupedPlan {
                 format!("{} and {}", at.weight_data_bytes, at.weight_scale_bytes),
             ));
         }
-        self.launch_contiguous(gpu, at)
+        self.launch_contiguous(gpu, nvfp4, at)
     }
 
     /// The plan's contiguous layout `(groups, rows, scale_rows, n, k, up)`, or the error for a
@@ -229,9 +343,29 @@ impl GroupedPlan {
     }
 
     /// A contiguous-convention launch on buffers whose sizes the caller checked against the
-    /// plan (the alignments are checked here).
-    pub(crate) fn launch_contiguous(&self, gpu: &Gpu, at: &ContiguousAddresses) -> Result<()> {
+    /// plan (the alignments are checked here), writing fp16 to `at.out` or NVFP4 to `nvfp4`.
+    pub(crate) fn launch_contiguous(
+        &self,
+        gpu: &Gpu,
+        nvfp4: Option<&ContiguousNvFp4Out>,
+        at: &ContiguousAddresses,
+    ) -> Result<()> {
         let (groups, rows, scale_rows, n, k, up) = self.contiguous_layout()?;
+        let (out, out_scales, out_global_scales) = match nvfp4 {
+            None => (at.out, 0, 0),
+            Some(_) if !self.op.gated() => {
+                return Err(Error::invalid(
+                    "h",
+                    "NVFP4 output is the grouped dual GEMM's",
+                    self.op.name(),
+                ));
+            }
+            Some(h) => {
+                check_alignment("h scales", h.scales, 16)?;
+                check_alignment("global_scales", h.global_scales, 4)?;
+                (h.data, h.scales, h.global_scales)
+            }
+        };
         let concatenated = self.op.gated() && up == UpWeights::Concatenated;
         let gate_rows = if concatenated { 2 * n } else { n };
         for (arg, address) in [
@@ -241,7 +375,7 @@ impl GroupedPlan {
             ("gate scales", at.gate_scales),
             ("up", at.up),
             ("up scales", at.up_scales),
-            ("c", at.out),
+            ("c", out),
         ] {
             check_alignment(arg, address, 16)?;
         }
@@ -275,7 +409,9 @@ impl GroupedPlan {
             up_scales: up_scale_base,
             weight_stride: at.weight_data_bytes as u64,
             weight_scale_stride: at.weight_scale_bytes as u64,
-            out: at.out as *mut u16,
+            out: out as *mut u16,
+            out_scales: out_scales as *mut u8,
+            out_global_scales: out_global_scales as *const f32,
             alpha_gate: at.alpha_gate as *const f32,
             alpha_up: at.alpha_up as *const f32,
             alpha_factor: kernel_alpha(at.scale, operand_rescale(gpu.arch()))?,

@@ -45,7 +45,7 @@ use nvfp4_kernel::layout::BlockedScales;
 use nvfp4_kernel::sm90::config::{
     self as sm90, K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, padded_k, partial_slot_bytes, tile_n,
 };
-use nvfp4_kernel::sm90::registry as sm90_registry;
+use nvfp4_kernel::sm90::registry::{self as sm90_registry, DenseEpilogue};
 use nvfp4_kernel::sm100::config as sm100;
 use nvfp4_kernel::sm100::registry as sm100_registry;
 
@@ -58,7 +58,7 @@ use crate::rules::{KERNEL_INDEX_LIMIT, StreamKState, check_dimension, set_a_coll
 mod contiguous;
 mod separate;
 
-pub use contiguous::{ContiguousAddresses, ContiguousInputs, ContiguousTokens};
+pub use contiguous::{ContiguousAddresses, ContiguousInputs, ContiguousNvFp4Out, ContiguousTokens};
 pub use separate::SeparateGroup;
 use separate::separate_table_bytes;
 
@@ -529,6 +529,8 @@ impl GroupedPlan {
             weight_stride: 0,
             weight_scale_stride: 0,
             out: std::ptr::null_mut(),
+            out_scales: std::ptr::null_mut(),
+            out_global_scales: std::ptr::null(),
             alpha_gate: std::ptr::null(),
             alpha_up: std::ptr::null(),
             alpha_factor: 1.0,
@@ -561,7 +563,16 @@ impl GroupedPlan {
         maps: [TensorMap; 3],
     ) -> Result<()> {
         let stream = gpu.stream();
+        let epilogue = if prepare.out_scales.is_null() {
+            DenseEpilogue::f16(self.op.gated())
+        } else {
+            DenseEpilogue::GatedNvfp4
+        };
         match (&self.backend, tile) {
+            (Backend::Sm100 { .. }, _) if epilogue.nvfp4() => Err(Error::KernelUnavailable {
+                operation: "grouped dual GEMM with NVFP4 output",
+                arch: Arch::Sm100f.name(),
+            }),
             (
                 Backend::Sm90 {
                     token_map, stream_k, ..
@@ -602,7 +613,7 @@ impl GroupedPlan {
                 // SAFETY: the preparation pass writes the tables this kernel reads, in stream
                 // order (it waits for that pass before reading them); the plan sized every buffer.
                 unsafe {
-                    kernels.grouped(tile, self.op.gated())?.launch(
+                    kernels.grouped(tile, epilogue)?.launch(
                         stream,
                         self.grid,
                         tile.grouped_shared().total,

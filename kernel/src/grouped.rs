@@ -81,6 +81,14 @@ pub struct GroupDesc {
     pub alpha_gate: f32,
     /// Scale of the up product (gated), including the kernel's operand rescale.
     pub alpha_up: f32,
+    /// NVFP4 output (the grouped dual GEMM's NVFP4 entries): the blocked e4m3 scales of the
+    /// group's outputs from the 128-row block of its first token, as `a_scales` (`out` is then
+    /// the group's packed e2m1 data, `n / 2` bytes a row); 0 for fp16 output.
+    pub out_scales: u64,
+    /// NVFP4 output: the group's global scale (finite, positive).
+    pub out_global_scale: f32,
+    /// Zero: keeps the descriptor a whole number of 16-byte words.
+    pub reserved: u32,
 }
 
 /// 16-byte words of a [`GroupDesc`] (the kernels load it as vectors).
@@ -156,8 +164,15 @@ pub struct GroupedPrepareArgs {
     pub weight_stride: u64,
     /// Contiguous: bytes between two groups' weight scales.
     pub weight_scale_stride: u64,
-    /// Contiguous: C, `rows_capacity × n` fp16.
+    /// Contiguous: C, `rows_capacity × n` fp16; with `out_scales`, C's packed e2m1 data
+    /// (`rows_capacity × n/2` bytes).
     pub out: *mut u16,
+    /// Contiguous, NVFP4 output (the grouped dual GEMM's NVFP4 entries): C's blocked e4m3
+    /// scales over `scale_rows_capacity` rows, each group's from the 128-row block at its scale
+    /// offset (as A's); null for fp16 output.
+    pub out_scales: *mut u8,
+    /// Contiguous, NVFP4 output: `G` f32 global scales of C's groups.
+    pub out_global_scales: *const f32,
     /// Contiguous: per-group scale of the gate (or plain) product, or null for 1.
     pub alpha_gate: *const f32,
     /// Contiguous: per-group scale of the up product, or null for 1.
@@ -263,6 +278,6 @@ const fn ceil_div(a: u32, b: u32) -> u32 {
 }
 
 const _: () = assert!(
-    core::mem::size_of::<GroupDesc>() == 112 && core::mem::size_of::<SeparateGroup>() == 104,
+    core::mem::size_of::<GroupDesc>() == 128 && core::mem::size_of::<SeparateGroup>() == 104,
     "descriptor sizes are part of the host/device contract"
 );

@@ -14,17 +14,47 @@ use crate::layout::BlockedScales;
 use crate::ptx::{mem, sreg, warp};
 use crate::schedule::working_ctas;
 
-/// Group `g`'s descriptor (written by the preparation pass, which completed before the GEMM's
-/// dependency wait: plain coherent loads).
+/// 16-byte words of a [`GroupDesc`] before its NVFP4-output fields (`out_scales` on), which
+/// only the NVFP4 epilogues read ([`load_desc_with_output`]).
+const DESC_INPUT_WORDS: usize = core::mem::offset_of!(GroupDesc, out_scales) / 16;
+const _: () = assert!(
+    core::mem::offset_of!(GroupDesc, out_scales).is_multiple_of(16) && DESC_INPUT_WORDS < GROUP_DESC_WORDS,
+    "the NVFP4-output fields start a word of their own"
+);
+
+/// Group `g`'s descriptor as the persistent kernels' tiles need it: its NVFP4-output fields
+/// are not loaded (zero), so an fp16 launch reads what it did before they existed.
 ///
 /// # Safety
-/// `g` is below the launch's group count; `descs` holds that many descriptors.
+/// `g` below the launch's groups; the preparation pass wrote the descriptors.
 #[inline(always)]
 pub(crate) unsafe fn load_desc(descs: *const GroupDesc, g: u32) -> GroupDesc {
+    // SAFETY: forwarded.
+    unsafe { load_desc_words::<DESC_INPUT_WORDS>(descs, g) }
+}
+
+/// Group `g`'s whole descriptor, NVFP4-output fields included.
+///
+/// # Safety
+/// As [`load_desc`].
+#[inline(always)]
+pub(crate) unsafe fn load_desc_with_output(descs: *const GroupDesc, g: u32) -> GroupDesc {
+    // SAFETY: forwarded.
+    unsafe { load_desc_words::<GROUP_DESC_WORDS>(descs, g) }
+}
+
+/// The first `WORDS` 16-byte words of group `g`'s descriptor, the rest zero.
+#[inline(always)]
+unsafe fn load_desc_words<const WORDS: usize>(descs: *const GroupDesc, g: u32) -> GroupDesc {
     let words = descs.wrapping_add(g as usize) as *const u32;
     // SAFETY: g < groups (the caller's), 16-byte aligned records.
-    let raw: [[u32; 4]; GROUP_DESC_WORDS] =
-        core::array::from_fn(|i| unsafe { mem::ld_global_v4_b32(words.add(4 * i)) });
+    let raw: [[u32; 4]; GROUP_DESC_WORDS] = core::array::from_fn(|i| {
+        if i < WORDS {
+            unsafe { mem::ld_global_v4_b32(words.add(4 * i)) }
+        } else {
+            [0; 4]
+        }
+    });
     // SAFETY: GroupDesc is plain integers and floats (repr(C)), exactly these words.
     unsafe { core::mem::transmute::<[[u32; 4]; GROUP_DESC_WORDS], GroupDesc>(raw) }
 }
@@ -205,11 +235,15 @@ unsafe fn describe(args: &GroupedPrepareArgs, g: u32, shape: &GroupShape) -> Gro
             weight_map_row: 0,
             alpha_gate: e.alpha_gate,
             alpha_up: e.alpha_up,
+            out_scales: 0,
+            out_global_scale: 1.0,
+            reserved: 0,
         };
     }
     let g64 = g as u64;
+    let nvfp4 = !args.out_scales.is_null();
     // SAFETY: g < groups: inside the G + 1 offsets and the per-group scales.
-    let (token_row, scale_row, alpha_gate, alpha_up) = unsafe {
+    let (token_row, scale_row, alpha_gate, alpha_up, out_global_scale) = unsafe {
         let alpha = |values: *const f32| {
             if values.is_null() {
                 1.0
@@ -222,18 +256,26 @@ unsafe fn describe(args: &GroupedPrepareArgs, g: u32, shape: &GroupShape) -> Gro
             mem::ld_global_b32(args.scale_offsets.add(g as usize)),
             alpha(args.alpha_gate),
             alpha(args.alpha_up),
+            if nvfp4 { alpha(args.out_global_scales) } else { 1.0 },
         )
+    };
+    // A group's first scale atom: a whole 128-row block (the offsets were validated, or the
+    // group has no rows) of a layout over `scale_rows_capacity` rows and `columns` columns.
+    let first_atom = |columns: u32| {
+        BlockedScales::new(args.scale_rows_capacity as usize, columns as usize)
+            .atom_offset(scale_row as usize / 128, 0) as u64
     };
     GroupDesc {
         gate: args.gate + g64 * args.weight_stride,
         gate_scales: args.gate_scales + g64 * args.weight_scale_stride,
         up: args.up + g64 * args.weight_stride,
         up_scales: args.up_scales + g64 * args.weight_scale_stride,
-        out: args.out as u64 + 2 * token_row as u64 * args.n as u64,
-        // A whole 128-row block (the offsets were validated, or the group has no rows).
-        a_scales: args.a_scales as u64
-            + BlockedScales::new(args.scale_rows_capacity as usize, args.k as usize)
-                .atom_offset(scale_row as usize / 128, 0) as u64,
+        out: if nvfp4 {
+            args.out as u64 + token_row as u64 * (args.n / 2) as u64
+        } else {
+            args.out as u64 + 2 * token_row as u64 * args.n as u64
+        },
+        a_scales: args.a_scales as u64 + first_atom(args.k),
         // The launch's own maps (the kernel's arguments).
         a_map: 0,
         gate_map: 0,
@@ -248,5 +290,12 @@ unsafe fn describe(args: &GroupedPrepareArgs, g: u32, shape: &GroupShape) -> Gro
         weight_map_row: g * args.weight_rows,
         alpha_gate: args.alpha_factor * alpha_gate,
         alpha_up: args.alpha_factor * if args.gated != 0 { alpha_up } else { alpha_gate },
+        out_scales: if nvfp4 {
+            args.out_scales as u64 + first_atom(args.n)
+        } else {
+            0
+        },
+        out_global_scale,
+        reserved: 0,
     }
 }

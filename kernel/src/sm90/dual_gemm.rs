@@ -93,7 +93,7 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for DenseProb
     }
 
     #[inline(always)]
-    fn nvfp4_tile(&self, job: &TileJob) -> Nvfp4Tile {
+    fn nvfp4_tile(&self, _span: &TileSpan, job: &TileJob) -> Nvfp4Tile {
         let a = self.args;
         let data_pitch = a.n / 2;
         // Opaque copies: LLVM would otherwise compute parts of the threads' output addresses

@@ -5,9 +5,9 @@
 
 use crate::epilogue::Nvfp4Tile;
 use crate::grouped::{GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS};
-use crate::layout::BlockedScales;
+use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
-use crate::ptx::{fence, mem, smem, sreg, wgmma};
+use crate::ptx::{fence, mem, reg, smem, sreg, wgmma};
 use crate::schedule::{GroupSchedule, GroupTable, GroupedTiles, StreamK, TileSpan};
 use crate::sm90::config::{self, GroupedArgs, K_PER_SLICE, Tile, padded_k, tile_n};
 use crate::sm90::mainloop::{
@@ -46,18 +46,22 @@ impl GroupTable for SharedGroups {
     }
 }
 
-/// A grouped launch, gated or plain.
-struct GroupedProblem<'a, M, const GATED: bool> {
+/// A grouped launch, gated or plain; `NVFP4`: gated, writing NVFP4 (the descriptors'
+/// `out_scales`).
+struct GroupedProblem<'a, M, const GATED: bool, const NVFP4: bool> {
     args: &'a GroupedArgs,
     table: SharedGroups,
     /// The generic address of `args.token_map` in parameter space (computed where it is used).
     token_map: M,
 }
 
-impl<M: Fn() -> u64, const GATED: bool> Problem for GroupedProblem<'_, M, GATED> {
+impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for GroupedProblem<'_, M, GATED, NVFP4> {
     type Space = GroupedTiles<SharedGroups>;
     const GATED: bool = GATED;
-    const NVFP4_OUT: bool = false;
+    const NVFP4_OUT: bool = {
+        assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's");
+        NVFP4
+    };
 
     #[inline(always)]
     fn token_map(&self) -> u64 {
@@ -99,8 +103,27 @@ impl<M: Fn() -> u64, const GATED: bool> Problem for GroupedProblem<'_, M, GATED>
     }
 
     #[inline(always)]
-    fn nvfp4_tile(&self, _job: &TileJob) -> Nvfp4Tile {
-        unreachable!("grouped launches write fp16")
+    fn nvfp4_tile(&self, span: &TileSpan, job: &TileJob) -> Nvfp4Tile {
+        // The descriptor again, with its output fields (the epilogue's values are not kept
+        // across the mainloop).
+        // SAFETY: span.group < groups.
+        let desc = unsafe { prepare::load_desc_with_output(self.args.descs, span.group) };
+        // Opaque copies, as the dense kernel's: their address arithmetic stays here.
+        let (row0, n0) = (reg::opaque(job.token_row - desc.token_row), reg::opaque(job.n0));
+        let data_pitch = desc.n / 2;
+        Nvfp4Tile {
+            data: (reg::opaque_u64(desc.out) as *mut u8)
+                .wrapping_add(row0 as usize * data_pitch as usize + (n0 / 2) as usize),
+            data_pitch,
+            scales: reg::opaque_u64(desc.out_scales) as *mut u8,
+            // The group's own layout, from its first 128-row block.
+            layout: BlockedScales::new(desc.rows as usize, desc.n as usize),
+            scale_row: row0,
+            first_block: n0 / SCALE_BLOCK_K as u32,
+            tokens: job.tokens,
+            padding: Nvfp4Tile::padding_rows(desc.rows, row0, job.tokens),
+            global_scale: desc.out_global_scale,
+        }
     }
 
     type Rows = RowPointers;
@@ -117,7 +140,8 @@ impl<M: Fn() -> u64, const GATED: bool> Problem for GroupedProblem<'_, M, GATED>
     }
 }
 
-/// The persistent kernel body for `2·ACC` tokens per tile, gated or plain.
+/// The persistent kernel body for `2·ACC` tokens per tile, gated (writing NVFP4 if `NVFP4`)
+/// or plain.
 #[inline(always)]
 unsafe fn grouped<
     const ACC: usize,
@@ -126,6 +150,7 @@ unsafe fn grouped<
     const DECODER: u32,
     const PRODUCER: u32,
     const GATED: bool,
+    const NVFP4: bool,
 >(
     args: &GroupedArgs,
     token_map: impl Fn() -> u64,
@@ -173,7 +198,7 @@ unsafe fn grouped<
     };
     let split = StreamK::new(GroupedTiles { table }, ctas, tile_stages);
     let work = Work::new(split, &shared, args.workspace, args.flags, 0);
-    let problem = GroupedProblem::<_, GATED> {
+    let problem = GroupedProblem::<_, GATED, NVFP4> {
         args,
         table,
         token_map,
@@ -187,7 +212,7 @@ unsafe fn grouped<
 }
 
 macro_rules! entry_point {
-    ($name:ident, $gated:literal, $tokens:literal, $mma:path) => {
+    ($name:ident, $gated:literal, $nvfp4:literal, $tokens:literal, $mma:path) => {
         /// The sm_90a grouped kernel for one token-tile width (see the module doc for the
         /// contract).
         ///
@@ -209,6 +234,7 @@ macro_rules! entry_point {
                     { REGISTERS.decoder },
                     { REGISTERS.producer },
                     $gated,
+                    $nvfp4,
                 >(
                     &args,
                     || {
@@ -225,11 +251,13 @@ macro_rules! entry_point {
 }
 
 /// Defines the grouped entries of every tile in the registry that has them: all gated (dual)
-/// kernels, then all plain ones.
+/// kernels, then those writing NVFP4, then all plain ones.
 macro_rules! grouped_entries {
-    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident ($($gated:ident $plain:ident)?);)*) => {
-        $($(entry_point!($gated, true, $tokens, wgmma::$mma);)?)*
-        $($(entry_point!($plain, false, $tokens, wgmma::$mma);)?)*
+    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident
+        ($($gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
+        $($(entry_point!($gated, true, false, $tokens, wgmma::$mma);)?)*
+        $($(entry_point!($gated_nvfp4, true, true, $tokens, wgmma::$mma);)?)*
+        $($(entry_point!($plain, false, false, $tokens, wgmma::$mma);)?)*
     };
 }
 

@@ -126,8 +126,9 @@ pub(crate) trait Problem {
         w
     }
 
-    /// Where `job`'s tile writes its NVFP4 output (problems with [`Problem::NVFP4_OUT`]).
-    fn nvfp4_tile(&self, job: &TileJob) -> Nvfp4Tile;
+    /// Where `job`'s tile (`span`) writes its NVFP4 output (problems with
+    /// [`Problem::NVFP4_OUT`]).
+    fn nvfp4_tile(&self, span: &TileSpan, job: &TileJob) -> Nvfp4Tile;
 }
 
 /// The stream-K share of this CTA: the split, its virtual CTA (none: no share), where the
@@ -1028,7 +1029,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             // The NVFP4 tile is computed after the staging (its fields would otherwise stay
             // live across it, and spill).
             if P::NVFP4_OUT {
-                let target = || problem.nvfp4_tile(&job);
+                let target = || problem.nvfp4_tile(&segment.tile, &job);
                 let staging = shared.decoded_slice(previous_stage(&decoded));
                 unsafe { nvfp4_epilogue(&job, &acc, lane, target, staging, thread) }
             } else {

@@ -16,8 +16,8 @@ use crate::sm90::config::{
 
 /// The tiled kernels, smallest tile first, one line per token-tile width:
 /// `tokens wgmma_shape dense_dual_entry dense_dual_nvfp4_entry dense_plain_entry
-/// (grouped_dual_entry grouped_plain_entry);`, the parentheses empty where the tile has no
-/// grouped kernels.
+/// (grouped_dual_entry grouped_dual_nvfp4_entry grouped_plain_entry);`, the parentheses empty
+/// where the tile has no grouped kernels.
 ///
 /// The 256-token tile has none: its consumers spill with a grouped problem's per-group row
 /// pointers (ptxas, 240 registers), and it would only pay off for groups of more than 256
@@ -26,15 +26,20 @@ macro_rules! tiled_entries {
     ($callback:ident) => {
         $callback! {
             8 m64n8k16 nvfp4_dual_gemm_sm90_t8 nvfp4_dual_gemm_nvfp4_sm90_t8 nvfp4_gemm_sm90_t8
-                (nvfp4_grouped_dual_gemm_sm90_t8 nvfp4_grouped_gemm_sm90_t8);
+                (nvfp4_grouped_dual_gemm_sm90_t8 nvfp4_grouped_dual_gemm_nvfp4_sm90_t8
+                    nvfp4_grouped_gemm_sm90_t8);
             16 m64n16k16 nvfp4_dual_gemm_sm90_t16 nvfp4_dual_gemm_nvfp4_sm90_t16 nvfp4_gemm_sm90_t16
-                (nvfp4_grouped_dual_gemm_sm90_t16 nvfp4_grouped_gemm_sm90_t16);
+                (nvfp4_grouped_dual_gemm_sm90_t16 nvfp4_grouped_dual_gemm_nvfp4_sm90_t16
+                    nvfp4_grouped_gemm_sm90_t16);
             32 m64n32k16 nvfp4_dual_gemm_sm90_t32 nvfp4_dual_gemm_nvfp4_sm90_t32 nvfp4_gemm_sm90_t32
-                (nvfp4_grouped_dual_gemm_sm90_t32 nvfp4_grouped_gemm_sm90_t32);
+                (nvfp4_grouped_dual_gemm_sm90_t32 nvfp4_grouped_dual_gemm_nvfp4_sm90_t32
+                    nvfp4_grouped_gemm_sm90_t32);
             64 m64n64k16 nvfp4_dual_gemm_sm90_t64 nvfp4_dual_gemm_nvfp4_sm90_t64 nvfp4_gemm_sm90_t64
-                (nvfp4_grouped_dual_gemm_sm90_t64 nvfp4_grouped_gemm_sm90_t64);
+                (nvfp4_grouped_dual_gemm_sm90_t64 nvfp4_grouped_dual_gemm_nvfp4_sm90_t64
+                    nvfp4_grouped_gemm_sm90_t64);
             128 m64n128k16 nvfp4_dual_gemm_sm90_t128 nvfp4_dual_gemm_nvfp4_sm90_t128 nvfp4_gemm_sm90_t128
-                (nvfp4_grouped_dual_gemm_sm90_t128 nvfp4_grouped_gemm_sm90_t128);
+                (nvfp4_grouped_dual_gemm_sm90_t128 nvfp4_grouped_dual_gemm_nvfp4_sm90_t128
+                    nvfp4_grouped_gemm_sm90_t128);
             256 m64n256k16 nvfp4_dual_gemm_sm90_t256 nvfp4_dual_gemm_nvfp4_sm90_t256 nvfp4_gemm_sm90_t256 ();
         }
     };
@@ -73,8 +78,9 @@ macro_rules! grouped_prepare_entry {
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use grouped_prepare_entry;
 
-/// What a dense kernel's epilogue finishes and writes: each is its own entry point, so that
-/// no kernel carries the registers or branches of an output it does not write.
+/// What a tiled (dense or grouped) kernel's epilogue finishes and writes: each is its own
+/// entry point, so that no kernel carries the registers or branches of an output it does not
+/// write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DenseEpilogue {
     /// The dual GEMM, fp16 out.
@@ -131,22 +137,36 @@ pub struct TiledEntries {
 pub struct GroupedEntries {
     /// The grouped dual GEMM.
     pub gated: Kernel<GroupedArgs>,
+    /// The grouped dual GEMM writing NVFP4 (the descriptors' `out_scales`).
+    pub gated_nvfp4: Kernel<GroupedArgs>,
     /// The grouped GEMM.
     pub plain: Kernel<GroupedArgs>,
+}
+
+impl GroupedEntries {
+    /// The kernel of `epilogue`.
+    pub const fn kernel(&self, epilogue: DenseEpilogue) -> Kernel<GroupedArgs> {
+        match epilogue {
+            DenseEpilogue::Gated => self.gated,
+            DenseEpilogue::GatedNvfp4 => self.gated_nvfp4,
+            DenseEpilogue::Plain => self.plain,
+        }
+    }
 }
 
 impl TiledEntries {
     /// The kernels of `tile` under these names. Every tiled entry runs `tile.threads()` threads
     /// with `.minnctapersm 1`, which lets `setmaxnreg` move registers between its warpgroups.
-    const fn new(tile: Tile, dense: [&'static str; 3], grouped: Option<[&'static str; 2]>) -> Self {
+    const fn new(tile: Tile, dense: [&'static str; 3], grouped: Option<[&'static str; 3]>) -> Self {
         Self {
             tile,
             dense: Kernel::new(dense[0], tile.threads(), Some(1)),
             dense_nvfp4: Kernel::new(dense[1], tile.threads(), Some(1)),
             dense_plain: Kernel::new(dense[2], tile.threads(), Some(1)),
             grouped: match grouped {
-                Some([gated, plain]) => Some(GroupedEntries {
+                Some([gated, gated_nvfp4, plain]) => Some(GroupedEntries {
                     gated: Kernel::new(gated, tile.threads(), Some(1)),
+                    gated_nvfp4: Kernel::new(gated_nvfp4, tile.threads(), Some(1)),
                     plain: Kernel::new(plain, tile.threads(), Some(1)),
                 }),
                 None => None,
@@ -168,24 +188,24 @@ impl TiledEntries {
         [self.dense, self.dense_nvfp4, self.dense_plain]
     }
 
-    /// The grouped kernel, gated or plain, if the tile has grouped kernels.
-    pub const fn grouped(&self, gated: bool) -> Option<Kernel<GroupedArgs>> {
+    /// The grouped kernel of `epilogue`, if the tile has grouped kernels.
+    pub const fn grouped(&self, epilogue: DenseEpilogue) -> Option<Kernel<GroupedArgs>> {
         match self.grouped {
-            Some(g) if gated => Some(g.gated),
-            Some(g) => Some(g.plain),
+            Some(g) => Some(g.kernel(epilogue)),
             None => None,
         }
     }
 }
 
 macro_rules! tiled_table {
-    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident ($($gated:ident $plain:ident)?);)*) => {
+    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident
+        ($($gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
         /// Every tiled entry, smallest tile first ([`tiled_entries!`]).
         pub const TILED: [TiledEntries; [$($tokens),*].len()] = [$(
             TiledEntries::new(
                 Tile { tokens: $tokens },
                 [stringify!($dense), stringify!($dense_nvfp4), stringify!($dense_plain)],
-                grouped_names!($($gated $plain)?),
+                grouped_names!($($gated $gated_nvfp4 $plain)?),
             ),
         )*];
     };
@@ -195,8 +215,8 @@ macro_rules! grouped_names {
     () => {
         None
     };
-    ($gated:ident $plain:ident) => {
-        Some([stringify!($gated), stringify!($plain)])
+    ($gated:ident $gated_nvfp4:ident $plain:ident) => {
+        Some([stringify!($gated), stringify!($gated_nvfp4), stringify!($plain)])
     };
 }
 
@@ -355,7 +375,7 @@ pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
 }
 
 const fn entry_count() -> usize {
-    3 * TILED.len() + 2 * GROUPED_TILES.len() + 3 * DECODE.len() + 2
+    3 * TILED.len() + 3 * GROUPED_TILES.len() + 3 * DECODE.len() + 2
 }
 
 const fn entry_points() -> [EntryPoint; entry_count()] {
@@ -369,8 +389,9 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
         n += 3;
         if let Some(grouped) = TILED[i].grouped {
             out[n] = grouped.gated.entry;
-            out[n + 1] = grouped.plain.entry;
-            n += 2;
+            out[n + 1] = grouped.gated_nvfp4.entry;
+            out[n + 2] = grouped.plain.entry;
+            n += 3;
         }
         i += 1;
     }
