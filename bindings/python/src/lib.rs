@@ -234,6 +234,81 @@ fn dequantize(
     .map(|()| None)
 }
 
+/// The operands of a dual GEMM, checked: the shape, the scales' addresses and the products' α.
+struct DualOperands {
+    m: usize,
+    n: usize,
+    k: usize,
+    scales: [u64; 3],
+    alpha_gate: f32,
+    alpha_up: f32,
+}
+
+impl DualOperands {
+    /// Checks `a`, `b1`, `b2`, their scales and `alpha1`, `alpha2` (the arguments of
+    /// `dual_gemm` and `dual_gemm_nvfp4`).
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        a: &Tensor,
+        b1: &Tensor,
+        b2: &Tensor,
+        a_sf: &Tensor,
+        b1_sf: &Tensor,
+        b2_sf: &Tensor,
+        alpha1: f64,
+        alpha2: f64,
+    ) -> PyResult<Self> {
+        let (m, k) = tensors::packed("a", a, None, None).map_err(rejected)?;
+        let (n, _) = tensors::packed("b1", b1, None, Some(k)).map_err(rejected)?;
+        tensors::packed("b2", b2, Some(n), Some(k)).map_err(rejected)?;
+        let scales = [
+            tensors::scales("a_sf", a_sf, m, k).map_err(rejected)?,
+            tensors::scales("b1_sf", b1_sf, n, k).map_err(rejected)?,
+            tensors::scales("b2_sf", b2_sf, n, k).map_err(rejected)?,
+        ];
+        Ok(Self {
+            m,
+            n,
+            k,
+            scales,
+            alpha_gate: tensors::scale("alpha1", alpha1).map_err(rejected)?,
+            alpha_up: tensors::scale("alpha2", alpha2).map_err(rejected)?,
+        })
+    }
+
+    /// Views of the operands at the addresses of `a`, `b1`, `b2` (the products' α as B1's and
+    /// B2's global scales).
+    ///
+    /// # Safety
+    /// The tensors were checked by [`DualOperands::check`] and are alive.
+    unsafe fn views(&self, a: &Tensor, b1: &Tensor, b2: &Tensor) -> nvfp4::Result<[NvFp4Ref<'static>; 3]> {
+        let Self { m, n, k, scales, .. } = *self;
+        // SAFETY: the caller's.
+        unsafe {
+            Ok([
+                NvFp4Ref::from_raw(a.0, scales[0], m, k, None)?,
+                NvFp4Ref::from_raw(b1.0, scales[1], n, k, Some(self.alpha_gate))?,
+                NvFp4Ref::from_raw(b2.0, scales[2], n, k, Some(self.alpha_up))?,
+            ])
+        }
+    }
+
+    /// The plan for the shape among a device's `plans` (made on `gpu` on first use).
+    fn plan<'d>(
+        &self,
+        gpu: &Gpu,
+        plans: &'d mut HashMap<(usize, usize, usize), DualGemmPlan>,
+    ) -> nvfp4::Result<&'d DualGemmPlan> {
+        let (m, n, k) = (self.m, self.n, self.k);
+        Ok(match plans.entry((m, n, k)) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(gpu.plan_dual_gemm(DualGemmShape { m, n, k })?)
+            }
+        })
+    }
+}
+
 /// Enqueues `out = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)` (float16 `m × n`). Without `out`:
 /// checks every input and returns `(m, n)`.
 #[pyfunction]
@@ -250,18 +325,12 @@ fn dual_gemm(
     alpha2: f64,
     out: Option<Tensor>,
 ) -> PyResult<Planned> {
-    let (m, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
-    let (n, _) = tensors::packed("b1", &b1, None, Some(k)).map_err(rejected)?;
-    tensors::packed("b2", &b2, Some(n), Some(k)).map_err(rejected)?;
-    let a_sf_at = tensors::scales("a_sf", &a_sf, m, k).map_err(rejected)?;
-    let b1_sf_at = tensors::scales("b1_sf", &b1_sf, n, k).map_err(rejected)?;
-    let b2_sf_at = tensors::scales("b2_sf", &b2_sf, n, k).map_err(rejected)?;
+    let operands = DualOperands::check(&a, &b1, &b2, &a_sf, &b1_sf, &b2_sf, alpha1, alpha2)?;
+    let (m, n) = (operands.m, operands.n);
     let Some(out) = out else {
         return Ok(Some((m, n)));
     };
     tensors::output("out", &out, [m, n], Some("float16")).map_err(rejected)?;
-    let alpha_gate = tensors::scale("alpha1", alpha1).map_err(rejected)?;
-    let alpha_up = tensors::scale("alpha2", alpha2).map_err(rejected)?;
     let device = tensors::device(&[
         ("a", Some(&a)),
         ("b1", Some(&b1)),
@@ -272,24 +341,12 @@ fn dual_gemm(
         ("out", Some(&out)),
     ])
     .map_err(rejected)?;
-    let shape = (m, n, k);
     with_device(device, stream, |d| {
         // SAFETY: the tensors were checked above.
-        let (a, b1, b2, out) = unsafe {
-            (
-                NvFp4Ref::from_raw(a.0, a_sf_at, m, k, None)?,
-                NvFp4Ref::from_raw(b1.0, b1_sf_at, n, k, Some(alpha_gate))?,
-                NvFp4Ref::from_raw(b2.0, b2_sf_at, n, k, Some(alpha_up))?,
-                F16Mut::from_raw(out.0, m * n)?,
-            )
-        };
-        let plan = match d.dual.entry(shape) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(d.gpu.plan_dual_gemm(DualGemmShape { m, n, k })?)
-            }
-        };
-        plan.launch_views(&d.gpu, a, b1, b2, out)
+        let ([a, b1, b2], out) = unsafe { (operands.views(&a, &b1, &b2)?, F16Mut::from_raw(out.0, m * n)?) };
+        operands
+            .plan(&d.gpu, &mut d.dual)?
+            .launch_views(&d.gpu, a, b1, b2, out)
     })
     .map(|()| None)
 }
@@ -313,14 +370,8 @@ fn dual_gemm_nvfp4(
     global_scale: f64,
     outputs: Option<(Tensor, Tensor)>,
 ) -> PyResult<Planned> {
-    let (m, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
-    let (n, _) = tensors::packed("b1", &b1, None, Some(k)).map_err(rejected)?;
-    tensors::packed("b2", &b2, Some(n), Some(k)).map_err(rejected)?;
-    let a_sf_at = tensors::scales("a_sf", &a_sf, m, k).map_err(rejected)?;
-    let b1_sf_at = tensors::scales("b1_sf", &b1_sf, n, k).map_err(rejected)?;
-    let b2_sf_at = tensors::scales("b2_sf", &b2_sf, n, k).map_err(rejected)?;
-    let alpha_gate = tensors::scale("alpha1", alpha1).map_err(rejected)?;
-    let alpha_up = tensors::scale("alpha2", alpha2).map_err(rejected)?;
+    let operands = DualOperands::check(&a, &b1, &b2, &a_sf, &b1_sf, &b2_sf, alpha1, alpha2)?;
+    let (m, n) = (operands.m, operands.n);
     let global = tensors::scale("global_scale", global_scale).map_err(rejected)?;
     let Some((data, scales)) = outputs else {
         return Ok(Some((m, n)));
@@ -338,24 +389,17 @@ fn dual_gemm_nvfp4(
         ("scales", Some(&scales)),
     ])
     .map_err(rejected)?;
-    let shape = (m, n, k);
     with_device(device, stream, |d| {
         // SAFETY: the tensors were checked above.
-        let (a, b1, b2, h) = unsafe {
+        let ([a, b1, b2], h) = unsafe {
             (
-                NvFp4Ref::from_raw(a.0, a_sf_at, m, k, None)?,
-                NvFp4Ref::from_raw(b1.0, b1_sf_at, n, k, Some(alpha_gate))?,
-                NvFp4Ref::from_raw(b2.0, b2_sf_at, n, k, Some(alpha_up))?,
+                operands.views(&a, &b1, &b2)?,
                 NvFp4Mut::from_raw(data.0, scales_at, m, n, global)?,
             )
         };
-        let plan = match d.dual.entry(shape) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(d.gpu.plan_dual_gemm(DualGemmShape { m, n, k })?)
-            }
-        };
-        plan.launch_nvfp4_views(&d.gpu, a, b1, b2, h)
+        operands
+            .plan(&d.gpu, &mut d.dual)?
+            .launch_nvfp4_views(&d.gpu, a, b1, b2, h)
     })
     .map(|()| None)
 }
