@@ -160,3 +160,21 @@ proptest! {
         }
     }
 }
+
+/// An NVFP4 output view of caller memory refuses null addresses (a launch would write through
+/// them) and misaligned ones, naming the argument; a valid one is accepted.
+#[test]
+fn nvfp4_output_views_reject_null_and_misaligned_addresses() {
+    use nvfp4::gpu::NvFp4Mut;
+    let named = |result: nvfp4::Result<NvFp4Mut>, arg: &str| match result {
+        Err(Error::InvalidArgument { arg: got, .. }) => got == arg,
+        _ => false,
+    };
+    // SAFETY (all): the views are checked and dropped, never launched on.
+    unsafe {
+        assert!(named(NvFp4Mut::from_raw(0, 0x1000, 1, 64, 1.0), "data"));
+        assert!(named(NvFp4Mut::from_raw(0x1000, 0, 1, 64, 1.0), "scales"));
+        assert!(named(NvFp4Mut::from_raw(0x1008, 0x1000, 1, 64, 1.0), "data"));
+        assert!(NvFp4Mut::from_raw(0x1000, 0x2000, 1, 64, 1.0).is_ok());
+    }
+}

@@ -197,7 +197,8 @@ pub struct NvFp4Mut<'a> {
 
 impl NvFp4Mut<'static> {
     /// A view of caller-owned device memory. Checks the shape (`rows ≥ 1`, `k` a positive
-    /// multiple of 16), the global scale (finite, positive) and the alignments.
+    /// multiple of 16), the global scale (finite, positive), that neither address is null, and
+    /// the alignments.
     ///
     /// # Safety
     /// `data` and `scales` are device addresses in the GPU's context with at least `rows·k/2` and
@@ -206,8 +207,12 @@ impl NvFp4Mut<'static> {
     pub unsafe fn from_raw(data: u64, scales: u64, rows: usize, k: usize, global_scale: f32) -> Result<Self> {
         validate_shape(rows, k)?;
         validate_global_scale(Some(global_scale))?;
-        check_alignment("data", data, 16)?;
-        check_alignment("scales", scales, 16)?;
+        for (arg, address) in [("data", data), ("scales", scales)] {
+            if address == 0 {
+                return Err(Error::invalid(arg, "must be a device address", "null"));
+            }
+            check_alignment(arg, address, 16)?;
+        }
         Ok(Self {
             data,
             scales,

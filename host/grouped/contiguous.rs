@@ -361,6 +361,17 @@ impl GroupedPlan {
                 ));
             }
             Some(h) => {
+                // A null scale address would select the fp16 kernel (which writes four times
+                // the bytes of `h.data`): every address must be given.
+                for (arg, address) in [
+                    ("h data", h.data),
+                    ("h scales", h.scales),
+                    ("global_scales", h.global_scales),
+                ] {
+                    if address == 0 {
+                        return Err(Error::invalid(arg, "must be a device address", "null"));
+                    }
+                }
                 check_alignment("h scales", h.scales, 16)?;
                 check_alignment("global_scales", h.global_scales, 4)?;
                 (h.data, h.scales, h.global_scales)
