@@ -8,7 +8,7 @@ use nvfp4_kernel::common::DequantizeArgs;
 use nvfp4_kernel::layout::SCALE_BLOCK_K;
 
 use crate::error::{Error, Result};
-use crate::gpu::buffer::check_alignment;
+use crate::gpu::buffer::check_device_address;
 use crate::gpu::{DeviceNvFp4Matrix, Gpu, HalfFormat, LoadedKernel, NvFp4Ref};
 
 impl Gpu {
@@ -62,7 +62,7 @@ impl Gpu {
     /// `out` is a 16-byte aligned device address of this GPU's context with `rows · k` values of
     /// `format`, not used by other work until the kernel completes.
     pub unsafe fn dequantize_raw(&self, m: NvFp4Ref, format: HalfFormat, out: u64) -> Result<()> {
-        check_alignment("out", out, 16)?;
+        check_device_address("out", out, 16)?;
         let kernel = match format {
             HalfFormat::F16 => &self.kernels.dequantize_f16,
             HalfFormat::Bf16 => &self.kernels.dequantize_bf16,

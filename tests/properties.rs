@@ -161,20 +161,25 @@ proptest! {
     }
 }
 
-/// An NVFP4 output view of caller memory refuses null addresses (a launch would write through
-/// them) and misaligned ones, naming the argument; a valid one is accepted.
+/// Views of caller memory refuse null addresses (a launch would read or write through them)
+/// and misaligned ones, naming the argument; valid ones are accepted.
 #[test]
-fn nvfp4_output_views_reject_null_and_misaligned_addresses() {
-    use nvfp4::gpu::NvFp4Mut;
-    let named = |result: nvfp4::Result<NvFp4Mut>, arg: &str| match result {
-        Err(Error::InvalidArgument { arg: got, .. }) => got == arg,
-        _ => false,
-    };
+fn raw_views_reject_null_and_misaligned_addresses() {
+    use nvfp4::gpu::{F16Mut, NvFp4Mut, NvFp4Ref};
+    fn named<T>(result: nvfp4::Result<T>, arg: &str) -> bool {
+        matches!(result, Err(Error::InvalidArgument { arg: got, .. }) if got == arg)
+    }
     // SAFETY (all): the views are checked and dropped, never launched on.
     unsafe {
         assert!(named(NvFp4Mut::from_raw(0, 0x1000, 1, 64, 1.0), "data"));
         assert!(named(NvFp4Mut::from_raw(0x1000, 0, 1, 64, 1.0), "scales"));
         assert!(named(NvFp4Mut::from_raw(0x1008, 0x1000, 1, 64, 1.0), "data"));
         assert!(NvFp4Mut::from_raw(0x1000, 0x2000, 1, 64, 1.0).is_ok());
+        assert!(named(NvFp4Ref::from_raw(0, 0x1000, 1, 64, None), "data"));
+        assert!(named(NvFp4Ref::from_raw(0x1000, 0, 1, 64, None), "scales"));
+        assert!(NvFp4Ref::from_raw(0x1000, 0x2000, 1, 64, None).is_ok());
+        assert!(named(F16Mut::from_raw(0, 64), "out"));
+        assert!(named(F16Mut::from_raw(0x1004, 64), "out"));
+        assert!(F16Mut::from_raw(0x1000, 64).is_ok());
     }
 }

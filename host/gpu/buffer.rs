@@ -86,6 +86,15 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceBuffer<T> {
     }
 }
 
+/// Checks a caller's device address that a launch reads or writes: not null, and `bytes`-byte
+/// aligned ([`check_alignment`]).
+pub(crate) fn check_device_address(arg: &'static str, address: u64, bytes: u64) -> Result<()> {
+    if address == 0 {
+        return Err(Error::invalid(arg, "must be a device address", "null"));
+    }
+    check_alignment(arg, address, bytes)
+}
+
 /// Checks that a device address is `bytes`-aligned.
 pub(crate) fn check_alignment(arg: &'static str, address: u64, bytes: u64) -> Result<()> {
     if address.is_multiple_of(bytes) {

@@ -11,7 +11,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::f16;
 use nvfp4_kernel::layout::BlockedScales;
 
-use super::buffer::check_alignment;
+use super::buffer::check_device_address;
 use crate::error::{Error, Result};
 use crate::gpu::DeviceNvFp4Matrix;
 use crate::matrix::{validate_global_scale, validate_shape};
@@ -31,7 +31,8 @@ pub struct NvFp4Ref<'a> {
 
 impl NvFp4Ref<'static> {
     /// A view of caller-owned device memory. Checks the shape (`rows ≥ 1`, `k` a positive
-    /// multiple of 16), the global scale (finite, positive) and the alignments.
+    /// multiple of 16), the global scale (finite, positive), that neither address is null, and
+    /// the alignments.
     ///
     /// # Safety
     /// `data` and `scales` are device addresses in the GPU's context with at least `rows·k/2` and
@@ -46,8 +47,8 @@ impl NvFp4Ref<'static> {
     ) -> Result<Self> {
         validate_shape(rows, k)?;
         validate_global_scale(global_scale)?;
-        check_alignment("data", data, 16)?;
-        check_alignment("scales", scales, 16)?;
+        check_device_address("data", data, 16)?;
+        check_device_address("scales", scales, 16)?;
         Ok(Self {
             data,
             scales,
@@ -134,7 +135,7 @@ impl F16Mut<'static> {
     /// stay allocated, and are neither read nor written by other work, until every launch that
     /// writes them has completed.
     pub unsafe fn from_raw(ptr: u64, len: usize) -> Result<Self> {
-        check_alignment("out", ptr, 16)?;
+        check_device_address("out", ptr, 16)?;
         Ok(Self {
             ptr,
             len,
@@ -207,12 +208,8 @@ impl NvFp4Mut<'static> {
     pub unsafe fn from_raw(data: u64, scales: u64, rows: usize, k: usize, global_scale: f32) -> Result<Self> {
         validate_shape(rows, k)?;
         validate_global_scale(Some(global_scale))?;
-        for (arg, address) in [("data", data), ("scales", scales)] {
-            if address == 0 {
-                return Err(Error::invalid(arg, "must be a device address", "null"));
-            }
-            check_alignment(arg, address, 16)?;
-        }
+        check_device_address("data", data, 16)?;
+        check_device_address("scales", scales, 16)?;
         Ok(Self {
             data,
             scales,

@@ -9,7 +9,7 @@ use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::layout::BlockedScales;
 
 use crate::error::{Error, Result};
-use crate::gpu::buffer::check_alignment;
+use crate::gpu::buffer::{check_alignment, check_device_address};
 use crate::gpu::{Gpu, tensor_map};
 use crate::matrix::NvFp4Matrix;
 
@@ -363,32 +363,37 @@ impl GroupedPlan {
             Some(h) => {
                 // A null scale address would select the fp16 kernel (which writes four times
                 // the bytes of `h.data`): every address must be given.
-                for (arg, address) in [
-                    ("h data", h.data),
-                    ("h scales", h.scales),
-                    ("global_scales", h.global_scales),
-                ] {
-                    if address == 0 {
-                        return Err(Error::invalid(arg, "must be a device address", "null"));
-                    }
-                }
-                check_alignment("h scales", h.scales, 16)?;
-                check_alignment("global_scales", h.global_scales, 4)?;
+                check_device_address("h scales", h.scales, 16)?;
+                check_device_address("global_scales", h.global_scales, 4)?;
                 (h.data, h.scales, h.global_scales)
             }
         };
         let concatenated = self.op.gated() && up == UpWeights::Concatenated;
         let gate_rows = if concatenated { 2 * n } else { n };
+        // The output's data address is checked as `c` below (the NVFP4 data too).
         for (arg, address) in [
             ("a", at.a),
             ("a_scales", at.a_scales),
             ("gate", at.gate),
             ("gate scales", at.gate_scales),
-            ("up", at.up),
-            ("up scales", at.up_scales),
             ("c", out),
         ] {
-            check_alignment(arg, address, 16)?;
+            check_device_address(arg, address, 16)?;
+        }
+        for (arg, address) in [
+            ("row_offsets", at.row_offsets),
+            ("scale_offsets", at.scale_offsets),
+        ] {
+            check_device_address(arg, address, 4)?;
+        }
+        // Up weights of their own are read only by a dual GEMM that takes them separately.
+        let separate_up = self.op.gated() && up == UpWeights::Separate;
+        for (arg, address) in [("up", at.up), ("up scales", at.up_scales)] {
+            if separate_up {
+                check_device_address(arg, address, 16)?;
+            } else {
+                check_alignment(arg, address, 16)?;
+            }
         }
         let (up_base, up_scale_base, up_row_offset, up_rows) = if concatenated {
             // Up rows N..2N of the same matrices share the gate's scale layout of 2N rows.

@@ -10,7 +10,7 @@ use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K, ScalePadding};
 use super::{GlobalScale, QuantizeInput};
 use crate::codec::auto_global_scale;
 use crate::error::{Error, Result};
-use crate::gpu::buffer::{DeviceBuffer, check_alignment};
+use crate::gpu::buffer::{DeviceBuffer, check_device_address};
 use crate::gpu::{DeviceNvFp4Matrix, Gpu};
 use crate::matrix::{validate_global_scale, validate_shape};
 
@@ -185,7 +185,7 @@ impl Gpu {
     ) -> Result<()> {
         refuse_auto(global)?;
         for (arg, address) in [("values", values), ("data", data), ("scales", scales)] {
-            check_alignment(arg, address, 16)?;
+            check_device_address(arg, address, 16)?;
         }
         self.enqueue_quantize_at(
             element as usize,
