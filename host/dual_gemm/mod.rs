@@ -20,7 +20,7 @@ use nvfp4_kernel::sm90::config::{
     self as sm90, DECODE_GROUP_N, DECODE_MAX_TOKENS, decode_partial_words, decode_shared_bytes,
     decode_token_tiles, padded_k, tile_n,
 };
-use nvfp4_kernel::sm90::registry::DenseEpilogue;
+use nvfp4_kernel::sm90::registry::TileEpilogue;
 use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
@@ -102,7 +102,7 @@ impl Gpu {
                 // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
                 Sm90Geometry::for_op(shape, self.multiprocessors(), gated)?;
                 let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
-                let kernel = kernels.decode(decode_token_tiles(m), DenseEpilogue::f16(gated))?;
+                let kernel = kernels.decode(decode_token_tiles(m), TileEpilogue::f16(gated))?;
                 // Resident CTAs per SM for each split length (its token rows in shared memory).
                 let resident = (0..=sm90::DECODE_MAX_STEPS_PER_SPLIT)
                     .map(|steps| kernel.resident_per_sm_with(decode_shared_bytes(m, steps, false)))
@@ -410,7 +410,7 @@ impl DensePlan {
         let (out, out_scales, out_global_scale, epilogue) = match &c {
             DenseOut::F16(c) => {
                 c.expect_len("c", m * n)?;
-                (c.address(), 0, 1.0, DenseEpilogue::f16(self.gated))
+                (c.address(), 0, 1.0, TileEpilogue::f16(self.gated))
             }
             DenseOut::NvFp4(h) => {
                 if !self.gated {
@@ -425,7 +425,7 @@ impl DensePlan {
                     h.data_address(),
                     h.scales_address(),
                     h.global_scale(),
-                    DenseEpilogue::GatedNvfp4,
+                    TileEpilogue::GatedNvfp4,
                 )
             }
         };

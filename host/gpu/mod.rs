@@ -29,7 +29,7 @@ use nvfp4_kernel::grouped::GroupedPrepareArgs;
 use nvfp4_kernel::launch::Kernel;
 use nvfp4_kernel::registry;
 use nvfp4_kernel::sm90::config::{self as sm90, Tile};
-use nvfp4_kernel::sm90::registry::{self as sm90_registry, DenseEpilogue};
+use nvfp4_kernel::sm90::registry::{self as sm90_registry, TileEpilogue};
 use nvfp4_kernel::sm100::config as sm100;
 use nvfp4_kernel::sm100::registry as sm100_registry;
 
@@ -383,26 +383,26 @@ impl Sm90Kernels {
     }
 
     /// The dense kernel of `epilogue` for `tile`.
-    pub fn dense(&self, tile: Tile, epilogue: DenseEpilogue) -> Result<&LoadedKernel<sm90::DualGemmArgs>> {
+    pub fn dense(&self, tile: Tile, epilogue: TileEpilogue) -> Result<&LoadedKernel<sm90::DualGemmArgs>> {
         find_tiled(
             &self.tiled,
             tile,
             Arch::Sm90a,
             epilogue.operation(),
             |t| match epilogue {
-                DenseEpilogue::Gated => Some(&t.dense),
-                DenseEpilogue::GatedNvfp4 => t.dense_nvfp4.as_ref(),
-                DenseEpilogue::Plain => t.dense_plain.as_ref(),
+                TileEpilogue::Gated => Some(&t.dense),
+                TileEpilogue::GatedNvfp4 => t.dense_nvfp4.as_ref(),
+                TileEpilogue::Plain => t.dense_plain.as_ref(),
             },
         )
     }
 
     /// The grouped kernel of `epilogue` for `tile`.
-    pub fn grouped(&self, tile: Tile, epilogue: DenseEpilogue) -> Result<&LoadedKernel<sm90::GroupedArgs>> {
+    pub fn grouped(&self, tile: Tile, epilogue: TileEpilogue) -> Result<&LoadedKernel<sm90::GroupedArgs>> {
         let (what, index) = match epilogue {
-            DenseEpilogue::Gated => ("grouped dual GEMM", 0),
-            DenseEpilogue::Plain => ("grouped GEMM", 1),
-            DenseEpilogue::GatedNvfp4 => ("grouped dual GEMM with NVFP4 output", 2),
+            TileEpilogue::Gated => ("grouped dual GEMM", 0),
+            TileEpilogue::Plain => ("grouped GEMM", 1),
+            TileEpilogue::GatedNvfp4 => ("grouped dual GEMM with NVFP4 output", 2),
         };
         find_tiled(&self.tiled, tile, Arch::Sm90a, what, |t| {
             t.grouped.as_ref().and_then(|g| g.get(index))
@@ -413,12 +413,12 @@ impl Sm90Kernels {
     pub fn decode(
         &self,
         token_tiles: u32,
-        epilogue: DenseEpilogue,
+        epilogue: TileEpilogue,
     ) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
         let index = match epilogue {
-            DenseEpilogue::Gated => 0,
-            DenseEpilogue::GatedNvfp4 => 1,
-            DenseEpilogue::Plain => 2,
+            TileEpilogue::Gated => 0,
+            TileEpilogue::GatedNvfp4 => 1,
+            TileEpilogue::Plain => 2,
         };
         self.decode
             .iter()

@@ -45,10 +45,7 @@ impl NvFp4Ref<'static> {
         k: usize,
         global_scale: Option<f32>,
     ) -> Result<Self> {
-        validate_shape(rows, k)?;
-        validate_global_scale(global_scale)?;
-        check_device_address("data", data, 16)?;
-        check_device_address("scales", scales, 16)?;
+        check_raw_matrix(data, scales, rows, k, global_scale)?;
         Ok(Self {
             data,
             scales,
@@ -93,14 +90,7 @@ impl NvFp4Ref<'_> {
 
     /// Checks the shape against `(rows, k)`, naming the operand.
     pub(crate) fn expect_shape(&self, name: &str, rows: usize, k: usize) -> Result<()> {
-        if (self.rows, self.k) == (rows, k) {
-            Ok(())
-        } else {
-            Err(Error::ShapeMismatch(format!(
-                "`{name}` is {} × {}, the plan needs {rows} × {k}",
-                self.rows, self.k
-            )))
-        }
+        expect_matrix_shape(name, (self.rows, self.k), (rows, k))
     }
 }
 
@@ -206,10 +196,7 @@ impl NvFp4Mut<'static> {
     /// `BlockedScales::new(rows, k).len()` bytes, which stay allocated, and are neither read nor
     /// written by other work, until every launch that writes them has completed.
     pub unsafe fn from_raw(data: u64, scales: u64, rows: usize, k: usize, global_scale: f32) -> Result<Self> {
-        validate_shape(rows, k)?;
-        validate_global_scale(Some(global_scale))?;
-        check_device_address("data", data, 16)?;
-        check_device_address("scales", scales, 16)?;
+        check_raw_matrix(data, scales, rows, k, Some(global_scale))?;
         Ok(Self {
             data,
             scales,
@@ -265,13 +252,27 @@ impl<'a> NvFp4Mut<'a> {
 
     /// Checks the shape against `(rows, k)`, naming the operand.
     pub(crate) fn expect_shape(&self, name: &str, rows: usize, k: usize) -> Result<()> {
-        if (self.rows, self.k) == (rows, k) {
-            Ok(())
-        } else {
-            Err(Error::ShapeMismatch(format!(
-                "`{name}` is {} × {}, the plan needs {rows} × {k}",
-                self.rows, self.k
-            )))
-        }
+        expect_matrix_shape(name, (self.rows, self.k), (rows, k))
+    }
+}
+
+/// The checks of an NVFP4 matrix in caller memory: shape, global scale, and both addresses
+/// (not null, 16-byte aligned).
+fn check_raw_matrix(data: u64, scales: u64, rows: usize, k: usize, global_scale: Option<f32>) -> Result<()> {
+    validate_shape(rows, k)?;
+    validate_global_scale(global_scale)?;
+    check_device_address("data", data, 16)?;
+    check_device_address("scales", scales, 16)
+}
+
+/// `Ok` when a view of shape `got` is the `wanted` one, else the mismatch naming `name`.
+fn expect_matrix_shape(name: &str, got: (usize, usize), wanted: (usize, usize)) -> Result<()> {
+    if got == wanted {
+        Ok(())
+    } else {
+        Err(Error::ShapeMismatch(format!(
+            "`{name}` is {} × {}, the plan needs {} × {}",
+            got.0, got.1, wanted.0, wanted.1
+        )))
     }
 }

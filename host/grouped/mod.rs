@@ -45,7 +45,7 @@ use nvfp4_kernel::layout::BlockedScales;
 use nvfp4_kernel::sm90::config::{
     self as sm90, K_MULTIPLE, K_PER_SLICE, K_PER_STAGE, TILE_N, Tile, padded_k, partial_slot_bytes, tile_n,
 };
-use nvfp4_kernel::sm90::registry::{self as sm90_registry, DenseEpilogue};
+use nvfp4_kernel::sm90::registry::{self as sm90_registry, TileEpilogue};
 use nvfp4_kernel::sm100::config as sm100;
 use nvfp4_kernel::sm100::registry as sm100_registry;
 
@@ -564,9 +564,9 @@ impl GroupedPlan {
     ) -> Result<()> {
         let stream = gpu.stream();
         let epilogue = if prepare.out_scales.is_null() {
-            DenseEpilogue::f16(self.op.gated())
+            TileEpilogue::f16(self.op.gated())
         } else {
-            DenseEpilogue::GatedNvfp4
+            TileEpilogue::GatedNvfp4
         };
         match (&self.backend, tile) {
             (Backend::Sm100 { .. }, _) if epilogue.nvfp4() => Err(Error::KernelUnavailable {

@@ -235,7 +235,9 @@ fn dequantize(
 }
 
 /// The operands of a dual GEMM, checked: the shape, the scales' addresses and the products' α.
-struct DualOperands {
+struct DualOperands<'t> {
+    /// `a`, `b1`, `b2`, `a_sf`, `b1_sf`, `b2_sf`.
+    tensors: [&'t Tensor; 6],
     m: usize,
     n: usize,
     k: usize,
@@ -244,17 +246,17 @@ struct DualOperands {
     alpha_up: f32,
 }
 
-impl DualOperands {
+impl<'t> DualOperands<'t> {
     /// Checks `a`, `b1`, `b2`, their scales and `alpha1`, `alpha2` (the arguments of
     /// `dual_gemm` and `dual_gemm_nvfp4`).
     #[allow(clippy::too_many_arguments)]
     fn check(
-        a: &Tensor,
-        b1: &Tensor,
-        b2: &Tensor,
-        a_sf: &Tensor,
-        b1_sf: &Tensor,
-        b2_sf: &Tensor,
+        a: &'t Tensor,
+        b1: &'t Tensor,
+        b2: &'t Tensor,
+        a_sf: &'t Tensor,
+        b1_sf: &'t Tensor,
+        b2_sf: &'t Tensor,
         alpha1: f64,
         alpha2: f64,
     ) -> PyResult<Self> {
@@ -267,6 +269,7 @@ impl DualOperands {
             tensors::scales("b2_sf", b2_sf, n, k).map_err(rejected)?,
         ];
         Ok(Self {
+            tensors: [a, b1, b2, a_sf, b1_sf, b2_sf],
             m,
             n,
             k,
@@ -276,13 +279,25 @@ impl DualOperands {
         })
     }
 
-    /// Views of the operands at the addresses of `a`, `b1`, `b2` (the products' α as B1's and
-    /// B2's global scales).
+    /// The device of the operands and `outputs` (all on one CUDA device).
+    fn device(&self, outputs: &[(&str, &Tensor)]) -> PyResult<usize> {
+        const NAMES: [&str; 6] = ["a", "b1", "b2", "a_sf", "b1_sf", "b2_sf"];
+        let named: Vec<(&str, Option<&Tensor>)> = NAMES
+            .into_iter()
+            .zip(self.tensors)
+            .chain(outputs.iter().copied())
+            .map(|(name, t)| (name, Some(t)))
+            .collect();
+        tensors::device(&named).map_err(rejected)
+    }
+
+    /// Views of `a`, `b1`, `b2` (the products' α as B1's and B2's global scales).
     ///
     /// # Safety
-    /// The tensors were checked by [`DualOperands::check`] and are alive.
-    unsafe fn views(&self, a: &Tensor, b1: &Tensor, b2: &Tensor) -> nvfp4::Result<[NvFp4Ref<'static>; 3]> {
+    /// The tensors are alive (checked by [`DualOperands::check`]).
+    unsafe fn views(&self) -> nvfp4::Result<[NvFp4Ref<'static>; 3]> {
         let Self { m, n, k, scales, .. } = *self;
+        let [a, b1, b2, ..] = self.tensors;
         // SAFETY: the caller's.
         unsafe {
             Ok([
@@ -331,19 +346,10 @@ fn dual_gemm(
         return Ok(Some((m, n)));
     };
     tensors::output("out", &out, [m, n], Some("float16")).map_err(rejected)?;
-    let device = tensors::device(&[
-        ("a", Some(&a)),
-        ("b1", Some(&b1)),
-        ("b2", Some(&b2)),
-        ("a_sf", Some(&a_sf)),
-        ("b1_sf", Some(&b1_sf)),
-        ("b2_sf", Some(&b2_sf)),
-        ("out", Some(&out)),
-    ])
-    .map_err(rejected)?;
+    let device = operands.device(&[("out", &out)])?;
     with_device(device, stream, |d| {
         // SAFETY: the tensors were checked above.
-        let ([a, b1, b2], out) = unsafe { (operands.views(&a, &b1, &b2)?, F16Mut::from_raw(out.0, m * n)?) };
+        let ([a, b1, b2], out) = unsafe { (operands.views()?, F16Mut::from_raw(out.0, m * n)?) };
         operands
             .plan(&d.gpu, &mut d.dual)?
             .launch_views(&d.gpu, a, b1, b2, out)
@@ -378,22 +384,12 @@ fn dual_gemm_nvfp4(
     };
     tensors::packed("data", &data, Some(m), Some(n)).map_err(rejected)?;
     let scales_at = tensors::scales("scales", &scales, m, n).map_err(rejected)?;
-    let device = tensors::device(&[
-        ("a", Some(&a)),
-        ("b1", Some(&b1)),
-        ("b2", Some(&b2)),
-        ("a_sf", Some(&a_sf)),
-        ("b1_sf", Some(&b1_sf)),
-        ("b2_sf", Some(&b2_sf)),
-        ("data", Some(&data)),
-        ("scales", Some(&scales)),
-    ])
-    .map_err(rejected)?;
+    let device = operands.device(&[("data", &data), ("scales", &scales)])?;
     with_device(device, stream, |d| {
         // SAFETY: the tensors were checked above.
         let ([a, b1, b2], h) = unsafe {
             (
-                operands.views(&a, &b1, &b2)?,
+                operands.views()?,
                 NvFp4Mut::from_raw(data.0, scales_at, m, n, global)?,
             )
         };

@@ -410,7 +410,7 @@ pub struct DualGemmArgs {
     pub b2: *const u8,
     /// B2's blocked scales.
     pub b2_scales: *const u8,
-    /// C, `m × n` fp16; for the NVFP4-output entries (`registry::DenseEpilogue::GatedNvfp4`),
+    /// C, `m × n` fp16; for the NVFP4-output entries (`registry::TileEpilogue::GatedNvfp4`),
     /// C's packed e2m1 data instead (`m × n/2` bytes).
     pub out: *mut u16,
     /// The NVFP4-output entries' C scales (`BlockedScales::new(m, n)`, padding written as

@@ -82,7 +82,7 @@ pub(crate) use grouped_prepare_entry;
 /// entry point, so that no kernel carries the registers or branches of an output it does not
 /// write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DenseEpilogue {
+pub enum TileEpilogue {
     /// The dual GEMM, fp16 out.
     Gated,
     /// The dual GEMM, NVFP4 out (`DualGemmArgs::out_scales`, `DecodeArgs::out_scales`).
@@ -91,7 +91,7 @@ pub enum DenseEpilogue {
     Plain,
 }
 
-impl DenseEpilogue {
+impl TileEpilogue {
     /// The fp16-output epilogue of the dual GEMM (`gated`) or the plain GEMM.
     pub const fn f16(gated: bool) -> Self {
         if gated { Self::Gated } else { Self::Plain }
@@ -145,11 +145,11 @@ pub struct GroupedEntries {
 
 impl GroupedEntries {
     /// The kernel of `epilogue`.
-    pub const fn kernel(&self, epilogue: DenseEpilogue) -> Kernel<GroupedArgs> {
+    pub const fn kernel(&self, epilogue: TileEpilogue) -> Kernel<GroupedArgs> {
         match epilogue {
-            DenseEpilogue::Gated => self.gated,
-            DenseEpilogue::GatedNvfp4 => self.gated_nvfp4,
-            DenseEpilogue::Plain => self.plain,
+            TileEpilogue::Gated => self.gated,
+            TileEpilogue::GatedNvfp4 => self.gated_nvfp4,
+            TileEpilogue::Plain => self.plain,
         }
     }
 }
@@ -175,11 +175,11 @@ impl TiledEntries {
     }
 
     /// The dense kernel of `epilogue`.
-    pub const fn dense(&self, epilogue: DenseEpilogue) -> Kernel<DualGemmArgs> {
+    pub const fn dense(&self, epilogue: TileEpilogue) -> Kernel<DualGemmArgs> {
         match epilogue {
-            DenseEpilogue::Gated => self.dense,
-            DenseEpilogue::GatedNvfp4 => self.dense_nvfp4,
-            DenseEpilogue::Plain => self.dense_plain,
+            TileEpilogue::Gated => self.dense,
+            TileEpilogue::GatedNvfp4 => self.dense_nvfp4,
+            TileEpilogue::Plain => self.dense_plain,
         }
     }
 
@@ -189,7 +189,7 @@ impl TiledEntries {
     }
 
     /// The grouped kernel of `epilogue`, if the tile has grouped kernels.
-    pub const fn grouped(&self, epilogue: DenseEpilogue) -> Option<Kernel<GroupedArgs>> {
+    pub const fn grouped(&self, epilogue: TileEpilogue) -> Option<Kernel<GroupedArgs>> {
         match self.grouped {
             Some(g) => Some(g.kernel(epilogue)),
             None => None,
@@ -239,11 +239,11 @@ pub struct DecodeEntry {
 
 impl DecodeEntry {
     /// The kernel of `epilogue`.
-    pub const fn kernel(&self, epilogue: DenseEpilogue) -> Kernel<DecodeArgs> {
+    pub const fn kernel(&self, epilogue: TileEpilogue) -> Kernel<DecodeArgs> {
         match epilogue {
-            DenseEpilogue::Gated => self.kernel,
-            DenseEpilogue::GatedNvfp4 => self.nvfp4,
-            DenseEpilogue::Plain => self.plain,
+            TileEpilogue::Gated => self.kernel,
+            TileEpilogue::GatedNvfp4 => self.nvfp4,
+            TileEpilogue::Plain => self.plain,
         }
     }
 
@@ -270,7 +270,7 @@ decode_entries!(decode_table);
 
 /// The decode-size kernel of `epilogue` for `token_tiles` tiles of 8 tokens, if the module has
 /// one.
-pub const fn decode(token_tiles: u32, epilogue: DenseEpilogue) -> Option<Kernel<DecodeArgs>> {
+pub const fn decode(token_tiles: u32, epilogue: TileEpilogue) -> Option<Kernel<DecodeArgs>> {
     let mut i = 0;
     while i < DECODE.len() {
         if DECODE[i].token_tiles == token_tiles {
