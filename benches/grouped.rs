@@ -42,7 +42,7 @@ use common::{BenchResult, Cli, Results, Timing, gemm_nt, geomean, ratio, show};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use half::f16;
-use nvfp4::gpu::{DeviceNvFp4Matrix, Gpu};
+use nvfp4::gpu::{DeviceNvFp4Matrix, F16Mut, Gpu};
 use nvfp4::grouped::{
     ContiguousInputs, ContiguousTokens, GroupedLayout, GroupedOp, GroupedPlan, GroupedWeights, SeparateGroup,
     UpWeights,
@@ -478,17 +478,18 @@ fn bench_separate(
             options.max_seconds,
             |set| {
                 let copy = &device[set % copies];
-                let mut groups: Vec<SeparateGroup> = copy
+                let stream = gpu.stream();
+                let groups: Vec<SeparateGroup> = copy
                     .iter()
                     .zip(outputs.iter_mut())
                     .map(|((a, b), c)| SeparateGroup {
-                        a: Some(a),
-                        gate: b,
+                        a: Some(a.view(stream)),
+                        gate: b.view(stream),
                         up: None,
-                        c: Some(c),
+                        c: Some(F16Mut::of(c, stream)),
                     })
                     .collect();
-                Ok(plan.launch_separate(gpu, &mut groups)?)
+                Ok(plan.launch_separate(gpu, &groups)?)
             },
         )?);
     }

@@ -8,10 +8,10 @@ mod common;
 
 use std::time::Instant;
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, DevicePtr};
 use half::f16;
 use nvfp4::gemm::GemmShape;
-use nvfp4::gpu::{DeviceNvFp4Matrix, Gpu};
+use nvfp4::gpu::{DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref};
 use nvfp4::grouped::{
     ContiguousInputs, ContiguousTokens, GroupedLayout, GroupedOp, GroupedPlan, SeparateGroup, UpWeights,
 };
@@ -265,18 +265,19 @@ fn run_separate(gpu: &Gpu, name: &str, groups: &Groups) -> Vec<String> {
         rows: rows.max(1),
         max_k: *groups.k.iter().max().unwrap(),
     };
-    let mut plan = gpu.plan_grouped(groups.op(), layout, None).unwrap();
-    let mut list: Vec<SeparateGroup> = c
+    let plan = gpu.plan_grouped(groups.op(), layout, None).unwrap();
+    let stream = gpu.stream();
+    let list: Vec<SeparateGroup> = c
         .iter_mut()
         .enumerate()
         .map(|(g, c)| SeparateGroup {
-            a: a[g].as_ref(),
-            gate: &gate[g],
-            up: up.get(g),
-            c: c.as_mut(),
+            a: a[g].as_ref().map(|a| a.view(stream)),
+            gate: gate[g].view(stream),
+            up: up.get(g).map(|u| u.view(stream)),
+            c: c.as_mut().map(|c| F16Mut::of(c, stream)),
         })
         .collect();
-    plan.launch_separate(gpu, &mut list).unwrap();
+    plan.launch_separate(gpu, &list).unwrap();
     drop(list);
     let mut failures = Vec::new();
     for (g, c) in c.iter().enumerate() {
@@ -801,6 +802,79 @@ fn grouped_dual_gemm_nvfp4_output_is_each_groups_quantized_fp16_output_bit_for_b
     assert_no_failures(failures);
 }
 
+/// A batch of `L` products of one shape held the way PyTorch holds a batched tensor (each
+/// operand's batches back to back in one allocation, the output too), launched as `L`
+/// separate-convention groups on `from_raw` views of those allocations: one launch, no copy.
+fn a_batch_in_single_allocations_runs_as_one_separate_launch_on_raw_views() {
+    let Some(gpu) = grouped_gpu_or_skip() else { return };
+    let stream = gpu.stream();
+    for (m, n, k, batch, dual) in [
+        (1, 4096, 7168, 4, false),
+        (128, 256, 1536, 3, false),
+        (40, 384, 512, 2, true),
+    ] {
+        let shapes = vec![(n, k); batch];
+        let groups = random_groups(&vec![m; batch], &shapes, dual, Distribution::Task, 31 + m as u64);
+        // One buffer per operand: batch i at i × (its bytes), as a contiguous batched tensor.
+        let stacked = |matrices: Vec<&NvFp4Matrix>| {
+            let data: Vec<u8> = matrices.iter().flat_map(|x| x.data().iter().copied()).collect();
+            let scales: Vec<u8> = matrices.iter().flat_map(|x| x.scales().iter().copied()).collect();
+            (
+                stream.clone_htod(&data).unwrap(),
+                stream.clone_htod(&scales).unwrap(),
+            )
+        };
+        let a = stacked(groups.a.iter().map(|a| a.as_ref().unwrap()).collect());
+        let gate = stacked(groups.gate.iter().collect());
+        let up = stacked(groups.up.iter().collect());
+        let c = poisoned(&gpu, batch * m * n);
+        let address = |buffer: &CudaSlice<u8>| buffer.device_ptr(stream).0;
+        let view = |(data, scales): &(CudaSlice<u8>, CudaSlice<u8>), matrix: &NvFp4Matrix, i: usize| {
+            let (data_bytes, scale_bytes) = (matrix.data().len(), matrix.scales().len());
+            // SAFETY: batch `i` lies inside both buffers, which outlive the launch (synchronized below).
+            unsafe {
+                NvFp4Ref::from_raw(
+                    address(data) + (i * data_bytes) as u64,
+                    address(scales) + (i * scale_bytes) as u64,
+                    matrix.rows(),
+                    matrix.k(),
+                    matrix.global_scale(),
+                )
+            }
+            .unwrap()
+        };
+        let c_address = c.device_ptr(stream).0;
+        let list: Vec<SeparateGroup> = (0..batch)
+            .map(|i| SeparateGroup {
+                a: Some(view(&a, groups.a[i].as_ref().unwrap(), i)),
+                gate: view(&gate, &groups.gate[i], i),
+                up: dual.then(|| view(&up, &groups.up[i], i)),
+                // SAFETY: batch `i`'s rows of `c`, which outlives the launch.
+                c: Some(unsafe { F16Mut::from_raw(c_address + (2 * i * m * n) as u64, m * n) }.unwrap()),
+            })
+            .collect();
+        let layout = GroupedLayout::Separate {
+            groups: batch,
+            rows: batch * m,
+            max_k: k,
+        };
+        let plan = gpu.plan_grouped(groups.op(), layout, Some(m)).unwrap();
+        plan.launch_separate(&gpu, &list).unwrap();
+        let got = stream.clone_dtoh(&c).unwrap();
+        let mut failures = Vec::new();
+        for i in 0..batch {
+            let want = groups.reference(i).unwrap();
+            let report =
+                reference::check(&got[i * m * n..(i + 1) * m * n], &want, n, TASK_TOLERANCE).unwrap();
+            println!("batch of {batch} × {m} × {n} × {k}, dual {dual}: batch {i} {report}");
+            if !report.passed() {
+                failures.push(format!("{m} × {n} × {k} batch {i}: {report}"));
+            }
+        }
+        assert_no_failures(failures);
+    }
+}
+
 test_main!(
     grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions,
     separate_convention_takes_n_and_k_that_differ_between_groups,
@@ -813,4 +887,5 @@ test_main!(
     invalid_device_offsets_write_nothing_and_report_the_rule,
     launches_reject_inputs_that_do_not_match_the_plan,
     grouped_dual_gemm_nvfp4_output_is_each_groups_quantized_fp16_output_bit_for_bit,
+    a_batch_in_single_allocations_runs_as_one_separate_launch_on_raw_views,
 );

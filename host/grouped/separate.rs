@@ -1,31 +1,33 @@
-//! The separate convention (the GPU MODE grouped problem): per group its own A, B (and B3) and
-//! C with its own M, N and K, sizes on the host; each launch uploads the groups' table.
+//! The separate convention (the GPU MODE grouped problem, and a batch of products): per group
+//! its own A, B (and B3) and C with its own M, N and K, sizes on the host, each a view
+//! ([`NvFp4Ref`], [`F16Mut`]) of the library's memory or the caller's; each launch uploads the
+//! groups' table (so it cannot be captured in a CUDA graph).
 
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
-use half::f16;
 use nvfp4_kernel::grouped::GroupedPrepareArgs;
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::sm90::config::{K_MULTIPLE, TILE_N};
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::check_alignment;
-use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
+use crate::gpu::{Arch, F16Mut, Gpu, NvFp4Ref, tensor_map};
 use crate::rules::check_dimension;
 
 use super::{Backend, GroupedLayout, GroupedPlan, sm100_tile_for};
 use crate::rules::operand_rescale;
 
 /// One group of a separate-convention launch. A group without tokens has `a` and `c` both
-/// `None` (it computes nothing and reads no weights).
+/// `None` (it computes nothing and reads no weights). Library-owned memory enters as
+/// [`DeviceNvFp4Matrix::view`](crate::gpu::DeviceNvFp4Matrix::view) and [`F16Mut::of`];
+/// caller-owned memory as `from_raw`. Each view's global scale enters the group's α.
 pub struct SeparateGroup<'a> {
     /// Its tokens, `M_g × K_g`.
-    pub a: Option<&'a DeviceNvFp4Matrix>,
+    pub a: Option<NvFp4Ref<'a>>,
     /// Gate (dual) or plain weights, `N_g × K_g`.
-    pub gate: &'a DeviceNvFp4Matrix,
+    pub gate: NvFp4Ref<'a>,
     /// Up weights of a dual GEMM, `N_g × K_g`.
-    pub up: Option<&'a DeviceNvFp4Matrix>,
-    /// Its output, `M_g × N_g` fp16.
-    pub c: Option<&'a mut CudaSlice<f16>>,
+    pub up: Option<NvFp4Ref<'a>>,
+    /// Its output, `M_g × N_g` fp16 (row-major).
+    pub c: Option<F16Mut<'a>>,
 }
 
 /// Byte offset of the per-group tensor maps in a separate-convention table of `groups` entries
@@ -44,8 +46,10 @@ pub(super) fn separate_table_bytes(groups: usize, arch: Arch) -> usize {
 }
 
 impl GroupedPlan {
-    /// Enqueues a separate-convention launch: group `g` computes into its own `c`.
-    pub fn launch_separate(&mut self, gpu: &Gpu, groups: &mut [SeparateGroup]) -> Result<()> {
+    /// Enqueues a separate-convention launch: group `g` computes into its own `c`. A batch of
+    /// `L` products of one shape is such a launch of `L` groups. Not inside a CUDA graph
+    /// capture (the group table is uploaded from the host).
+    pub fn launch_separate(&self, gpu: &Gpu, groups: &[SeparateGroup]) -> Result<()> {
         let GroupedLayout::Separate {
             groups: most_groups,
             rows: capacity,
@@ -65,8 +69,8 @@ impl GroupedPlan {
                 groups.len(),
             ));
         }
+        gpu.check_not_capturing("a separate-convention grouped launch (it uploads its group table)")?;
         let gated = self.op.gated();
-        let stream = gpu.stream();
         let blackwell = matches!(self.backend, Backend::Sm100 { .. });
         let rescale = operand_rescale(gpu.arch());
         // Blackwell: each group's three maps follow the entries in the uploaded table.
@@ -79,7 +83,7 @@ impl GroupedPlan {
         let mut maps = Vec::new();
         let mut table = Vec::with_capacity(groups.len());
         let mut token_row = 0usize;
-        for (g, group) in groups.iter_mut().enumerate() {
+        for (g, group) in groups.iter().enumerate() {
             let (n, k) = (group.gate.rows(), group.gate.k());
             let m = group.a.map_or(0, |a| a.rows());
             if let Some(a) = group.a
@@ -117,14 +121,10 @@ impl GroupedPlan {
                 (false, Some(_)) => return Err(Error::invalid("up", "a plain GEMM takes no up weights", g)),
                 (false, None) => group.gate,
             };
-            let c_address = match (group.a, group.c.as_deref_mut()) {
-                (Some(_), Some(c)) if c.len() == m * n => c.device_ptr_mut(stream).0,
+            let c_address = match (group.a, &group.c) {
                 (Some(_), Some(c)) => {
-                    return Err(Error::BufferLength {
-                        arg: "c",
-                        expected: m * n,
-                        got: c.len(),
-                    });
+                    c.expect_len("c", m * n)?;
+                    c.address()
                 }
                 (None, None) => 0,
                 _ => {
@@ -135,28 +135,26 @@ impl GroupedPlan {
                     ));
                 }
             };
-            let address = |b: &CudaSlice<u8>| b.device_ptr(stream).0;
-            // Blackwell reads each matrix through its own tensor map (made at upload).
             // Blackwell reads each matrix through its map, at `maps_base + 128·(3g + i)`.
-            let mut map = |m: Option<&DeviceNvFp4Matrix>| -> Result<u64> {
+            let mut map = |m: Option<NvFp4Ref>| -> Result<u64> {
                 if !blackwell {
                     return Ok(0);
                 }
                 let at = maps_base + (maps.len() * tensor_map::MAP_BYTES) as u64;
                 maps.push(match m {
-                    Some(m) => tensor_map::packed_rows(address(m.data_buffer()), m.rows(), m.k())?,
+                    Some(m) => tensor_map::packed_rows(m.data_address(), m.rows(), m.k())?,
                     None => TensorMap::default(), // a group without tokens reads none
                 });
                 Ok(at)
             };
             let global_a = group.a.and_then(|a| a.global_scale()).unwrap_or(1.0);
             let entry = nvfp4_kernel::grouped::SeparateGroup {
-                a: group.a.map_or(0, |a| address(a.data_buffer())),
-                a_scales: group.a.map_or(0, |a| address(a.scales_buffer())),
-                gate: address(group.gate.data_buffer()),
-                gate_scales: address(group.gate.scales_buffer()),
-                up: address(up.data_buffer()),
-                up_scales: address(up.scales_buffer()),
+                a: group.a.map_or(0, |a| a.data_address()),
+                a_scales: group.a.map_or(0, |a| a.scales_address()),
+                gate: group.gate.data_address(),
+                gate_scales: group.gate.scales_address(),
+                up: up.data_address(),
+                up_scales: up.scales_address(),
                 out: c_address,
                 // Hopper: the group's rows in the decoded token buffer; Blackwell: its own map.
                 token_row: if blackwell { 0 } else { token_row as u32 },
@@ -204,7 +202,7 @@ impl GroupedPlan {
             .separate_table
             .as_ref()
             .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?;
-        table_buffer.upload_on(stream, &upload)?;
+        table_buffer.upload_on(gpu.stream(), &upload)?;
         let separate = table_base;
         let tile = self.launch_tile(Some(sm100_tile_for(
             gated,

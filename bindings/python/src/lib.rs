@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use nvfp4::dual_gemm::DualGemmPlan;
 use nvfp4::gemm::{GemmPlan, GemmShape};
 use nvfp4::gpu::{F16Mut, Gpu, NvFp4Mut, NvFp4Ref};
-use nvfp4::grouped::{ContiguousAddresses, GroupedLayout, GroupedOp, GroupedPlan, UpWeights};
+use nvfp4::grouped::{ContiguousAddresses, GroupedLayout, GroupedOp, GroupedPlan, SeparateGroup, UpWeights};
 use nvfp4::quantize::QuantizeChecks;
 use nvfp4::{DualGemmShape, Error, GlobalScale, NvFp4Matrix};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -26,8 +26,15 @@ use pyo3::types::PyBytes;
 mod tensors;
 use tensors::{Rejection, Tensor};
 
-/// The key of a grouped plan: (gated, groups, rows, scale rows, n, k, w13 concatenated).
-type GroupedKey = (bool, usize, usize, usize, usize, usize, bool);
+/// The key of a grouped plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum GroupedKey {
+    /// (gated, groups, rows, scale rows, n, k, w13 concatenated).
+    Contiguous(bool, usize, usize, usize, usize, usize, bool),
+    /// (gated, groups, rows, max k, tokens per group), the sizes rounded up to powers of two so
+    /// that launches whose groups differ a little share a plan (its capacity).
+    Separate(bool, usize, usize, usize, usize),
+}
 
 /// One GPU as this process uses it.
 struct Device {
@@ -542,7 +549,7 @@ fn grouped(
         ("out", Some(&out)),
     ])
     .map_err(rejected)?;
-    let key = (gated, groups, rows, scale_rows, n, k, concatenated);
+    let key = GroupedKey::Contiguous(gated, groups, rows, scale_rows, n, k, concatenated);
     with_device(device, stream, |d| {
         d.last_grouped = Some(key);
         let plan = match d.grouped.entry(key) {
@@ -589,6 +596,152 @@ fn grouped(
         unsafe { plan.launch_raw(&d.gpu, &at) }
     })
     .map(|()| None)
+}
+
+/// One group of a separate-convention launch as the Python layer passes it: `(a, b1, b3,
+/// a_sf, b1_sf, b3_sf, alpha1, alpha3, out)`; `b3`/`b3_sf` only for a dual GEMM; a group
+/// without tokens has `a`, `a_sf` and `out` all None.
+type SeparateTensors = (
+    Option<Tensor>,
+    Tensor,
+    Option<Tensor>,
+    Option<Tensor>,
+    Tensor,
+    Option<Tensor>,
+    f64,
+    f64,
+    Option<Tensor>,
+);
+
+/// A separate-convention group's checked views' parts: `(a, gate, up, out)` as
+/// `(data, scales, rows, k, global scale)` and `(address, elements)`.
+type SeparateParts = (
+    Option<(u64, u64, usize, usize)>,
+    (u64, u64, usize, usize, f32),
+    Option<(u64, u64, usize, usize, f32)>,
+    Option<(u64, usize)>,
+);
+
+/// Checks one group of a separate-convention launch (argument names `a[g]`, `b[g]`, …).
+fn separate_group(gated: bool, g: usize, group: &SeparateTensors) -> PyResult<(SeparateParts, Vec<Tensor>)> {
+    let (a, b1, b3, a_sf, b1_sf, b3_sf, alpha1, alpha3, out) = group;
+    // The public arguments' names: `b`, `b_sf`, `alpha` for the plain GEMM.
+    let name = |arg: &str| {
+        let public = match (gated, arg) {
+            (false, "b1") => "b",
+            (false, "b1_sf") => "b_sf",
+            (false, "alpha1") => "alpha",
+            _ => arg,
+        };
+        format!("{public}[{g}]")
+    };
+    let (n, k) = tensors::packed(&name("b1"), b1, None, None).map_err(rejected)?;
+    let gate_scales = tensors::scales(&name("b1_sf"), b1_sf, n, k).map_err(rejected)?;
+    let gate = (b1.0, gate_scales, n, k, tensors::scale(&name("alpha1"), *alpha1).map_err(rejected)?);
+    let up = match (gated, b3, b3_sf) {
+        (true, Some(b3), Some(b3_sf)) => {
+            tensors::packed(&name("b3"), b3, Some(n), Some(k)).map_err(rejected)?;
+            let scales = tensors::scales(&name("b3_sf"), b3_sf, n, k).map_err(rejected)?;
+            Some((b3.0, scales, n, k, tensors::scale(&name("alpha3"), *alpha3).map_err(rejected)?))
+        }
+        (true, _, _) => {
+            return Err(PyValueError::new_err(format!(
+                "`{}`: a dual GEMM needs up weights and their scales in every group (got None)",
+                name(if b3.is_none() { "b3" } else { "b3_sf" })
+            )));
+        }
+        (false, None, None) => None,
+        (false, _, _) => {
+            return Err(PyValueError::new_err(format!(
+                "`{}`: a plain GEMM takes no up weights (got a tensor)",
+                name("b3")
+            )));
+        }
+    };
+    let mut present = vec![b1.clone(), b1_sf.clone()];
+    present.extend(b3.iter().chain(b3_sf).cloned());
+    let (a, out) = match (a, a_sf, out) {
+        (Some(a), Some(a_sf), Some(out)) => {
+            let (m, _) = tensors::packed(&name("a"), a, None, Some(k)).map_err(rejected)?;
+            let a_scales = tensors::scales(&name("a_sf"), a_sf, m, k).map_err(rejected)?;
+            tensors::output(&name("out"), out, [m, n], Some("float16")).map_err(rejected)?;
+            present.extend([a.clone(), a_sf.clone(), out.clone()]);
+            (Some((a.0, a_scales, m, k)), Some((out.0, m * n)))
+        }
+        (None, None, None) => (None, None),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "`{}`: a, a_sf and out are given together, or (a group without tokens) all None",
+                name("a")
+            )));
+        }
+    };
+    Ok(((a, gate, up, out), present))
+}
+
+/// Enqueues a separate-convention grouped launch (`gated`: dual GEMMs): group `g` computes
+/// `out_g = alpha1_g · a_g·b1_gᵀ` (or `silu(alpha1_g · a_g·b1_gᵀ) ⊙ (alpha3_g · a_g·b3_gᵀ)`)
+/// with its own M, N and K, on the tensors' own memory (one launch, no copy).
+#[pyfunction]
+fn grouped_separate(stream: u64, gated: bool, groups: Vec<SeparateTensors>) -> PyResult<()> {
+    if groups.is_empty() {
+        return Err(PyValueError::new_err("`groups`: must hold at least one group (got none)"));
+    }
+    let mut parts = Vec::with_capacity(groups.len());
+    let mut present = Vec::new();
+    for (g, group) in groups.iter().enumerate() {
+        let (checked, tensors) = separate_group(gated, g, group)?;
+        parts.push(checked);
+        present.extend(tensors);
+    }
+    let named: Vec<(&str, Option<&Tensor>)> = present.iter().map(|t| ("groups", Some(t))).collect();
+    let device = tensors::device(&named).map_err(rejected)?;
+    let rows: usize = parts.iter().map(|(a, ..)| a.map_or(0, |a| a.2)).sum();
+    let with_rows = parts.iter().filter(|(a, ..)| a.is_some()).count().max(1);
+    let max_k = parts.iter().map(|(_, gate, ..)| gate.3).max().unwrap_or(0);
+    let key = GroupedKey::Separate(
+        gated,
+        // Past the most groups a plan takes, the exact count (which planning then refuses).
+        groups.len().next_power_of_two().min(1024).max(groups.len()),
+        rows.max(1).next_power_of_two(),
+        max_k.next_power_of_two(),
+        (rows / with_rows).clamp(1, 128).next_power_of_two(),
+    );
+    let GroupedKey::Separate(_, plan_groups, plan_rows, plan_k, tokens) = key else {
+        unreachable!("a separate key")
+    };
+    with_device(device, stream, |d| {
+        d.last_grouped = Some(key);
+        let plan = match d.grouped.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(d.gpu.plan_grouped(
+                if gated { GroupedOp::DualGemm } else { GroupedOp::Gemm },
+                GroupedLayout::Separate {
+                    groups: plan_groups,
+                    rows: plan_rows,
+                    max_k: plan_k,
+                },
+                Some(tokens),
+            )?),
+        };
+        let matrix = |(data, scales, rows, k, global): (u64, u64, usize, usize, Option<f32>)| {
+            // SAFETY: the tensors were checked above (shapes, dtypes, contiguity, one device).
+            unsafe { NvFp4Ref::from_raw(data, scales, rows, k, global) }
+        };
+        let list = parts
+            .iter()
+            .map(|&(a, gate, up, out)| {
+                Ok(SeparateGroup {
+                    a: a.map(|(d, s, r, k)| matrix((d, s, r, k, None))).transpose()?,
+                    gate: matrix((gate.0, gate.1, gate.2, gate.3, Some(gate.4)))?,
+                    up: up.map(|u| matrix((u.0, u.1, u.2, u.3, Some(u.4)))).transpose()?,
+                    // SAFETY: as above.
+                    c: out.map(|(at, len)| unsafe { F16Mut::from_raw(at, len) }).transpose()?,
+                })
+            })
+            .collect::<nvfp4::Result<Vec<_>>>()?;
+        plan.launch_separate(&d.gpu, &list)
+    })
 }
 
 /// The CPU quantizer (the reference the GPU quantizer is bit-identical to): `rows × k` f32
@@ -650,6 +803,7 @@ fn _nvfp4(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(dual_gemm_nvfp4, module)?)?;
     module.add_function(wrap_pyfunction!(gemm, module)?)?;
     module.add_function(wrap_pyfunction!(grouped, module)?)?;
+    module.add_function(wrap_pyfunction!(grouped_separate, module)?)?;
     module.add_function(wrap_pyfunction!(quantize_host, module)?)?;
     module.add_function(wrap_pyfunction!(scale_bytes, module)?)?;
     module.add_function(wrap_pyfunction!(scale_shape, module)?)?;

@@ -22,7 +22,7 @@ def test_the_package_imports_and_reports_the_driver():
     assert isinstance(_nvfp4.driver_available(), bool)
     for name in nvfp4.__all__:
         assert callable(getattr(nvfp4, name))
-    for op in ["quantize", "dequantize", "dual_gemm", "gemm", "grouped", "dual_gemm_out", "grouped_out", "dual_gemm_nvfp4", "dual_gemm_nvfp4_out"]:
+    for op in ["quantize", "dequantize", "dual_gemm", "gemm", "grouped", "dual_gemm_out", "grouped_out", "dual_gemm_nvfp4", "dual_gemm_nvfp4_out", "grouped_separate_out"]:
         assert hasattr(torch.ops.nvfp4, op)
 
 
@@ -75,6 +75,15 @@ def test_host_quantizer_returns_the_layouts_sizes_and_rejects_bad_input():
         (lambda: nvfp4.dual_gemm(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), None), "`alpha1`", "number"),
         (lambda: nvfp4.dual_gemm_nvfp4(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), global_scale=0.0), "`global_scale`", "finite and positive"),
         (lambda: nvfp4.dual_gemm_nvfp4(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), global_scale=1.0, out=(packed(8, 32), scales(8, 64))), "`data`", "shape|k/2|rows"),
+        (lambda: nvfp4.grouped_gemm_separate([packed(8, 64)], [packed(128, 64), packed(128, 64)], [scales(8, 64)], [scales(128, 64)] * 2), "`a`", "list of 2"),
+        (lambda: nvfp4.grouped_gemm_separate([packed(8, 64)], [packed(128, 128)], [scales(8, 64)], [scales(128, 128)]), "`a[0]`", "k/2"),
+        (lambda: nvfp4.grouped_gemm_separate([packed(8, 64)], [packed(128, 64)], [None], [scales(128, 64)]), "`a[0]`", "together"),
+        (lambda: nvfp4.grouped_gemm_separate([packed(8, 64)], [packed(128, 64)], [scales(8, 64)], [scales(128, 64)], [-1.0]), "`alpha[0]`", "finite and positive"),
+        (lambda: nvfp4.grouped_gemm_separate([packed(8, 64)], [packed(128, 64)], [scales(8, 64)], [scales(128, 64)]), "`", "CUDA"),
+        (lambda: nvfp4.grouped_gemm_separate([], [], [], []), "`b`", "non-empty"),
+        (lambda: nvfp4.grouped_dual_gemm_separate([packed(8, 64)], [packed(128, 64)], [packed(64, 64)], [scales(8, 64)], [scales(128, 64)], [scales(64, 64)]), "`b3[0]`", "128 rows"),
+        (lambda: nvfp4.batched_gemm(packed(8, 64), packed(64, 64), scales(8, 64), scales(64, 64)), "`a`", "3-D"),
+        (lambda: nvfp4.gemv(packed(64, 64), scales(64, 64), packed(1, 64), scales(1, 64), out=torch.zeros(1, 64, dtype=torch.float16)), "`out`", "1-D"),
     ],
 )
 def test_bad_arguments_raise_value_errors_naming_the_argument_and_the_rule(call, arg, rule):

@@ -307,6 +307,43 @@ def test_grouped_gemm_and_grouped_dual_gemm_match_the_reference(cuda):
     assert (plain[row_offsets[-1] :] == 0).all() and (dual[row_offsets[-1] :] == 0).all()
 
 
+def test_separate_grouped_ops_batched_gemm_and_gemv_match_the_reference(cuda):
+    g = torch.Generator(device=cuda).manual_seed(8)
+    # Groups of their own M, N and K (one without tokens), in their own tensors.
+    shapes = [(40, 256, 512), (0, 128, 256), (1, 384, 1536), (129, 128, 64)]
+    a = [random_nvfp4(m, k, cuda, g) if m else (None, None) for m, _, k in shapes]
+    b1, b3 = ([random_nvfp4(n, k, cuda, g) for _, n, k in shapes] for _ in range(2))
+    alpha1, alpha3 = [0.02, 0.5, 0.03, 0.01], [0.04, 0.5, 0.01, 0.02]
+    plain = nvfp4.grouped_gemm_separate([x[0] for x in a], [w[0] for w in b1], [x[1] for x in a], [w[1] for w in b1], alpha1)
+    dual = nvfp4.grouped_dual_gemm_separate(
+        [x[0] for x in a], [w[0] for w in b1], [w[0] for w in b3], [x[1] for x in a], [w[1] for w in b1],
+        [w[1] for w in b3], alpha1, alpha3,
+    )
+    for i, (m, n, k) in enumerate(shapes):
+        if m == 0:
+            assert plain[i] is None and dual[i] is None
+            continue
+        want = (alpha1[i] * (dequant(*a[i]).double() @ dequant(*b1[i]).double().T)).half()
+        torch.testing.assert_close(plain[i], want, **TOLERANCE)
+        torch.testing.assert_close(dual[i], reference_dual(a[i], b1[i], b3[i], alpha1[i], alpha3[i]), **TOLERANCE)
+    # A batch in one tensor per operand (batch-first, as PyTorch batches), one launch.
+    batches, m, n, k = 3, 17, 256, 768
+    xs = [random_nvfp4(m, k, cuda, g) for _ in range(batches)]
+    ws = [random_nvfp4(n, k, cuda, g) for _ in range(batches)]
+    out = nvfp4.batched_gemm(
+        torch.stack([x[0] for x in xs]), torch.stack([w[0] for w in ws]),
+        torch.stack([x[1] for x in xs]), torch.stack([w[1] for w in ws]), alpha=0.05,
+    )
+    for i in range(batches):
+        want = (0.05 * (dequant(*xs[i]).double() @ dequant(*ws[i]).double().T)).half()
+        torch.testing.assert_close(out[i], want, **TOLERANCE)
+    # The matrix-vector product: one row of k values against 4096 weight rows.
+    w, x = random_nvfp4(4096, 7168, cuda, g), random_nvfp4(1, 7168, cuda, g)
+    y = nvfp4.gemv(w[0], w[1], x[0][0], x[1], alpha=0.01)
+    want = (0.01 * (dequant(*w).double() @ dequant(*x).double()[0])).half()
+    torch.testing.assert_close(y, want, **TOLERANCE)
+
+
 def test_torch_compile_of_an_mlp_block(cuda):
     g = torch.Generator(device=cuda).manual_seed(6)
     t, h, i = 32, 512, 256

@@ -15,7 +15,9 @@ ours is.
 Ops (each also a PyTorch custom op under ``torch.ops.nvfp4``, with an out-variant, so they work
 under ``torch.compile`` and in CUDA graphs): :func:`quantize`, :func:`dequantize`,
 :func:`dual_gemm` (``silu(α1·a·b1ᵀ) ⊙ (α2·a·b2ᵀ)``), :func:`gemm` (``α·a·bᵀ``),
-:func:`grouped_gemm` and :func:`grouped_dual_gemm` (Mixture-of-Experts, contiguous convention).
+:func:`grouped_gemm` and :func:`grouped_dual_gemm` (Mixture-of-Experts, contiguous convention),
+:func:`grouped_gemm_separate` and :func:`grouped_dual_gemm_separate` (groups of their own M, N
+and K, each in its own tensors), :func:`batched_gemm` and :func:`gemv`.
 Every launch runs on the tensors' device and PyTorch's current stream, allocates nothing but
 its output (through PyTorch) and does not synchronize. Bad input raises ``ValueError`` naming
 the argument and the rule: this layer only gathers each tensor's metadata (address, shape,
@@ -39,6 +41,10 @@ __all__ = [
     "grouped_gemm",
     "grouped_dual_gemm",
     "grouped_dual_gemm_w13",
+    "grouped_gemm_separate",
+    "grouped_dual_gemm_separate",
+    "batched_gemm",
+    "gemv",
     "grouped_status",
     "scale_shape",
     "device_info",
@@ -420,6 +426,128 @@ def grouped_dual_gemm_w13(a, w13, a_sf, w13_sf, row_offsets, scale_offsets, alph
     ``w13_sf`` (``G ×`` the 2-D swizzled scales of ``2n × k``)."""
     n = w13.shape[1] // 2 if isinstance(w13, torch.Tensor) and w13.dim() == 3 else 0
     return _grouped_call((a, w13, None, a_sf, w13_sf, None, row_offsets, scale_offsets, alpha1, alpha3, True, n), out)
+
+
+# --- grouped, separate convention (groups with their own M, N, K and tensors) -----------------
+
+
+def _separate_native(gated, a, b1, b3, a_sf, b1_sf, b3_sf, alpha1, alpha3, out) -> None:
+    groups = []
+    b, b_sf, alpha = ("b1", "b1_sf", "alpha1") if gated else ("b", "b_sf", "alpha")
+    for g in range(len(b1)):
+        groups.append((
+            _meta(f"a[{g}]", a[g]), _meta(f"{b}[{g}]", b1[g]), _meta(f"b3[{g}]", b3[g] if gated else None),
+            _meta(f"a_sf[{g}]", a_sf[g]), _meta(f"{b_sf}[{g}]", b1_sf[g]),
+            _meta(f"b3_sf[{g}]", b3_sf[g] if gated else None),
+            _float(f"{alpha}[{g}]", alpha1[g]), _float(f"alpha3[{g}]", alpha3[g]) if gated else 1.0,
+            _meta(f"out[{g}]", out[g]),
+        ))
+    stream = next((_stream_of(t) for t in b1 if isinstance(t, torch.Tensor)), 0)
+    _nvfp4.grouped_separate(stream, gated, groups)
+
+
+def _grouped_separate_out(
+    a: list[Optional[torch.Tensor]], b1: list[torch.Tensor], b3: list[torch.Tensor], a_sf: list[Optional[torch.Tensor]],
+    b1_sf: list[torch.Tensor], b3_sf: list[torch.Tensor], alpha1: list[float], alpha3: list[float],
+    out: list[Optional[torch.Tensor]],
+) -> None:
+    _separate_native(len(b3) > 0, a, b1, b3, a_sf, b1_sf, b3_sf, alpha1, alpha3, out)
+
+
+torch.library.custom_op("nvfp4::grouped_separate_out", _grouped_separate_out, mutates_args=("out",))
+
+
+def _separate_lists(names, lists, groups):
+    """Each argument as a list of ``groups`` entries (a tuple or list of them), or a ValueError."""
+    result = []
+    for name, value in zip(names, lists):
+        if not isinstance(value, (list, tuple)) or len(value) != groups:
+            _fail(name, f"must be a list of {groups} entries (one per group, as `b`)", type(value).__name__ if not isinstance(value, (list, tuple)) else len(value))
+        result.append(list(value))
+    return result
+
+
+def _separate_call(gated, a, b1, b3, a_sf, b1_sf, b3_sf, alpha1, alpha3, out):
+    if not isinstance(b1, (list, tuple)) or not b1:
+        _fail("b1" if gated else "b", "must be a non-empty list of weight tensors, one per group", type(b1).__name__)
+    groups = len(b1)
+    alpha1 = [1.0] * groups if alpha1 is None else alpha1
+    alpha3 = [1.0] * groups if alpha3 is None else alpha3
+    names = ["a", "a_sf", "b1_sf" if gated else "b_sf", "alpha1" if gated else "alpha"]
+    a, a_sf, b1_sf, alpha1 = _separate_lists(names, [a, a_sf, b1_sf, alpha1], groups)
+    if gated:
+        b3, b3_sf, alpha3 = _separate_lists(["b3", "b3_sf", "alpha3"], [b3, b3_sf, alpha3], groups)
+    else:
+        b3, b3_sf, alpha3 = [], [], []
+    if out is None:
+        out = []
+        for g in range(groups):
+            rows_and_n = None
+            if isinstance(a[g], torch.Tensor) and isinstance(b1[g], torch.Tensor) and a[g].dim() == 2 and b1[g].dim() == 2:
+                rows_and_n = (a[g].shape[0], b1[g].shape[0])
+            # Shapes that are not 2-D get no output; the native check then names the input.
+            out.append(None if rows_and_n is None else torch.empty(rows_and_n, dtype=torch.float16, device=a[g].device))
+    else:
+        (out,) = _separate_lists(["out"], [out], groups)
+    if _eager():
+        _separate_native(gated, a, b1, b3, a_sf, b1_sf, b3_sf, alpha1, alpha3, out)
+    else:
+        torch.ops.nvfp4.grouped_separate_out(a, b1, b3, a_sf, b1_sf, b3_sf, alpha1, alpha3, out)
+    return out
+
+
+def grouped_gemm_separate(a, b, a_sf, b_sf, alpha=None, out=None):
+    """Per group ``g``: ``out[g] = alpha[g] · a[g]·b[g]ᵀ`` (float16 ``m_g × n_g``), one launch
+    over all groups, each with its own M, N and K (n_g a multiple of 128, k_g of 64) in its own
+    tensors — the GPU MODE ``nvfp4_group_gemm`` convention, on the tensors' memory (no copy).
+    ``a``, ``b``, ``a_sf``, ``b_sf``: lists of the groups' operands as for :func:`gemm` (a group
+    without tokens has ``a[g]``, ``a_sf[g]`` and ``out[g]`` None); ``alpha``: a list of numbers
+    or None (ones); ``out``: a list of outputs or None (allocated). Returns ``out``. The group
+    table is uploaded per call, so this op is not for CUDA graphs."""
+    return _separate_call(False, a, b, None, a_sf, b_sf, None, alpha, None, out)
+
+
+def grouped_dual_gemm_separate(a, b1, b3, a_sf, b1_sf, b3_sf, alpha1=None, alpha3=None, out=None):
+    """:func:`grouped_gemm_separate` for dual GEMMs: ``out[g] = silu(alpha1[g] · a[g]·b1[g]ᵀ) ⊙
+    (alpha3[g] · a[g]·b3[g]ᵀ)``."""
+    return _separate_call(True, a, b1, b3, a_sf, b1_sf, b3_sf, alpha1, alpha3, out)
+
+
+def batched_gemm(a, b, a_sf, b_sf, alpha: float = 1.0, out=None):
+    """``out[i] = alpha · a[i]·b[i]ᵀ`` for every batch ``i``, one launch: ``a`` ``L × m × k/2``,
+    ``b`` ``L × n × k/2`` (each batch row-major; any batch stride), ``a_sf``/``b_sf`` ``L ×``
+    the 2-D swizzled scales of one batch (or a list of ``L`` scale tensors in any accepted
+    form), ``out`` float16 ``L × m × n`` (allocated when None). With ``L = 1`` it is
+    :func:`gemm`; with more, a separate-convention grouped launch of ``L`` groups."""
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 3:
+            _fail(name, "must be a 3-D tensor: batch × rows × k/2 bytes", getattr(t, "shape", type(t).__name__))
+    batches = a.shape[0]
+    if b.shape[0] != batches:
+        _fail("b", f"must have {batches} batches (as `a`)", b.shape[0])
+    if out is None:
+        out = torch.empty((batches, a.shape[1], b.shape[1]), dtype=torch.float16, device=a.device)
+    if batches == 1:
+        gemm(a[0], b[0], a_sf[0], b_sf[0], alpha, out=out[0])
+        return out
+    grouped_gemm_separate(list(a), list(b), list(a_sf), list(b_sf), [alpha] * batches, list(out))
+    return out
+
+
+def gemv(w, w_sf, x, x_sf, alpha: float = 1.0, out=None):
+    """The matrix-vector product ``out = alpha · w·x`` (float16, ``m`` values): ``w`` ``m × k/2``
+    packed e2m1 with its scales, ``x`` one row of k values (``1 × k/2``, or ``k/2``) with the
+    scales of a 1-row matrix. It is :func:`gemm` with ``x`` as the one token and ``w`` as the
+    weights (the decode-size kernel streams ``w`` once)."""
+    if isinstance(x, torch.Tensor) and x.dim() == 1:
+        x = x.unsqueeze(0)
+    if out is None:
+        m = w.shape[0] if isinstance(w, torch.Tensor) and w.dim() == 2 else 0
+        out = torch.empty((m,), dtype=torch.float16, device=getattr(w, "device", "cpu"))
+    if not isinstance(out, torch.Tensor) or out.dim() != 1:
+        _fail("out", "must be a 1-D float16 tensor of m values", getattr(out, "shape", type(out).__name__))
+    gemm(x, w, x_sf, w_sf, alpha, out=out.unsqueeze(0))
+    return out
 
 
 def grouped_status(device=None) -> None:
