@@ -9,76 +9,91 @@ batch slices are row-major; the ``*_permuted`` (``*_reordered``) scales are 6-D 
 rest_rows, 4, rest_k, l)`` whose bytes are, per batch, exactly the blocked layout this library
 reads; ``c`` is float16 ``(m, n, l)``. The harness has no global scales (``alpha = 1``).
 
-A batch of ``l > 1`` products is one launch (:func:`nvfp4.grouped_gemm_separate` with a group
-per batch); ``l = 1`` runs the dense kernels (:func:`nvfp4.gemm`, :func:`nvfp4.dual_gemm`).
+A batch of ``l > 1`` products is one launch (the separate convention of
+:func:`nvfp4.grouped_gemm_separate`, a group per batch); ``l = 1`` runs the dense kernels
+(:func:`nvfp4.gemm`, :func:`nvfp4.dual_gemm`). The harness times each call from the host, so
+the adapters hand the native module each batch's address and shape directly (no PyTorch view
+per batch); it checks every rule as for the public ops.
 """
 
-from . import dual_gemm as _dual_gemm
-from . import gemm as _gemm
-from . import grouped_dual_gemm_separate, grouped_gemm_separate
+import torch
+
+from . import _nvfp4
 
 
-def _batch(t, i):
-    """Batch ``i`` of a ``(rows, cols, l)`` operand or output: a row-major 2-D view."""
-    return t[:, :, i]
+def _meta(t, i, shape, strides):
+    """The native module's metadata of batch ``i`` of the harness tensor ``t`` (batch last) as
+    a tensor of ``shape`` and ``strides`` (elements): the view's address, computed rather than
+    sliced, because the harness times each call from the host and a PyTorch view costs
+    microseconds. The native module checks every rule on it."""
+    address = t.data_ptr() + i * t.stride(-1) * t.element_size()
+    return (address, shape, strides, str(t.dtype), t.device.index if t.is_cuda else -1)
 
 
-def _batch_scales(t, i):
+def _matrix(t, i):
+    """Batch ``i`` of a ``(rows, cols, l)`` operand or output: ``rows × cols``."""
+    return _meta(t, i, tuple(t.shape[:2]), tuple(t.stride()[:2]))
+
+
+def _scales(t, i):
     """Batch ``i`` of a 6-D permuted scale view (the blocked bytes of that batch)."""
-    return t[..., i : i + 1]
+    return _meta(t, i, tuple(t.shape[:5]) + (1,), tuple(t.stride()))
+
+
+def _stream(t):
+    return torch.cuda.current_stream(t.device).cuda_stream
 
 
 def gemv(data):
     """``nvfp4_gemv``: ``c[:, 0, i] = a_i·b_i[0]`` for every batch ``i`` (``b`` is padded to 128
     rows; row 0 is the vector). The vector is the one token of a GEMM over the weights ``a``
-    (:func:`nvfp4.gemv`), written straight into ``c``'s column."""
+    (as :func:`nvfp4.gemv`), written straight into ``c``'s column (``c[:, 0, i]`` is
+    contiguous: a ``1 × m`` output)."""
     a, b, _, _, sfa, sfb, c = data
-    batches = c.shape[2]
-    tokens = [b[0:1, :, i] for i in range(batches)]
-    token_scales = [_batch_scales(sfb, i) for i in range(batches)]
-    weights = [_batch(a, i) for i in range(batches)]
-    weight_scales = [_batch_scales(sfa, i) for i in range(batches)]
-    out = [c[:, 0, i].unsqueeze(0) for i in range(batches)]
-    if batches == 1:
-        _gemm(tokens[0], weights[0], token_scales[0], weight_scales[0], out=out[0])
-    else:
-        grouped_gemm_separate(tokens, weights, token_scales, weight_scales, out=out)
+    m, batches = c.shape[0], c.shape[2]
+    groups = []
+    for i in range(batches):
+        token = _meta(b, i, (1, b.shape[1]), tuple(b.stride()[:2]))
+        out = _meta(c, i, (1, m), (m, 1))
+        groups.append((token, _matrix(a, i), _scales(sfb, i), _scales(sfa, i), out))
+    _plain(_stream(c), groups)
     return c
+
+
+def _plain(stream, groups):
+    """``out = a·bᵀ`` for every ``(a, b, a_sf, b_sf, out)`` of ``groups``: the dense kernel for
+    one, one separate-convention launch for more."""
+    if len(groups) == 1:
+        _nvfp4.gemm(stream, *groups[0][:4], 1.0, groups[0][4])
+    else:
+        _nvfp4.grouped_separate(
+            stream, False, [(a, b, None, a_sf, b_sf, None, 1.0, 1.0, out) for a, b, a_sf, b_sf, out in groups]
+        )
 
 
 def gemm(data):
     """``nvfp4_gemm``: ``c[:, :, i] = a_i·b_iᵀ`` for every batch ``i``."""
     a, b, _, _, sfa, sfb, c = data
-    batches = c.shape[2]
-    if batches == 1:
-        _gemm(_batch(a, 0), _batch(b, 0), _batch_scales(sfa, 0), _batch_scales(sfb, 0), out=_batch(c, 0))
-        return c
-    grouped_gemm_separate(
-        [_batch(a, i) for i in range(batches)],
-        [_batch(b, i) for i in range(batches)],
-        [_batch_scales(sfa, i) for i in range(batches)],
-        [_batch_scales(sfb, i) for i in range(batches)],
-        out=[_batch(c, i) for i in range(batches)],
-    )
+    groups = [(_matrix(a, i), _matrix(b, i), _scales(sfa, i), _scales(sfb, i), _matrix(c, i)) for i in range(c.shape[2])]
+    _plain(_stream(c), groups)
     return c
 
 
 def dual_gemm(data):
     """``nvfp4_dual_gemm``: ``c[:, :, i] = silu(a_i·b1_iᵀ) ⊙ (a_i·b2_iᵀ)`` for every batch ``i``."""
     a, b1, b2, _, _, _, sfa, sfb1, sfb2, c = data
-    batches = c.shape[2]
+    stream, batches = _stream(c), c.shape[2]
     if batches == 1:
-        _dual_gemm(
-            _batch(a, 0), _batch(b1, 0), _batch(b2, 0),
-            _batch_scales(sfa, 0), _batch_scales(sfb1, 0), _batch_scales(sfb2, 0), out=_batch(c, 0),
+        _nvfp4.dual_gemm(
+            stream, _matrix(a, 0), _matrix(b1, 0), _matrix(b2, 0), _scales(sfa, 0), _scales(sfb1, 0),
+            _scales(sfb2, 0), 1.0, 1.0, _matrix(c, 0),
         )
         return c
-    every = range(batches)
-    grouped_dual_gemm_separate(
-        [_batch(a, i) for i in every], [_batch(b1, i) for i in every], [_batch(b2, i) for i in every],
-        [_batch_scales(sfa, i) for i in every], [_batch_scales(sfb1, i) for i in every],
-        [_batch_scales(sfb2, i) for i in every], out=[_batch(c, i) for i in every],
-    )
+    groups = [
+        (_matrix(a, i), _matrix(b1, i), _matrix(b2, i), _scales(sfa, i), _scales(sfb1, i), _scales(sfb2, i), 1.0, 1.0, _matrix(c, i))
+        for i in range(batches)
+    ]
+    _nvfp4.grouped_separate(stream, True, groups)
     return c
 
 
@@ -86,15 +101,14 @@ def group_gemm(data):
     """``nvfp4_group_gemm``: ``c_g = a_g·b_gᵀ`` for every group (and batch) with its own M, N
     and K, one launch; returns the list of the groups' ``c``."""
     abc, _, scales, _ = data
-    a, b, a_sf, b_sf, out = [], [], [], [], []
-    for (a_g, b_g, c_g), (sfa_g, sfb_g) in zip(abc, scales):
-        for i in range(c_g.shape[2]):
-            a.append(_batch(a_g, i))
-            b.append(_batch(b_g, i))
-            a_sf.append(_batch_scales(sfa_g, i))
-            b_sf.append(_batch_scales(sfb_g, i))
-            out.append(_batch(c_g, i))
-    grouped_gemm_separate(a, b, a_sf, b_sf, out=out)
+    groups = [
+        (_matrix(a_g, i), _matrix(b_g, i), _scales(sfa_g, i), _scales(sfb_g, i), _matrix(c_g, i))
+        for (a_g, b_g, c_g), (sfa_g, sfb_g) in zip(abc, scales)
+        for i in range(c_g.shape[2])
+    ]
+    _nvfp4.grouped_separate(
+        _stream(abc[0][2]), False, [(a, b, None, a_sf, b_sf, None, 1.0, 1.0, out) for a, b, a_sf, b_sf, out in groups]
+    )
     return [c_g for _, _, c_g in abc]
 
 
