@@ -623,7 +623,7 @@ type SeparateParts = (
 );
 
 /// Checks one group of a separate-convention launch (argument names `a[g]`, `b[g]`, …).
-fn separate_group(gated: bool, g: usize, group: &SeparateTensors) -> PyResult<(SeparateParts, Vec<Tensor>)> {
+fn separate_group(gated: bool, g: usize, group: &SeparateTensors) -> PyResult<SeparateParts> {
     let (a, b1, b3, a_sf, b1_sf, b3_sf, alpha1, alpha3, out) = group;
     // The public arguments' names: `b`, `b_sf`, `alpha` for the plain GEMM.
     let name = |arg: &str| {
@@ -637,12 +637,24 @@ fn separate_group(gated: bool, g: usize, group: &SeparateTensors) -> PyResult<(S
     };
     let (n, k) = tensors::packed(&name("b1"), b1, None, None).map_err(rejected)?;
     let gate_scales = tensors::scales(&name("b1_sf"), b1_sf, n, k).map_err(rejected)?;
-    let gate = (b1.0, gate_scales, n, k, tensors::scale(&name("alpha1"), *alpha1).map_err(rejected)?);
+    let gate = (
+        b1.0,
+        gate_scales,
+        n,
+        k,
+        tensors::scale(&name("alpha1"), *alpha1).map_err(rejected)?,
+    );
     let up = match (gated, b3, b3_sf) {
         (true, Some(b3), Some(b3_sf)) => {
             tensors::packed(&name("b3"), b3, Some(n), Some(k)).map_err(rejected)?;
             let scales = tensors::scales(&name("b3_sf"), b3_sf, n, k).map_err(rejected)?;
-            Some((b3.0, scales, n, k, tensors::scale(&name("alpha3"), *alpha3).map_err(rejected)?))
+            Some((
+                b3.0,
+                scales,
+                n,
+                k,
+                tensors::scale(&name("alpha3"), *alpha3).map_err(rejected)?,
+            ))
         }
         (true, _, _) => {
             return Err(PyValueError::new_err(format!(
@@ -658,14 +670,11 @@ fn separate_group(gated: bool, g: usize, group: &SeparateTensors) -> PyResult<(S
             )));
         }
     };
-    let mut present = vec![b1.clone(), b1_sf.clone()];
-    present.extend(b3.iter().chain(b3_sf).cloned());
     let (a, out) = match (a, a_sf, out) {
         (Some(a), Some(a_sf), Some(out)) => {
             let (m, _) = tensors::packed(&name("a"), a, None, Some(k)).map_err(rejected)?;
             let a_scales = tensors::scales(&name("a_sf"), a_sf, m, k).map_err(rejected)?;
             tensors::output(&name("out"), out, [m, n], Some("float16")).map_err(rejected)?;
-            present.extend([a.clone(), a_sf.clone(), out.clone()]);
             (Some((a.0, a_scales, m, k)), Some((out.0, m * n)))
         }
         (None, None, None) => (None, None),
@@ -676,7 +685,7 @@ fn separate_group(gated: bool, g: usize, group: &SeparateTensors) -> PyResult<(S
             )));
         }
     };
-    Ok(((a, gate, up, out), present))
+    Ok((a, gate, up, out))
 }
 
 /// Enqueues a separate-convention grouped launch (`gated`: dual GEMMs): group `g` computes
@@ -685,16 +694,30 @@ fn separate_group(gated: bool, g: usize, group: &SeparateTensors) -> PyResult<(S
 #[pyfunction]
 fn grouped_separate(stream: u64, gated: bool, groups: Vec<SeparateTensors>) -> PyResult<()> {
     if groups.is_empty() {
-        return Err(PyValueError::new_err("`groups`: must hold at least one group (got none)"));
+        return Err(PyValueError::new_err(
+            "`groups`: must hold at least one group (got none)",
+        ));
     }
-    let mut parts = Vec::with_capacity(groups.len());
-    let mut present = Vec::new();
-    for (g, group) in groups.iter().enumerate() {
-        let (checked, tensors) = separate_group(gated, g, group)?;
-        parts.push(checked);
-        present.extend(tensors);
-    }
-    let named: Vec<(&str, Option<&Tensor>)> = present.iter().map(|t| ("groups", Some(t))).collect();
+    let parts = groups
+        .iter()
+        .enumerate()
+        .map(|(g, group)| separate_group(gated, g, group))
+        .collect::<PyResult<Vec<_>>>()?;
+    let named: Vec<(&str, Option<&Tensor>)> = groups
+        .iter()
+        .flat_map(|(a, b1, b3, a_sf, b1_sf, b3_sf, _, _, out)| {
+            [
+                a.as_ref(),
+                Some(b1),
+                b3.as_ref(),
+                a_sf.as_ref(),
+                Some(b1_sf),
+                b3_sf.as_ref(),
+                out.as_ref(),
+            ]
+        })
+        .map(|t| ("groups", t))
+        .collect();
     let device = tensors::device(&named).map_err(rejected)?;
     let rows: usize = parts.iter().map(|(a, ..)| a.map_or(0, |a| a.2)).sum();
     let with_rows = parts.iter().filter(|(a, ..)| a.is_some()).count().max(1);
@@ -715,7 +738,11 @@ fn grouped_separate(stream: u64, gated: bool, groups: Vec<SeparateTensors>) -> P
         let plan = match d.grouped.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(d.gpu.plan_grouped(
-                if gated { GroupedOp::DualGemm } else { GroupedOp::Gemm },
+                if gated {
+                    GroupedOp::DualGemm
+                } else {
+                    GroupedOp::Gemm
+                },
                 GroupedLayout::Separate {
                     groups: plan_groups,
                     rows: plan_rows,
@@ -736,7 +763,9 @@ fn grouped_separate(stream: u64, gated: bool, groups: Vec<SeparateTensors>) -> P
                     gate: matrix((gate.0, gate.1, gate.2, gate.3, Some(gate.4)))?,
                     up: up.map(|u| matrix((u.0, u.1, u.2, u.3, Some(u.4)))).transpose()?,
                     // SAFETY: as above.
-                    c: out.map(|(at, len)| unsafe { F16Mut::from_raw(at, len) }).transpose()?,
+                    c: out
+                        .map(|(at, len)| unsafe { F16Mut::from_raw(at, len) })
+                        .transpose()?,
                 })
             })
             .collect::<nvfp4::Result<Vec<_>>>()?;

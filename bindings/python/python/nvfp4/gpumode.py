@@ -21,23 +21,29 @@ import torch
 from . import _nvfp4
 
 
-def _meta(t, i, shape, strides):
-    """The native module's metadata of batch ``i`` of the harness tensor ``t`` (batch last) as
-    a tensor of ``shape`` and ``strides`` (elements): the view's address, computed rather than
-    sliced, because the harness times each call from the host and a PyTorch view costs
-    microseconds. The native module checks every rule on it."""
-    address = t.data_ptr() + i * t.stride(-1) * t.element_size()
-    return (address, shape, strides, str(t.dtype), t.device.index if t.is_cuda else -1)
+class _Batched:
+    """A harness tensor whose last dimension is the batch, described once per call: the native
+    module's metadata of each batch (address, shape, strides, dtype, device) is then computed
+    rather than sliced, because the harness times each call from the host and a PyTorch view
+    (or attribute read) per batch costs microseconds. The native module checks every rule."""
 
+    def __init__(self, t):
+        self.address = t.data_ptr()
+        self.batch_bytes = t.stride(-1) * t.element_size()
+        self.shape, self.strides = tuple(t.shape), tuple(t.stride())
+        self.dtype, self.device = str(t.dtype), t.device.index if t.is_cuda else -1
 
-def _matrix(t, i):
-    """Batch ``i`` of a ``(rows, cols, l)`` operand or output: ``rows × cols``."""
-    return _meta(t, i, tuple(t.shape[:2]), tuple(t.stride()[:2]))
+    def view(self, i, shape, strides):
+        """Batch ``i`` as a tensor of ``shape`` and ``strides`` (elements) at its start."""
+        return (self.address + i * self.batch_bytes, shape, strides, self.dtype, self.device)
 
+    def matrix(self, i):
+        """Batch ``i`` of a ``(rows, cols, l)`` operand or output: ``rows × cols``."""
+        return self.view(i, self.shape[:2], self.strides[:2])
 
-def _scales(t, i):
-    """Batch ``i`` of a 6-D permuted scale view (the blocked bytes of that batch)."""
-    return _meta(t, i, tuple(t.shape[:5]) + (1,), tuple(t.stride()))
+    def scales(self, i):
+        """Batch ``i`` of a 6-D permuted scale view (the blocked bytes of that batch)."""
+        return self.view(i, self.shape[:5] + (1,), self.strides)
 
 
 def _stream(t):
@@ -49,13 +55,13 @@ def gemv(data):
     rows; row 0 is the vector). The vector is the one token of a GEMM over the weights ``a``
     (as :func:`nvfp4.gemv`), written straight into ``c``'s column (``c[:, 0, i]`` is
     contiguous: a ``1 × m`` output)."""
-    a, b, _, _, sfa, sfb, c = data
+    c = data[6]
+    a, b, sfa, sfb, out = (_Batched(data[i]) for i in (0, 1, 4, 5, 6))
     m, batches = c.shape[0], c.shape[2]
     groups = []
     for i in range(batches):
-        token = _meta(b, i, (1, b.shape[1]), tuple(b.stride()[:2]))
-        out = _meta(c, i, (1, m), (m, 1))
-        groups.append((token, _matrix(a, i), _scales(sfb, i), _scales(sfa, i), out))
+        token = b.view(i, (1, b.shape[1]), b.strides[:2])
+        groups.append((token, a.matrix(i), sfb.scales(i), sfa.scales(i), out.view(i, (1, m), (m, 1))))
     _plain(_stream(c), groups)
     return c
 
@@ -73,24 +79,26 @@ def _plain(stream, groups):
 
 def gemm(data):
     """``nvfp4_gemm``: ``c[:, :, i] = a_i·b_iᵀ`` for every batch ``i``."""
-    a, b, _, _, sfa, sfb, c = data
-    groups = [(_matrix(a, i), _matrix(b, i), _scales(sfa, i), _scales(sfb, i), _matrix(c, i)) for i in range(c.shape[2])]
+    c = data[6]
+    a, b, sfa, sfb, out = (_Batched(data[i]) for i in (0, 1, 4, 5, 6))
+    groups = [(a.matrix(i), b.matrix(i), sfa.scales(i), sfb.scales(i), out.matrix(i)) for i in range(c.shape[2])]
     _plain(_stream(c), groups)
     return c
 
 
 def dual_gemm(data):
     """``nvfp4_dual_gemm``: ``c[:, :, i] = silu(a_i·b1_iᵀ) ⊙ (a_i·b2_iᵀ)`` for every batch ``i``."""
-    a, b1, b2, _, _, _, sfa, sfb1, sfb2, c = data
+    c = data[9]
+    a, b1, b2, sfa, sfb1, sfb2, out = (_Batched(data[i]) for i in (0, 1, 2, 6, 7, 8, 9))
     stream, batches = _stream(c), c.shape[2]
     if batches == 1:
         _nvfp4.dual_gemm(
-            stream, _matrix(a, 0), _matrix(b1, 0), _matrix(b2, 0), _scales(sfa, 0), _scales(sfb1, 0),
-            _scales(sfb2, 0), 1.0, 1.0, _matrix(c, 0),
+            stream, a.matrix(0), b1.matrix(0), b2.matrix(0), sfa.scales(0), sfb1.scales(0), sfb2.scales(0),
+            1.0, 1.0, out.matrix(0),
         )
         return c
     groups = [
-        (_matrix(a, i), _matrix(b1, i), _matrix(b2, i), _scales(sfa, i), _scales(sfb1, i), _scales(sfb2, i), 1.0, 1.0, _matrix(c, i))
+        (a.matrix(i), b1.matrix(i), b2.matrix(i), sfa.scales(i), sfb1.scales(i), sfb2.scales(i), 1.0, 1.0, out.matrix(i))
         for i in range(batches)
     ]
     _nvfp4.grouped_separate(stream, True, groups)
@@ -101,11 +109,10 @@ def group_gemm(data):
     """``nvfp4_group_gemm``: ``c_g = a_g·b_gᵀ`` for every group (and batch) with its own M, N
     and K, one launch; returns the list of the groups' ``c``."""
     abc, _, scales, _ = data
-    groups = [
-        (_matrix(a_g, i), _matrix(b_g, i), _scales(sfa_g, i), _scales(sfb_g, i), _matrix(c_g, i))
-        for (a_g, b_g, c_g), (sfa_g, sfb_g) in zip(abc, scales)
-        for i in range(c_g.shape[2])
-    ]
+    groups = []
+    for (a_g, b_g, c_g), (sfa_g, sfb_g) in zip(abc, scales):
+        a, b, sfa, sfb, out = map(_Batched, (a_g, b_g, sfa_g, sfb_g, c_g))
+        groups.extend((a.matrix(i), b.matrix(i), sfa.scales(i), sfb.scales(i), out.matrix(i)) for i in range(c_g.shape[2]))
     _nvfp4.grouped_separate(
         _stream(abc[0][2]), False, [(a, b, None, a_sf, b_sf, None, 1.0, 1.0, out) for a, b, a_sf, b_sf, out in groups]
     )
