@@ -11,6 +11,7 @@
 //!   caller-owned views) and the GPU quantizer and dequantizer.
 //! * [`dual_gemm`], [`gemm`], [`grouped`]: the GEMM ops: a plan per shape, launched on the GPU's
 //!   stream.
+//! * [`checkpoint`]: ModelOpt and compressed-tensors NVFP4 layers (safetensors) as matrices.
 //! * [`kernels`]: the embedded PTX; [`tools`]: locating the CUDA tools; [`problem`],
 //!   [`progress`]: shapes, random inputs and progress reports for examples and benches.
 //!
@@ -35,6 +36,7 @@
 //! The scale-factor layout has one definition, [`nvfp4_kernel::layout::BlockedScales`], used by
 //! the host, the kernels and the tests.
 
+pub mod checkpoint;
 pub mod codec;
 pub mod dequantize;
 pub mod dual_gemm;

@@ -16,7 +16,9 @@ use std::sync::Mutex;
 use nvfp4::dual_gemm::DualGemmPlan;
 use nvfp4::gemm::{GemmPlan, GemmShape};
 use nvfp4::gpu::{F16Mut, Gpu, NvFp4Mut, NvFp4Ref};
-use nvfp4::grouped::{ContiguousAddresses, GroupedLayout, GroupedOp, GroupedPlan, SeparateGroup, UpWeights};
+use nvfp4::grouped::{
+    ContiguousAddresses, ContiguousNvFp4Out, GroupedLayout, GroupedOp, GroupedPlan, SeparateGroup, UpWeights,
+};
 use nvfp4::quantize::QuantizeChecks;
 use nvfp4::{DualGemmShape, Error, GlobalScale, NvFp4Matrix};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -459,7 +461,9 @@ fn gemm(
 
 /// Enqueues a contiguous-convention grouped launch: `gated` (a dual GEMM whose up weights are
 /// `b3`, or the second half of each group's `b1` rows when `b3` is None) or plain, with `n`
-/// outputs per group. Without `out`: checks every input and returns `(rows, n)`.
+/// outputs per group, into `out` (fp16) or, for a dual GEMM, into `h` = `(data, scales,
+/// global_scales)` (NVFP4 in A's layout, group `g` quantized with `global_scales[g]`).
+/// Without either: checks every input and returns `(rows, n)`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn grouped(
@@ -477,6 +481,7 @@ fn grouped(
     alpha3: Option<Tensor>,
     n: usize,
     out: Option<Tensor>,
+    h: Option<(Tensor, Tensor, Tensor)>,
 ) -> PyResult<Planned> {
     let (rows, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
     let scale_columns = tensors::scale_shape(1, k)[1] as i64;
@@ -531,10 +536,42 @@ fn grouped(
             "`alpha3`: a plain grouped GEMM has one α per group (got a tensor)",
         ));
     }
-    let Some(out) = out else {
-        return Ok(Some((rows, n)));
+    let output = match (out, h) {
+        (None, None) => return Ok(Some((rows, n))),
+        (Some(out), None) => {
+            tensors::output("out", &out, [rows, n], Some("float16")).map_err(rejected)?;
+            GroupedOutput::F16(out)
+        }
+        (None, Some((data, scales, global_scales))) if gated => {
+            tensors::packed("h_data", &data, Some(rows), Some(n)).map_err(rejected)?;
+            let scales_at = tensors::scales("h_scales", &scales, scale_rows, n).map_err(rejected)?;
+            let global_at = tensors::alphas("global_scales", Some(&global_scales), groups).map_err(rejected)?;
+            GroupedOutput::NvFp4(
+                ContiguousNvFp4Out {
+                    data: data.0,
+                    scales: scales_at,
+                    global_scales: global_at,
+                },
+                [data, scales, global_scales],
+            )
+        }
+        (None, Some(_)) => {
+            return Err(PyValueError::new_err(
+                "`h`: only a grouped dual GEMM writes NVFP4 (got a plain grouped GEMM)",
+            ));
+        }
+        (Some(_), Some(_)) => {
+            return Err(PyValueError::new_err(
+                "`out`: an fp16 output and an NVFP4 one cannot both be given",
+            ));
+        }
     };
-    tensors::output("out", &out, [rows, n], Some("float16")).map_err(rejected)?;
+    let output_tensors: Vec<(&str, Option<&Tensor>)> = match &output {
+        GroupedOutput::F16(out) => vec![("out", Some(out))],
+        GroupedOutput::NvFp4(_, [data, scales, global]) => {
+            vec![("h_data", Some(data)), ("h_scales", Some(scales)), ("global_scales", Some(global))]
+        }
+    };
     let device = tensors::device(&[
         ("a", Some(&a)),
         ("a_sf", Some(&a_sf)),
@@ -546,7 +583,9 @@ fn grouped(
         ("scale_offsets", Some(&scale_offsets)),
         (alpha1_arg, alpha1.as_ref()),
         ("alpha3", alpha3.as_ref()),
-        ("out", Some(&out)),
+        output_tensors[0],
+        output_tensors.get(1).copied().unwrap_or(("out", None)),
+        output_tensors.get(2).copied().unwrap_or(("out", None)),
     ])
     .map_err(rejected)?;
     let key = GroupedKey::Contiguous(gated, groups, rows, scale_rows, n, k, concatenated);
@@ -590,12 +629,24 @@ fn grouped(
             alpha_gate: alphas.0,
             alpha_up: alphas.1,
             scale: 1.0,
-            out: out.0,
+            out: match &output {
+                GroupedOutput::F16(out) => out.0,
+                GroupedOutput::NvFp4(..) => 0,
+            },
         };
         // SAFETY: the tensors were checked above against the plan's layout.
-        unsafe { plan.launch_raw(&d.gpu, &at) }
+        match &output {
+            GroupedOutput::F16(_) => unsafe { plan.launch_raw(&d.gpu, &at) },
+            GroupedOutput::NvFp4(h, _) => unsafe { plan.launch_nvfp4_raw(&d.gpu, &at, h) },
+        }
     })
     .map(|()| None)
+}
+
+/// What a contiguous grouped launch writes: fp16 `out`, or NVFP4 `h` (with its tensors).
+enum GroupedOutput {
+    F16(Tensor),
+    NvFp4(ContiguousNvFp4Out, [Tensor; 3]),
 }
 
 /// One group of a separate-convention launch as the Python layer passes it: `(a, b1, b3,

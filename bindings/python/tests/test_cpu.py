@@ -22,7 +22,7 @@ def test_the_package_imports_and_reports_the_driver():
     assert isinstance(_nvfp4.driver_available(), bool)
     for name in nvfp4.__all__:
         assert callable(getattr(nvfp4, name))
-    for op in ["quantize", "dequantize", "dual_gemm", "gemm", "grouped", "dual_gemm_out", "grouped_out", "dual_gemm_nvfp4", "dual_gemm_nvfp4_out", "grouped_separate_out"]:
+    for op in ["quantize", "dequantize", "dual_gemm", "gemm", "grouped", "dual_gemm_out", "grouped_out", "dual_gemm_nvfp4", "dual_gemm_nvfp4_out", "grouped_separate_out", "grouped_nvfp4", "grouped_nvfp4_out"]:
         assert hasattr(torch.ops.nvfp4, op)
 
 

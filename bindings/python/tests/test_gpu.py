@@ -305,6 +305,19 @@ def test_grouped_gemm_and_grouped_dual_gemm_match_the_reference(cuda):
         torch.testing.assert_close(fused[r0 : r0 + s], want_dual, **TOLERANCE)
     # Rows past the last group are not written (zeros in a new output).
     assert (plain[row_offsets[-1] :] == 0).all() and (dual[row_offsets[-1] :] == 0).all()
+    # NVFP4 output in A's layout: each group bit for bit the quantizer on its fp16 rows.
+    global_scales = torch.tensor([dual[row_offsets[i] : row_offsets[i + 1]].abs().max().item() / 2688.0 if s else 1.0 for i, s in enumerate(sizes)], device=cuda)
+    for weights in [(w1, w3, w1_sf, w3_sf), (w13, None, w13_sf, None)]:
+        b1, b3, b1_sf, b3_sf = weights
+        h_data, h_scales = nvfp4.grouped_dual_gemm_nvfp4(a, b1, b3, a_sf, b1_sf, b3_sf, offsets, scale_offsets_t, alpha1, alpha3, global_scales=global_scales)
+        h_codes = codes_of(h_scales, scale_rows, n)
+        for i, s in enumerate(sizes):
+            if s == 0:
+                continue
+            r0 = row_offsets[i]
+            want_data, want_sf = nvfp4.quantize(dual[r0 : r0 + s], global_scales[i].item())
+            assert torch.equal(h_data[r0 : r0 + s], want_data), i
+            assert torch.equal(h_codes[scale_offsets[i] : scale_offsets[i] + s], codes_of(want_sf, s, n)), i
 
 
 def test_separate_grouped_ops_batched_gemm_and_gemv_match_the_reference(cuda):

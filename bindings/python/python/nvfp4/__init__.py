@@ -41,6 +41,7 @@ __all__ = [
     "grouped_gemm",
     "grouped_dual_gemm",
     "grouped_dual_gemm_w13",
+    "grouped_dual_gemm_nvfp4",
     "grouped_gemm_separate",
     "grouped_dual_gemm_separate",
     "batched_gemm",
@@ -357,15 +358,17 @@ def gemm(a, b, a_sf, b_sf, alpha: float = 1.0, out=None):
 # --- grouped (Mixture-of-Experts, contiguous convention) ----------------------------------------
 
 
-def _grouped_native(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, gated, n, out):
-    """Launches into ``out``; with ``out=None`` checks the inputs (nothing launched) and returns
-    the output's shape. The plain grouped GEMM's arguments are named ``b``, ``b_sf``, ``alpha``."""
+def _grouped_native(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, gated, n, out, h=None):
+    """Launches into ``out`` (fp16) or ``h`` (``(data, scales, global_scales)``, NVFP4); with
+    neither checks the inputs (nothing launched) and returns the output's shape. The plain
+    grouped GEMM's arguments are named ``b``, ``b_sf``, ``alpha``."""
     b, b_sf, alpha = ("b1", "b1_sf", "alpha1") if gated else ("b", "b_sf", "alpha")
+    h_meta = None if h is None else tuple(_meta(name, t) for name, t in zip(("h_data", "h_scales", "global_scales"), h))
     return _nvfp4.grouped(
         _stream_of(a), gated, _meta("a", a), _meta(b, b1), _meta("b3", b3), _meta("a_sf", a_sf),
         _meta(b_sf, b1_sf), _meta("b3_sf", b3_sf), _meta("row_offsets", row_offsets),
         _meta("scale_offsets", scale_offsets), _meta(alpha, alpha1), _meta("alpha3", alpha3), n,
-        _meta("out", out),
+        _meta("out", out), h_meta,
     )
 
 
@@ -548,6 +551,68 @@ def gemv(w, w_sf, x, x_sf, alpha: float = 1.0, out=None):
         _fail("out", "must be a 1-D float16 tensor of m values", getattr(out, "shape", type(out).__name__))
     gemm(x, w, x_sf, w_sf, alpha, out=out.unsqueeze(0))
     return out
+
+
+def _grouped_nvfp4_out(
+    a: torch.Tensor, b1: torch.Tensor, b3: Optional[torch.Tensor], a_sf: torch.Tensor, b1_sf: torch.Tensor,
+    b3_sf: Optional[torch.Tensor], row_offsets: torch.Tensor, scale_offsets: torch.Tensor,
+    alpha1: Optional[torch.Tensor], alpha3: Optional[torch.Tensor], n: int, global_scales: torch.Tensor,
+    data: torch.Tensor, scales: torch.Tensor,
+) -> None:
+    _grouped_native(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, True, n, None,
+                    (data, scales, global_scales))
+
+
+torch.library.custom_op("nvfp4::grouped_nvfp4_out", _grouped_nvfp4_out, mutates_args=("data", "scales"))
+
+
+def _grouped_nvfp4_op_impl(
+    a: torch.Tensor, b1: torch.Tensor, b3: Optional[torch.Tensor], a_sf: torch.Tensor, b1_sf: torch.Tensor,
+    b3_sf: Optional[torch.Tensor], row_offsets: torch.Tensor, scale_offsets: torch.Tensor,
+    alpha1: Optional[torch.Tensor], alpha3: Optional[torch.Tensor], n: int, global_scales: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    rows, _ = _grouped_native(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, True, n, None)
+    # Rows past the last group and blocks of no group are not written: zeros, not garbage.
+    data = torch.zeros((rows, n // 2), dtype=torch.uint8, device=a.device)
+    scales = torch.zeros(scale_shape(a_sf.shape[0], n), dtype=_FP8, device=a.device)
+    _grouped_nvfp4_out(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, n, global_scales, data, scales)
+    return data, scales
+
+
+_grouped_nvfp4_op = torch.library.custom_op("nvfp4::grouped_nvfp4", _grouped_nvfp4_op_impl, mutates_args=())
+
+
+@_grouped_nvfp4_op.register_fake
+def _(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, n, global_scales):
+    return a.new_empty((a.shape[0], n // 2), dtype=torch.uint8), a.new_empty(scale_shape(a_sf.shape[0], n), dtype=_FP8)
+
+
+def grouped_dual_gemm_nvfp4(a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1=None, alpha3=None, *,
+                            global_scales, out=None):
+    """:func:`grouped_dual_gemm` (or, with ``b3`` and ``b3_sf`` None, :func:`grouped_dual_gemm_w13`
+    on a concatenated ``w13`` in ``b1``) with its result written as NVFP4 in ``a``'s layout:
+    returns ``(data, scales)`` — ``rows × n/2`` uint8 and the 2-D swizzled float8_e4m3fn scales
+    over ``a_sf``'s rows, group ``g``'s from the 128-row block at ``scale_offsets[g]`` — with
+    group ``g`` quantized with ``global_scales[g]`` (``G`` float32 on the GPU, static, as for
+    :func:`dual_gemm_nvfp4`): the tokens of the down projection's :func:`grouped_gemm` with the
+    same offsets (its α: ``global_scales · the down weights' scales``). Bit-identical to quantizing
+    each group's fp16 result. Hopper only (Blackwell raises: no such kernel yet)."""
+    if (b3 is None) != (b3_sf is None):
+        _fail("b3" if b3 is None else "b3_sf", "b3 and b3_sf are given together (or both None for a concatenated w13)", None)
+    if b3 is None:
+        n = b1.shape[1] // 2 if isinstance(b1, torch.Tensor) and b1.dim() == 3 else 0
+    else:
+        n = b1.shape[1] if isinstance(b1, torch.Tensor) and b1.dim() == 3 else 0
+    args = (a, b1, b3, a_sf, b1_sf, b3_sf, row_offsets, scale_offsets, alpha1, alpha3, n, global_scales)
+    if _eager():
+        if out is None:
+            return _grouped_nvfp4_op_impl(*args)
+        _grouped_nvfp4_out(*args, *out)
+        return out
+    if out is not None:
+        torch.ops.nvfp4.grouped_nvfp4_out(*args, *out)
+        return out
+    return torch.ops.nvfp4.grouped_nvfp4(*args)
 
 
 def grouped_status(device=None) -> None:

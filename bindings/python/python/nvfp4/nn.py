@@ -1,0 +1,235 @@
+"""PyTorch modules over the library's ops: :class:`Linear`, :class:`SwiGLUMLP` (an LLM's
+gate/up/down MLP) and :class:`Experts` (a Mixture-of-Experts layer's experts over the grouped
+ops). Weights are NVFP4 (packed e2m1, 2-D swizzled e4m3 block scales, a global scale that
+multiplies), from a checkpoint (:mod:`nvfp4.checkpoint`) or quantized from float weights
+(``from_float``). Activations are quantized with *static* global scales (``input_scale``, a
+dequantization scale as ModelOpt's: ``amax / (6 · 448)``), as serving engines run NVFP4
+checkpoints, so a forward pass is a fixed sequence of kernels: no host synchronization, usable in
+CUDA graphs and under ``torch.compile``. Outputs come back in the input's dtype (float16 or
+bfloat16; the kernels write float16, a bfloat16 model gets one cast per module).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from . import dual_gemm_nvfp4, gemm, grouped_dual_gemm_nvfp4, grouped_gemm, quantize, scale_shape
+
+# The largest magnitude NVFP4 represents with a block scale of 448 (e4m3's largest): 6 · 448.
+_NVFP4_RANGE = 6.0 * 448.0
+
+
+def global_scale_for(amax: float) -> float:
+    """The global (dequantization) scale that maps ``amax`` to the top of the NVFP4 range:
+    ``amax / (6 · 448)`` (1 for an all-zero tensor)."""
+    return amax / _NVFP4_RANGE if amax > 0 else 1.0
+
+
+def _quantize_weight(weight: torch.Tensor):
+    """A float ``rows × k`` weight on the GPU → (data, scales, global scale)."""
+    global_scale = global_scale_for(weight.abs().max().item())
+    data, scales = quantize(weight.contiguous(), global_scale)
+    return data, scales, global_scale
+
+
+def quantize_experts(weights: torch.Tensor):
+    """Quantizes a stack of experts' float weights ``E × rows × k`` (on the GPU), each with its
+    own global scale: returns ``(data E × rows × k/2, scales E × swizzled(rows, k),
+    global_scales E float32 on the GPU)``. (One quantization per expert: it is an offline
+    step; it waits for the GPU to read each expert's amax.)"""
+    if weights.dim() != 3:
+        raise ValueError(f"`weights`: must be E × rows × k (got {tuple(weights.shape)})")
+    experts, rows, k = weights.shape
+    data = torch.empty((experts, rows, k // 2), dtype=torch.uint8, device=weights.device)
+    scales = torch.empty((experts,) + scale_shape(rows, k), dtype=torch.float8_e4m3fn, device=weights.device)
+    amax = weights.abs().amax(dim=(1, 2)).float().tolist()
+    global_scales = [global_scale_for(a) for a in amax]
+    for e in range(experts):
+        d, s = quantize(weights[e].contiguous(), global_scales[e])
+        data[e].copy_(d)
+        scales[e].copy_(s)
+    return data, scales, torch.tensor(global_scales, dtype=torch.float32, device=weights.device)
+
+
+def _flat(x: torch.Tensor) -> torch.Tensor:
+    """``(..., k)`` → contiguous ``rows × k``."""
+    return x.reshape(-1, x.shape[-1]).contiguous()
+
+
+def _check_dtype(x: torch.Tensor) -> None:
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise ValueError(f"`x`: must be float16, bfloat16 or float32 (got {x.dtype})")
+
+
+class Linear(torch.nn.Module):
+    """``y = x · Wᵀ`` with NVFP4 weights ``W`` (``out_features × in_features``) and ``x``
+    quantized to NVFP4 with the static ``input_scale`` (None: block scales alone, which clips
+    magnitudes beyond 2688). No bias."""
+
+    def __init__(self, weight: torch.Tensor, weight_scales: torch.Tensor, weight_global_scale: float,
+                 input_scale: Optional[float]):
+        super().__init__()
+        if weight.dim() != 2:
+            raise ValueError(f"`weight`: must be out_features × in_features/2 packed bytes (got {tuple(weight.shape)})")
+        self.out_features, self.in_features = weight.shape[0], 2 * weight.shape[1]
+        self.register_buffer("weight", weight.view(torch.uint8))
+        self.register_buffer("weight_scales", weight_scales)
+        self.weight_global_scale = float(weight_global_scale)
+        self.input_scale = None if input_scale is None else float(input_scale)
+
+    @classmethod
+    def from_float(cls, linear: torch.nn.Linear, input_scale: Optional[float]) -> "Linear":
+        """Quantizes a float ``torch.nn.Linear`` (on the GPU, no bias) with the library's
+        quantizer (global scale ``amax / (6 · 448)``)."""
+        if linear.bias is not None:
+            raise ValueError("`linear`: a bias is not supported")
+        data, scales, global_scale = _quantize_weight(linear.weight.detach())
+        return cls(data, scales, global_scale, input_scale)
+
+    def alpha(self) -> float:
+        """The product's dequantization scale: input and weight global scales."""
+        return (self.input_scale or 1.0) * self.weight_global_scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_dtype(x)
+        xq, xs = quantize(_flat(x), self.input_scale)
+        y = gemm(xq, self.weight, xs, self.weight_scales, self.alpha())
+        return y.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, nvfp4"
+
+
+class SwiGLUMLP(torch.nn.Module):
+    """``down(silu(gate(x)) ⊙ up(x))``: one quantization of ``x``, the dual GEMM writing
+    ``h`` as NVFP4 with ``down``'s static ``input_scale`` (no float16 ``h`` in memory), the plain
+    GEMM. ``gate`` and ``up`` share one input quantization, with the larger of their input
+    scales (as vLLM merges them)."""
+
+    def __init__(self, gate: Linear, up: Linear, down: Linear):
+        super().__init__()
+        if down.input_scale is None:
+            raise ValueError("`down`: needs a static input_scale (h is quantized inside the dual GEMM)")
+        if (gate.out_features, gate.in_features) != (up.out_features, up.in_features) or down.in_features != gate.out_features:
+            raise ValueError(
+                f"`gate`, `up`, `down`: shapes {gate.out_features}×{gate.in_features}, {up.out_features}×{up.in_features}, "
+                f"{down.out_features}×{down.in_features} do not form an MLP"
+            )
+        self.gate, self.up, self.down = gate, up, down
+        scales = [s for s in (gate.input_scale, up.input_scale) if s is not None]
+        self.input_scale = max(scales) if scales else None
+
+    @classmethod
+    def from_float(cls, gate: torch.nn.Linear, up: torch.nn.Linear, down: torch.nn.Linear,
+                   input_scale: Optional[float], hidden_scale: float) -> "SwiGLUMLP":
+        """From float linears (on the GPU): ``input_scale`` for ``x``, ``hidden_scale`` for
+        ``h`` (calibrated: ``amax / (6 · 448)`` of each)."""
+        return cls(Linear.from_float(gate, input_scale), Linear.from_float(up, input_scale),
+                   Linear.from_float(down, hidden_scale))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_dtype(x)
+        xq, xs = quantize(_flat(x), self.input_scale)
+        scale = self.input_scale or 1.0
+        g, u, d = self.gate, self.up, self.down
+        hq, hs = dual_gemm_nvfp4(xq, g.weight, u.weight, xs, g.weight_scales, u.weight_scales,
+                                 scale * g.weight_global_scale, scale * u.weight_global_scale,
+                                 global_scale=d.input_scale)
+        y = gemm(hq, d.weight, hs, d.weight_scales, d.alpha())
+        return y.to(x.dtype).reshape(*x.shape[:-1], d.out_features)
+
+
+def _blocked_rows_to_codes(scales: torch.Tensor, rows: int, k: int) -> torch.Tensor:
+    """2-D swizzled scales of a ``rows × k`` matrix → its ``rows × k/16`` e4m3 codes (uint8)."""
+    r, c = scale_shape(rows, k)
+    atoms = scales.reshape(-1).view(torch.uint8).view(r // 128, c // 4, 32, 4, 4)
+    return atoms.permute(0, 3, 2, 1, 4).reshape(r, c)[:rows, : k // 16]
+
+
+def _codes_to_blocked(codes: torch.Tensor, k: int) -> torch.Tensor:
+    """``rows × k/16`` codes (rows a multiple of 128) → the 2-D swizzled scales (float8)."""
+    r, c = scale_shape(codes.shape[0], k)
+    padded = torch.nn.functional.pad(codes, (0, c - codes.shape[1]))
+    blocked = padded.view(r // 128, 4, 32, c // 4, 4).permute(0, 3, 2, 1, 4).reshape(r, c)
+    return blocked.contiguous().view(torch.float8_e4m3fn)
+
+
+class Experts(torch.nn.Module):
+    """The experts of a Mixture-of-Experts layer: expert ``e`` computes ``down_e(silu(gate_e(x)) ⊙
+    up_e(x))``, and each token's output is the router-weighted sum over its top-k experts.
+
+    Weights: ``w13`` ``E × 2I × H/2`` (each expert's I gate rows, then its I up rows) and
+    ``w2`` ``E × H × I/2``, their swizzled scales and per-expert global scales (``E`` float32 on
+    the GPU). ``input_scale`` (one for all experts' inputs) and ``hidden_scales`` (``E``, for each
+    expert's ``h``) are static. The forward pass sorts the routed tokens by expert, quantizes
+    them once into the grouped layout (each expert's scale rows on a 128-row block), runs the
+    grouped dual GEMM writing ``h`` as NVFP4 and the grouped GEMM, and adds each token's
+    weighted outputs: all on the GPU, no host synchronization."""
+
+    def __init__(self, w13, w13_scales, w13_global_scales, w2, w2_scales, w2_global_scales,
+                 input_scale: float, hidden_scales: torch.Tensor):
+        super().__init__()
+        if w13.dim() != 3 or w2.dim() != 3 or w13.shape[0] != w2.shape[0]:
+            raise ValueError(f"`w13`, `w2`: must be E × 2I × H/2 and E × H × I/2 (got {tuple(w13.shape)}, {tuple(w2.shape)})")
+        self.experts, self.intermediate, self.hidden = w13.shape[0], w13.shape[1] // 2, w2.shape[1]
+        if w13.shape[2] * 2 != self.hidden or w2.shape[2] * 2 != self.intermediate:
+            raise ValueError(f"`w13`, `w2`: shapes {tuple(w13.shape)} and {tuple(w2.shape)} do not match")
+        for name, t in (("w13", w13), ("w2", w2)):
+            self.register_buffer(name, t.view(torch.uint8))
+        self.register_buffer("w13_scales", w13_scales)
+        self.register_buffer("w2_scales", w2_scales)
+        self.input_scale = float(input_scale)
+        w13_global = w13_global_scales.float().reshape(self.experts, -1)
+        # Gate and up rows of one expert may have their own global scales (E or E × 2).
+        gate_global, up_global = (w13_global[:, 0], w13_global[:, -1])
+        self.register_buffer("alpha_gate", (self.input_scale * gate_global).contiguous())
+        self.register_buffer("alpha_up", (self.input_scale * up_global).contiguous())
+        self.register_buffer("hidden_scales", hidden_scales.float().contiguous())
+        self.register_buffer("alpha_down", (self.hidden_scales * w2_global_scales.float()).contiguous())
+
+    @classmethod
+    def from_float(cls, gate_up: torch.Tensor, down: torch.Tensor, input_scale: float, hidden_scales) -> "Experts":
+        """From float weights on the GPU: ``gate_up`` ``E × 2I × H`` (gate rows, then up rows),
+        ``down`` ``E × H × I``; each expert quantized with its own global scale."""
+        w13, w13_sf, w13_gs = quantize_experts(gate_up)
+        w2, w2_sf, w2_gs = quantize_experts(down)
+        hidden_scales = torch.as_tensor(hidden_scales, dtype=torch.float32, device=gate_up.device)
+        return cls(w13, w13_sf, w13_gs, w2, w2_sf, w2_gs, input_scale, hidden_scales)
+
+    def forward(self, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor) -> torch.Tensor:
+        _check_dtype(hidden_states)
+        tokens, top_k = top_k_index.shape
+        experts, h = self.experts, self.hidden
+        expert_of = top_k_index.reshape(-1)
+        order = torch.argsort(expert_of, stable=True)
+        token_of = order // top_k
+        # (bincount would wait for the GPU to size its output; scatter_add does not.)
+        counts = torch.zeros(experts, dtype=torch.int64, device=expert_of.device)
+        counts.scatter_add_(0, expert_of.long(), torch.ones_like(expert_of, dtype=torch.int64))
+        zero = counts.new_zeros(1)
+        row_offsets = torch.cat([zero, torch.cumsum(counts, 0)]).int()
+        padded = (counts + 127) // 128 * 128
+        scale_offsets = torch.cat([zero, torch.cumsum(padded, 0)]).int()
+        rows = tokens * top_k
+        # Scale rows of the grouped layout: each expert's from a 128-row block (static bound).
+        scale_rows = (rows + 127 * experts + 127) // 128 * 128
+        xq, xs = quantize(hidden_states[token_of].contiguous(), self.input_scale)
+        # Each sorted row's scales move to its expert's block: row r of expert e goes to
+        # scale_offsets[e] + (r - row_offsets[e]).
+        sorted_expert = expert_of[order]
+        destination = scale_offsets[sorted_expert] + (torch.arange(rows, device=xq.device) - row_offsets[sorted_expert])
+        codes = torch.zeros((scale_rows, h // 16), dtype=torch.uint8, device=xq.device)
+        codes[destination.long()] = _blocked_rows_to_codes(xs, rows, h)
+        a_sf = _codes_to_blocked(codes, h)
+        hq, hs = grouped_dual_gemm_nvfp4(xq, self.w13, None, a_sf, self.w13_scales, None, row_offsets, scale_offsets,
+                                         self.alpha_gate, self.alpha_up, global_scales=self.hidden_scales)
+        y = grouped_gemm(hq, self.w2, hs, self.w2_scales, row_offsets, scale_offsets, self.alpha_down)
+        weighted = y.float() * top_k_weights.reshape(-1)[order, None].float()
+        out = torch.zeros((tokens, h), dtype=torch.float32, device=y.device)
+        out.index_add_(0, token_of, weighted)
+        return out.to(hidden_states.dtype)
+
+
+__all__ = ["Linear", "SwiGLUMLP", "Experts", "quantize_experts", "global_scale_for"]
