@@ -210,7 +210,9 @@ def relative_error(got, want) -> float:
 def decode_tokens_per_second(model, ids, new_tokens: int) -> tuple:
     """(tokens/s of greedy decoding, the generated ids), ``new_tokens`` after the prompt."""
     kwargs = dict(do_sample=False, max_new_tokens=new_tokens, min_new_tokens=new_tokens, attention_mask=torch.ones_like(ids))
-    model.generate(ids, **dict(kwargs, max_new_tokens=2, min_new_tokens=2))  # warm-up: plans, caches
+    # Warm-up: a whole generation (the first one after loading pays one-time costs, plans and
+    # caches, of about a second).
+    model.generate(ids, **kwargs)
     torch.cuda.synchronize()
     start = time.perf_counter()
     out = model.generate(ids, **kwargs)

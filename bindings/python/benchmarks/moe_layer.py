@@ -1,0 +1,118 @@
+"""µs per Mixture-of-Experts layer (the experts of one MoE block: gate/up, SwiGLU, down, the
+router-weighted combine), NVFP4 (``nvfp4.nn.Experts``: sort by expert, one quantization into the
+grouped layout, the grouped dual GEMM writing NVFP4, the grouped GEMM) against the same layer in
+bfloat16 with ``torch._grouped_mm`` (same sort and combine), both captured in CUDA graphs and
+replayed with the L2 cache flushed before each replay; routing random (softmax top-k of random
+logits), as in ``benches/grouped``.
+
+    python bindings/python/benchmarks/moe_layer.py [--tokens 64,4096] [--models deepseek-v3,qwen3-30b,gpt-oss-120b]
+"""
+
+import argparse
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+import nvfp4.nn
+
+# (experts, hidden, expert intermediate, top-k)
+MODELS = {
+    "deepseek-v3": (256, 7168, 2048, 8),
+    "qwen3-30b": (128, 2048, 768, 8),
+    "gpt-oss-120b": (128, 2880, 2880, 4),
+}
+
+
+def bf16_layer(w13_t, w2_t, intermediate):
+    """The bfloat16 layer: ``w13_t`` ``E × H × 2I`` and ``w2_t`` ``E × I × H`` (transposed views)."""
+
+    def layer(x, top_k_index, top_k_weights):
+        tokens, top_k = top_k_index.shape
+        expert_of = top_k_index.reshape(-1)
+        order = torch.argsort(expert_of, stable=True)
+        token_of = order // top_k
+        counts = torch.zeros(w13_t.shape[0], dtype=torch.int32, device=x.device)
+        counts.scatter_add_(0, expert_of, torch.ones_like(expert_of, dtype=torch.int32))
+        ends = torch.cumsum(counts, 0, dtype=torch.int32)
+        gate_up = torch._grouped_mm(x[token_of], w13_t, offs=ends)
+        gate, up = gate_up.split(intermediate, dim=1)
+        y = torch._grouped_mm(F.silu(gate) * up, w2_t, offs=ends)
+        out = torch.zeros((tokens, x.shape[1]), dtype=torch.float32, device=x.device)
+        out.index_add_(0, token_of, y.float() * top_k_weights.reshape(-1)[order, None].float())
+        return out.to(x.dtype)
+
+    return layer
+
+
+def graph_us(fn, args, reps=20):
+    """Median µs of replaying a CUDA graph of ``fn(*args)``, the L2 flushed before each replay."""
+    fn(*args)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn(*args)
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    times = []
+    for rep in range(reps + 2):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        if rep >= 2:
+            times.append(start.elapsed_time(end) * 1000.0)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens", default="64,4096")
+    parser.add_argument("--models", default=",".join(MODELS))
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA device: nothing to time")
+        return
+    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}")
+    print("| model | tokens | nvfp4 µs | bf16 _grouped_mm µs | bf16 / nvfp4 | rel. error vs bf16 |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name in args.models.split(","):
+        experts, hidden, intermediate, top_k = MODELS[name]
+        g = torch.Generator(device="cuda").manual_seed(0)
+        gate_up = torch.randn(experts, 2 * intermediate, hidden, device="cuda", dtype=torch.bfloat16, generator=g) * hidden**-0.5
+        down = torch.randn(experts, hidden, intermediate, device="cuda", dtype=torch.bfloat16, generator=g) * intermediate**-0.5
+        module = None
+        for tokens in (int(t) for t in args.tokens.split(",")):
+            x = torch.randn(tokens, hidden, device="cuda", generator=g).to(torch.bfloat16)
+            logits = torch.randn(tokens, experts, device="cuda", generator=g)
+            top_k_weights, top_k_index = torch.topk(logits.softmax(-1), top_k, dim=-1)
+            top_k_weights = top_k_weights.to(torch.bfloat16)
+            if module is None:
+                # Calibration on the first token count: x's amax, each expert's h amax bound.
+                x_scale = nvfp4.nn.global_scale_for(x.abs().max().item())
+                h_amax = []
+                for e in range(experts):
+                    gate, up = (x[:256].float() @ gate_up[e].float().T).split(intermediate, dim=1)
+                    h_amax.append(2 * (F.silu(gate) * up).abs().max().item())
+                module = nvfp4.nn.Experts.from_float(gate_up, down, x_scale, [nvfp4.nn.global_scale_for(a) for a in h_amax])
+                # The bf16 peer on the dequantized weights (the same layer).
+                w13 = torch.stack([nvfp4.dequantize(module.w13[e], module.w13_scales[e], module.alpha_gate[e].item() / x_scale,
+                                                     dtype=torch.bfloat16) for e in range(experts)])
+                w2 = torch.stack([nvfp4.dequantize(module.w2[e], module.w2_scales[e],
+                                                    module.alpha_down[e].item() / module.hidden_scales[e].item(),
+                                                    dtype=torch.bfloat16) for e in range(experts)])
+                peer = bf16_layer(w13.transpose(-2, -1), w2.transpose(-2, -1), intermediate)
+                del gate_up, down
+            inputs = (x, top_k_index, top_k_weights)
+            ours = graph_us(module, inputs)
+            theirs = graph_us(peer, inputs)
+            got, want = module(*inputs), peer(*inputs)
+            error = ((got.double() - want.double()).norm() / want.double().norm()).item()
+            print(f"| {name} | {tokens} | {ours:.1f} | {theirs:.1f} | {theirs / ours:.2f} | {error:.3f} |")
+        del module, peer, w13, w2
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
