@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 import nvfp4
 import nvfp4.nn
-from nvfp4_decode import dequant
+from nvfp4_decode import codes_of, dequant
 
 
 def relative_error(got, want):
@@ -116,3 +116,22 @@ def test_experts_match_a_per_expert_reference_and_replay_in_a_graph(cuda):
     static_index.copy_(new_index)
     graph.replay()
     assert torch.equal(out, module(static_x, new_index, static_weights))
+
+
+def test_quantize_grouped_places_each_groups_scales_on_its_block(cuda):
+    g = torch.Generator(device=cuda).manual_seed(13)
+    sizes, k = [3, 0, 130, 1], 320
+    x = torch.randn(sum(sizes), k, device=cuda, generator=g).to(torch.bfloat16)
+    row_offsets = torch.tensor([0, 3, 3, 133, 134], dtype=torch.int32, device=cuda)
+    scale_offsets = torch.tensor([0, 128, 128, 384, 512], dtype=torch.int32, device=cuda)
+    scale_rows = nvfp4.nn.grouped_scale_rows(sum(sizes), len(sizes))
+    data, scales = nvfp4.nn.quantize_grouped(x, row_offsets, scale_offsets, scale_rows, 0.01)
+    want_data, want_scales = nvfp4.quantize(x, 0.01)
+    assert torch.equal(data, want_data)
+    codes, want_codes = codes_of(scales, scale_rows, k), codes_of(want_scales, sum(sizes), k)
+    for start, size, scale_start in [(0, 3, 0), (3, 130, 128), (133, 1, 384)]:
+        assert torch.equal(codes[scale_start : scale_start + size], want_codes[start : start + size])
+    used = torch.zeros(scale_rows, dtype=torch.bool, device=cuda)
+    for size, scale_start in [(3, 0), (130, 128), (1, 384)]:
+        used[scale_start : scale_start + size] = True
+    assert (codes[~used] == 0).all()

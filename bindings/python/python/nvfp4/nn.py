@@ -156,6 +156,30 @@ def _codes_to_blocked(codes: torch.Tensor, k: int) -> torch.Tensor:
     return blocked.contiguous().view(torch.float8_e4m3fn)
 
 
+def grouped_scale_rows(rows: int, groups: int) -> int:
+    """Rows of the grouped layout's scales for ``rows`` tokens in ``groups`` groups, each group's
+    from a 128-row block: enough for any routing."""
+    return (rows + 127 * groups + 127) // 128 * 128
+
+
+def quantize_grouped(x: torch.Tensor, row_offsets: torch.Tensor, scale_offsets: torch.Tensor, scale_rows: int,
+                     global_scale: Optional[float]):
+    """Quantizes tokens sorted by group (``rows × k``; group ``g`` is rows ``row_offsets[g] ..
+    row_offsets[g + 1]``) into the grouped ops' layout: ``(data rows × k/2, scales over
+    scale_rows rows)`` with group ``g``'s scale rows from ``scale_offsets[g]`` (a multiple of 128,
+    as :func:`nvfp4.grouped_gemm` takes them); other scale rows zero. The offsets stay on the GPU
+    (no synchronization: CUDA graphs). One quantization, then the scale rows moved to their
+    groups' blocks by PyTorch ops."""
+    rows, k = x.shape
+    data, scales = quantize(x, global_scale)
+    row = torch.arange(rows, device=x.device, dtype=row_offsets.dtype)
+    group = torch.searchsorted(row_offsets[1:], row, right=True)
+    destination = scale_offsets.long()[group] + (row - row_offsets[group]).long()
+    codes = torch.zeros((scale_rows, k // 16), dtype=torch.uint8, device=x.device)
+    codes[destination] = _blocked_rows_to_codes(scales, rows, k)
+    return data, _codes_to_blocked(codes, k)
+
+
 class Experts(torch.nn.Module):
     """The experts of a Mixture-of-Experts layer: expert ``e`` computes ``down_e(silu(gate_e(x)) ⊙
     up_e(x))``, and each token's output is the router-weighted sum over its top-k experts.
@@ -212,17 +236,9 @@ class Experts(torch.nn.Module):
         row_offsets = torch.cat([zero, torch.cumsum(counts, 0)]).int()
         padded = (counts + 127) // 128 * 128
         scale_offsets = torch.cat([zero, torch.cumsum(padded, 0)]).int()
-        rows = tokens * top_k
-        # Scale rows of the grouped layout: each expert's from a 128-row block (static bound).
-        scale_rows = (rows + 127 * experts + 127) // 128 * 128
-        xq, xs = quantize(hidden_states[token_of].contiguous(), self.input_scale)
-        # Each sorted row's scales move to its expert's block: row r of expert e goes to
-        # scale_offsets[e] + (r - row_offsets[e]).
-        sorted_expert = expert_of[order]
-        destination = scale_offsets[sorted_expert] + (torch.arange(rows, device=xq.device) - row_offsets[sorted_expert])
-        codes = torch.zeros((scale_rows, h // 16), dtype=torch.uint8, device=xq.device)
-        codes[destination.long()] = _blocked_rows_to_codes(xs, rows, h)
-        a_sf = _codes_to_blocked(codes, h)
+        scale_rows = grouped_scale_rows(tokens * top_k, experts)
+        xq, a_sf = quantize_grouped(hidden_states[token_of].contiguous(), row_offsets, scale_offsets, scale_rows,
+                                    self.input_scale)
         hq, hs = grouped_dual_gemm_nvfp4(xq, self.w13, None, a_sf, self.w13_scales, None, row_offsets, scale_offsets,
                                          self.alpha_gate, self.alpha_up, global_scales=self.hidden_scales)
         y = grouped_gemm(hq, self.w2, hs, self.w2_scales, row_offsets, scale_offsets, self.alpha_down)
@@ -232,4 +248,5 @@ class Experts(torch.nn.Module):
         return out.to(hidden_states.dtype)
 
 
-__all__ = ["Linear", "SwiGLUMLP", "Experts", "quantize_experts", "global_scale_for"]
+__all__ = ["Linear", "SwiGLUMLP", "Experts", "quantize_experts", "quantize_grouped", "grouped_scale_rows",
+           "global_scale_for"]
