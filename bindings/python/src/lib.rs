@@ -545,7 +545,8 @@ fn grouped(
         (None, Some((data, scales, global_scales))) if gated => {
             tensors::packed("h_data", &data, Some(rows), Some(n)).map_err(rejected)?;
             let scales_at = tensors::scales("h_scales", &scales, scale_rows, n).map_err(rejected)?;
-            let global_at = tensors::alphas("global_scales", Some(&global_scales), groups).map_err(rejected)?;
+            let global_at =
+                tensors::alphas("global_scales", Some(&global_scales), groups).map_err(rejected)?;
             GroupedOutput::NvFp4(
                 ContiguousNvFp4Out {
                     data: data.0,
@@ -569,7 +570,11 @@ fn grouped(
     let output_tensors: Vec<(&str, Option<&Tensor>)> = match &output {
         GroupedOutput::F16(out) => vec![("out", Some(out))],
         GroupedOutput::NvFp4(_, [data, scales, global]) => {
-            vec![("h_data", Some(data)), ("h_scales", Some(scales)), ("global_scales", Some(global))]
+            vec![
+                ("h_data", Some(data)),
+                ("h_scales", Some(scales)),
+                ("global_scales", Some(global)),
+            ]
         }
     };
     let device = tensors::device(&[
