@@ -58,18 +58,6 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceBuffer<T> {
         Ok(())
     }
 
-    /// Copies `values` to the start of the buffer on `stream` (from pageable memory: the call
-    /// returns once `values` may be reused). `values` must fit.
-    pub fn upload_on(&self, stream: &CudaStream, values: &[T]) -> Result<()> {
-        assert!(values.len() <= self.len, "upload past the buffer");
-        stream.context().bind_to_thread()?;
-        // SAFETY: inside the allocation; the source is a live host slice of that many elements.
-        unsafe {
-            cudarc::driver::result::memcpy_htod_async(self.address, values, stream.cu_stream())?;
-        }
-        Ok(())
-    }
-
     /// The first `len` elements, copied back (waits for the stream).
     pub fn download_on(&self, stream: &CudaStream, len: usize) -> Result<Vec<T>>
     where
@@ -105,5 +93,87 @@ pub(crate) fn check_alignment(arg: &'static str, address: u64, bytes: u64) -> Re
             format!("device address must be {bytes}-byte aligned"),
             format!("{address:#x}"),
         ))
+    }
+}
+
+/// Page-locked host memory that small per-launch uploads (a separate-convention group table) are
+/// staged in, in turns over `slots` slots. A copy from pageable memory is staged by the driver,
+/// which can make the host wait for the stream; a copy from page-locked memory is asynchronous.
+/// Before a slot is rewritten the host waits for that slot's previous copy, which `slots - 1`
+/// later uploads follow in the stream, so the host runs ahead of the GPU by that many launches.
+pub(crate) struct StagingRing {
+    slots: Vec<StagingSlot>,
+    bytes: usize,
+    next: usize,
+}
+
+struct StagingSlot {
+    host: *mut u8,
+    /// Recorded after the slot's last copy.
+    copied: cudarc::driver::CudaEvent,
+    used: bool,
+}
+
+// SAFETY: the slots' host memory is owned by the ring and only touched through `&mut self`.
+unsafe impl Send for StagingRing {}
+
+impl StagingRing {
+    /// `slots` slots of `bytes` bytes each in the stream's context.
+    pub fn new(stream: &Arc<CudaStream>, bytes: usize, slots: usize) -> Result<Self> {
+        let context = stream.context();
+        context.bind_to_thread()?;
+        let mut ring = Self {
+            slots: Vec::with_capacity(slots),
+            bytes: bytes.max(1),
+            next: 0,
+        };
+        for _ in 0..slots.max(1) {
+            // SAFETY: a fresh allocation of `bytes` bytes, freed on drop.
+            let host = unsafe { cudarc::driver::result::malloc_host(ring.bytes, 0)? }.cast::<u8>();
+            let copied = context.new_event(None)?;
+            ring.slots.push(StagingSlot {
+                host,
+                copied,
+                used: false,
+            });
+        }
+        Ok(ring)
+    }
+
+    /// Enqueues copying `values` to device address `destination` on `stream` through the next
+    /// slot (waiting on the host for that slot's previous copy only).
+    pub fn upload(&mut self, stream: &CudaStream, destination: u64, values: &[u8]) -> Result<()> {
+        assert!(values.len() <= self.bytes, "staged upload past the slot");
+        let index = self.next;
+        self.next = (index + 1) % self.slots.len();
+        let slot = &mut self.slots[index];
+        if slot.used {
+            slot.copied.synchronize()?;
+        }
+        stream.context().bind_to_thread()?;
+        // SAFETY: the slot holds `bytes ≥ values.len()` bytes and its last copy has completed;
+        // the copy reads it in stream order, and the slot is not rewritten before `copied`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(values.as_ptr(), slot.host, values.len());
+            let staged = std::slice::from_raw_parts(slot.host.cast_const(), values.len());
+            cudarc::driver::result::memcpy_htod_async(destination, staged, stream.cu_stream())?;
+        }
+        slot.copied.record(stream)?;
+        slot.used = true;
+        Ok(())
+    }
+}
+
+impl Drop for StagingRing {
+    fn drop(&mut self) {
+        for slot in &self.slots {
+            // A copy still queued reads the slot: wait for it before freeing (errors cannot be
+            // reported from a drop; the memory is freed regardless).
+            if slot.used {
+                let _ = slot.copied.synchronize();
+            }
+            // SAFETY: allocated by `malloc_host` in `new`, freed once.
+            let _ = unsafe { cudarc::driver::result::free_host(slot.host.cast()) };
+        }
     }
 }

@@ -50,7 +50,7 @@ use nvfp4_kernel::sm100::config as sm100;
 use nvfp4_kernel::sm100::registry as sm100_registry;
 
 use crate::error::{Error, Result};
-use crate::gpu::buffer::DeviceBuffer;
+use crate::gpu::buffer::{DeviceBuffer, StagingRing};
 use crate::gpu::{Arch, DeviceNvFp4Matrix, Gpu, tensor_map};
 use crate::matrix::NvFp4Matrix;
 use crate::rules::{KERNEL_INDEX_LIMIT, StreamKState, check_dimension, set_a_collector};
@@ -61,6 +61,10 @@ mod separate;
 pub use contiguous::{ContiguousAddresses, ContiguousInputs, ContiguousNvFp4Out, ContiguousTokens};
 pub use separate::SeparateGroup;
 use separate::separate_table_bytes;
+
+/// Page-locked slots a separate-convention plan stages its group table in: the host runs up to
+/// this many launches ahead of the GPU before an upload waits.
+const SEPARATE_STAGING_SLOTS: usize = 4;
 
 /// The product each group computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -258,6 +262,8 @@ pub struct GroupedPlan {
     descs: DeviceBuffer<u8>,
     schedule: DeviceBuffer<u32>,
     separate_table: Option<DeviceBuffer<u8>>,
+    /// Separate convention: the page-locked slots the group table is uploaded from.
+    separate_staging: Option<std::sync::Mutex<StagingRing>>,
     backend: Backend,
     programmatic: bool,
     a_collector: sm100::ACollectorUse,
@@ -442,6 +448,14 @@ impl Gpu {
                     stream,
                     separate_table_bytes(groups, self.arch()),
                 )?),
+                GroupedLayout::Contiguous { .. } => None,
+            },
+            separate_staging: match layout {
+                GroupedLayout::Separate { .. } => Some(std::sync::Mutex::new(StagingRing::new(
+                    stream,
+                    separate_table_bytes(groups, self.arch()),
+                    SEPARATE_STAGING_SLOTS,
+                )?)),
                 GroupedLayout::Contiguous { .. } => None,
             },
             backend,

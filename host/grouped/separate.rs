@@ -1,7 +1,7 @@
 //! The separate convention (the GPU MODE grouped problem, and a batch of products): per group
 //! its own A, B (and B3) and C with its own M, N and K, sizes on the host, each a view
 //! ([`NvFp4Ref`], [`F16Mut`]) of the library's memory or the caller's; each launch uploads the
-//! groups' table (so it cannot be captured in a CUDA graph).
+//! groups' table from page-locked memory (asynchronously; not in a CUDA graph capture).
 
 use nvfp4_kernel::grouped::GroupedPrepareArgs;
 use nvfp4_kernel::launch::TensorMap;
@@ -198,11 +198,13 @@ impl GroupedPlan {
             upload.resize(separate_maps_offset(most_groups), 0);
             upload.extend(tensor_map::bytes_of(&maps));
         }
-        let table_buffer = self
-            .separate_table
+        // From page-locked memory: the upload never makes the host wait for the stream.
+        self.separate_staging
             .as_ref()
-            .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?;
-        table_buffer.upload_on(gpu.stream(), &upload)?;
+            .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .upload(gpu.stream(), table_base, &upload)?;
         let separate = table_base;
         let tile = self.launch_tile(Some(sm100_tile_for(
             gated,
