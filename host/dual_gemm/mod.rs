@@ -36,8 +36,8 @@ pub use sm90_plan::{DecodeSplit, MAX_MULTIPROCESSORS, Sm90Geometry, grid_size};
 use sm90_plan::{DecodeState, PredecodedTokens};
 pub use sm100_plan::Sm100Geometry;
 
-/// A validated dual-GEMM launch for one shape on one GPU, with its stream-K workspace (see
-/// [`DensePlan`], which it is for the gated kernels).
+/// A validated dual-GEMM launch for one shape on one GPU, with its stream-K workspace (the
+/// dense plan of the gated kernels, which the plain GEMM's plan shares).
 pub struct DualGemmPlan(DensePlan);
 
 /// A validated launch of the dense kernels for one shape on one GPU: the dual GEMM (`gated`) or
@@ -165,7 +165,7 @@ impl Gpu {
         })
     }
 
-    /// Plans, allocates C and launches in one call (see [`DensePlan::launch`]).
+    /// Plans, allocates C and launches in one call (see [`DualGemmPlan::launch`]).
     pub fn dual_gemm(
         &self,
         a: &DeviceNvFp4Matrix,

@@ -234,8 +234,8 @@ impl DecodeSplit {
     /// one-wave split of [`DecodeSplit::new`] when its CTAs are all resident at once; else,
     /// when its token rows crowd CTAs off the SMs (long splits at M = 9…16 or many row
     /// groups), the split of least modelled time, fewest CTAs among equals: every wave costs
-    /// its steps per split, stretched when more than [`DECODE_SATURATING_CTAS`] CTAs share an
-    /// SM's memory bandwidth, plus [`DECODE_CTA_COST_STEPS`] of fixed cost.
+    /// its steps per split, stretched when more than `DECODE_SATURATING_CTAS` CTAs share an
+    /// SM's memory bandwidth, plus `DECODE_CTA_COST_STEPS` of fixed cost.
     pub fn fitted(n: u32, k: u32, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> Self {
         // The most resident CTAs: with the shortest split's token rows.
         let one_wave = Self::new(n, k, multiprocessors * resident(1).max(1));
