@@ -31,7 +31,7 @@ class _Batched:
         self.address = t.data_ptr()
         self.batch_bytes = t.stride(-1) * t.element_size()
         self.shape, self.strides = tuple(t.shape), tuple(t.stride())
-        self.dtype, self.device = str(t.dtype), t.device.index if t.is_cuda else -1
+        self.dtype, self.device = str(t.dtype), t.get_device() if t.is_cuda else -1
 
     def view(self, i, shape, strides):
         """Batch ``i`` as a tensor of ``shape`` and ``strides`` (elements) at its start."""
@@ -47,7 +47,8 @@ class _Batched:
 
 
 def _stream(t):
-    return torch.cuda.current_stream(t.device).cuda_stream
+    """PyTorch's current stream on ``t``'s device (its raw handle, as ``nvfp4``'s ops read it)."""
+    return torch._C._cuda_getCurrentRawStream(t.get_device())
 
 
 def gemv(data):
