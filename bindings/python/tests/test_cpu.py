@@ -92,3 +92,44 @@ def test_bad_arguments_raise_value_errors_naming_the_argument_and_the_rule(call,
     message = str(error.value)
     assert arg in message, message
     assert any(r in message for r in rule.split("|")), message
+
+
+def harness_tensor(shape_lmk, dtype=torch.uint8):
+    """A GPU MODE harness operand: ``(l, rows, cols)`` contiguous, permuted to ``(rows, cols, l)``."""
+    l, rows, cols = shape_lmk
+    return torch.arange(l * rows * cols, dtype=torch.int64).remainder(251).to(dtype).reshape(l, rows, cols).permute(1, 2, 0)
+
+
+def test_gpumode_batch_metadata_is_the_metadata_of_the_batch_view():
+    from nvfp4.gpumode import _Batched
+
+    for l, rows, cols in [(1, 128, 64), (4, 256, 3584), (8, 7, 32)]:
+        t = harness_tensor((l, rows, cols))
+        described = _Batched(t)
+        for i in range(l):
+            view = t[:, :, i]
+            assert described.matrix(i) == (view.data_ptr(), tuple(view.shape), view.stride(), str(view.dtype), -1)
+    # The 6-D permuted scale view: batch i is its last-dimension slice.
+    l, rest_m, rest_k = 3, 2, 5
+    scales = torch.zeros((l, rest_m, rest_k, 32, 4, 4), dtype=torch.uint8).permute(3, 4, 1, 5, 2, 0)
+    described = _Batched(scales)
+    for i in range(l):
+        view = scales[..., i : i + 1]
+        assert described.scales(i) == (view.data_ptr(), tuple(view.shape), view.stride(), str(view.dtype), -1)
+
+
+def test_checkpoint_scales_permute_into_the_blocked_layout_and_back():
+    import nvfp4.checkpoint as ckpt
+
+    for rows, k in [(1, 16), (130, 320), (256, 64), (300, 2880)]:
+        codes = torch.randint(0, 127, (rows, k // 16), dtype=torch.uint8)
+        blocked = ckpt.to_blocked(codes.view(torch.float8_e4m3fn))
+        assert tuple(blocked.shape) == nvfp4.scale_shape(rows, k)
+        flat = blocked.view(torch.uint8).reshape(-1)
+        k_blocks = (k + 63) // 64
+        # docs/format.md: byte offset of (row, scale column c) in the blocked layout.
+        for row, c in [(0, 0), (rows - 1, k // 16 - 1), (rows // 2, (k // 16) // 2)]:
+            offset = ((row // 128) * k_blocks + c // 4) * 512 + (row % 32) * 16 + ((row // 32) % 4) * 4 + c % 4
+            assert flat[offset] == codes[row, c]
+        assert int(flat.sum()) == int(codes.sum()), "padding is zero and every code is kept"
+        assert torch.equal(ckpt.from_blocked(blocked, rows, k).view(torch.uint8), codes)
