@@ -91,10 +91,18 @@ pub fn load_linear(tensors: &SafeTensors, prefix: &str) -> Result<CheckpointLine
             return Ok(None);
         };
         let value = scalar_f32(prefix, suffix, &view)?;
-        Ok(Some(match format {
+        let multiplying = match format {
             CheckpointFormat::ModelOpt => value,
             CheckpointFormat::CompressedTensors => 1.0 / value,
-        }))
+        };
+        if !multiplying.is_finite() {
+            return Err(Error::invalid(
+                "checkpoint",
+                format!("`{prefix}.{suffix}` must have a finite f32 reciprocal"),
+                value,
+            ));
+        }
+        Ok(Some(multiplying))
     };
     let (weight_global, input_global) = match format {
         CheckpointFormat::ModelOpt => (global("weight_scale_2")?, global("input_scale")?),

@@ -105,6 +105,7 @@ pub(crate) struct StagingRing {
     slots: Vec<StagingSlot>,
     bytes: usize,
     next: usize,
+    context: Arc<cudarc::driver::CudaContext>,
 }
 
 struct StagingSlot {
@@ -126,11 +127,14 @@ impl StagingRing {
             slots: Vec::with_capacity(slots),
             bytes: bytes.max(1),
             next: 0,
+            context: context.clone(),
         };
         for _ in 0..slots.max(1) {
+            // The event first: a failure then leaves no host memory behind (the slots already
+            // made are freed by the ring's drop).
+            let copied = context.new_event(None)?;
             // SAFETY: a fresh allocation of `bytes` bytes, freed on drop.
             let host = unsafe { cudarc::driver::result::malloc_host(ring.bytes, 0)? }.cast::<u8>();
-            let copied = context.new_event(None)?;
             ring.slots.push(StagingSlot {
                 host,
                 copied,
@@ -158,14 +162,20 @@ impl StagingRing {
             let staged = std::slice::from_raw_parts(slot.host.cast_const(), values.len());
             cudarc::driver::result::memcpy_htod_async(destination, staged, stream.cu_stream())?;
         }
-        slot.copied.record(stream)?;
         slot.used = true;
+        if let Err(error) = slot.copied.record(stream) {
+            // The copy is queued but its event is not: wait for the stream, so that the slot is
+            // free when it is next rewritten.
+            let _ = stream.synchronize();
+            return Err(error.into());
+        }
         Ok(())
     }
 }
 
 impl Drop for StagingRing {
     fn drop(&mut self) {
+        let _ = self.context.bind_to_thread();
         for slot in &self.slots {
             // A copy still queued reads the slot: wait for it before freeing (errors cannot be
             // reported from a drop; the memory is freed regardless).

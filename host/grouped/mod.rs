@@ -261,9 +261,10 @@ pub struct GroupedPlan {
     grid: u32,
     descs: DeviceBuffer<u8>,
     schedule: DeviceBuffer<u32>,
-    separate_table: Option<DeviceBuffer<u8>>,
-    /// Separate convention: the page-locked slots the group table is uploaded from.
+    /// Separate convention: the page-locked slots the group table is uploaded from (declared
+    /// before the table: dropped first, it waits for its copies into the table).
     separate_staging: Option<std::sync::Mutex<StagingRing>>,
+    separate_table: Option<DeviceBuffer<u8>>,
     backend: Backend,
     programmatic: bool,
     a_collector: sm100::ACollectorUse,

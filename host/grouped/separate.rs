@@ -198,13 +198,16 @@ impl GroupedPlan {
             upload.resize(separate_maps_offset(most_groups), 0);
             upload.extend(tensor_map::bytes_of(&maps));
         }
-        // From page-locked memory: the upload never makes the host wait for the stream.
-        self.separate_staging
+        // From page-locked memory: the upload never makes the host wait for the stream. The
+        // lock is held until both kernels are enqueued, so that launches of one plan from two
+        // threads cannot interleave one's table upload between the other's upload and kernels.
+        let mut staging = self
+            .separate_staging
             .as_ref()
             .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .upload(gpu.stream(), table_base, &upload)?;
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        staging.upload(gpu.stream(), table_base, &upload)?;
         let separate = table_base;
         let tile = self.launch_tile(Some(sm100_tile_for(
             gated,
@@ -220,6 +223,8 @@ impl GroupedPlan {
         if !blackwell {
             args.token_rows = token_row as u32;
         }
-        self.enqueue(gpu, &args, tile, [TensorMap::default(); 3])
+        let enqueued = self.enqueue(gpu, &args, tile, [TensorMap::default(); 3]);
+        drop(staging);
+        enqueued
     }
 }

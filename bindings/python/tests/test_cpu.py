@@ -133,3 +133,60 @@ def test_checkpoint_scales_permute_into_the_blocked_layout_and_back():
             assert flat[offset] == codes[row, c]
         assert int(flat.sum()) == int(codes.sum()), "padding is zero and every code is kept"
         assert torch.equal(ckpt.from_blocked(blocked, rows, k).view(torch.uint8), codes)
+
+
+def test_checkpoint_loader_rejects_malformed_layers_with_value_errors():
+    import nvfp4.checkpoint as ckpt
+
+    good = {
+        "l.weight": torch.zeros(128, 32, dtype=torch.uint8),
+        "l.weight_scale": torch.zeros(128, 4, dtype=torch.uint8).view(torch.float8_e4m3fn),
+        "l.weight_scale_2": torch.tensor(0.5),
+        "l.input_scale": torch.tensor(0.25),
+    }
+    layer = ckpt.load_linear(good, "l")
+    assert (layer.global_scale, layer.input_scale, layer.format) == (0.5, 0.25, ckpt.MODELOPT)
+    cases = [
+        ({"l.weight_scale_2": torch.tensor(0.0)}, "finite, positive"),
+        ({"l.input_scale": torch.tensor(float("inf"))}, "finite, positive"),
+        ({"l.weight_scale_2": torch.tensor(0.5, dtype=torch.float64)}, "float32"),
+        ({"l.weight": torch.zeros(128, 12, dtype=torch.uint8)}, "multiple of 16"),
+        ({"l.weight_scale": torch.zeros(128, 3, dtype=torch.uint8).view(torch.float8_e4m3fn)}, "weight_scale"),
+    ]
+    for change, rule in cases:
+        with pytest.raises(ValueError, match=rule):
+            ckpt.load_linear({**good, **change}, "l")
+    with pytest.raises(ValueError, match="no NVFP4 weight"):
+        ckpt.load_linear({"l.weight_scale_2": torch.tensor(0.5)}, "l")
+    packed = {"l.weight_packed": good["l.weight"], "l.weight_scale": good["l.weight_scale"],
+              "l.weight_global_scale": torch.tensor([1e-45])}
+    with pytest.raises(ValueError, match="finite, positive"):
+        ckpt.load_linear(packed, "l")
+
+
+def test_quantize_grouped_moves_each_rows_scales_to_its_groups_block(monkeypatch):
+    """The grouped layout's index math on the CPU, the quantizer replaced by one whose scale
+    code of row r, column c is (r + c) % 97 + 1."""
+    import nvfp4.checkpoint as ckpt
+    import nvfp4.nn
+
+    def fake_quantize(x, global_scale):
+        rows, k = x.shape
+        codes = ((torch.arange(rows)[:, None] + torch.arange(k // 16)[None, :]) % 97 + 1).to(torch.uint8)
+        return torch.zeros((rows, k // 2), dtype=torch.uint8), ckpt.to_blocked(codes.view(torch.float8_e4m3fn))
+
+    monkeypatch.setattr(nvfp4.nn, "quantize", fake_quantize)
+    sizes, k = [3, 0, 130, 1], 64
+    rows = sum(sizes) + 2  # two rows past the last group: in no group
+    row_offsets = torch.tensor([0, 3, 3, 133, 134], dtype=torch.int32)
+    scale_offsets = torch.tensor([0, 128, 128, 384, 512], dtype=torch.int32)
+    scale_rows = nvfp4.nn.grouped_scale_rows(rows, len(sizes))
+    _, scales = nvfp4.nn.quantize_grouped(torch.zeros(rows, k), row_offsets, scale_offsets, scale_rows, None)
+    codes = ckpt.from_blocked(scales, scale_rows, k).view(torch.uint8)
+    want = torch.zeros_like(codes)
+    for start, size, scale_start in [(0, 3, 0), (3, 130, 128), (133, 1, 384)]:
+        r = torch.arange(start, start + size)[:, None]
+        want[scale_start : scale_start + size] = ((r + torch.arange(k // 16)[None, :]) % 97 + 1).to(torch.uint8)
+    assert torch.equal(codes, want)
+    with pytest.raises(ValueError, match="scale_rows"):
+        nvfp4.nn.quantize_grouped(torch.zeros(rows, k), row_offsets, scale_offsets, 128, None)

@@ -19,7 +19,9 @@ under ``torch.compile`` and in CUDA graphs): :func:`quantize`, :func:`dequantize
 :func:`grouped_gemm_separate` and :func:`grouped_dual_gemm_separate` (groups of their own M, N
 and K, each in its own tensors), :func:`batched_gemm` and :func:`gemv`.
 Every launch runs on the tensors' device and PyTorch's current stream, allocates nothing but
-its output (through PyTorch) and does not synchronize. Bad input raises ``ValueError`` naming
+its output (through PyTorch) and does not synchronize. Plans (one per shape, with their
+workspaces) are kept per device: launches of one shape on two streams at once would share
+them, so order such launches (one stream per shape, or events between streams). Bad input raises ``ValueError`` naming
 the argument and the rule: this layer only gathers each tensor's metadata (address, shape,
 strides, dtype, device); the native module checks every rule, in Rust, before it launches.
 """

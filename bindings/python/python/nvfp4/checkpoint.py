@@ -78,20 +78,27 @@ def from_blocked(scales: torch.Tensor, rows: int, k: int) -> torch.Tensor:
     return codes.contiguous().view(torch.float8_e4m3fn)
 
 
-def _scalar(tensors: Mapping[str, torch.Tensor], name: str) -> Optional[float]:
+def _scalar(tensors: Mapping[str, torch.Tensor], name: str, divides: bool = False) -> Optional[float]:
+    """A one-element float32 scale (None when absent) as the multiplying scale the library
+    takes: the value itself, or (``divides``) its float32 reciprocal; finite and positive."""
     t = tensors.get(name)
     if t is None:
         return None
-    if t.numel() != 1:
-        raise ValueError(f"`{name}`: must hold one value (got shape {tuple(t.shape)})")
-    return float(t.float().item())
+    if t.dtype != torch.float32 or t.numel() != 1:
+        raise ValueError(f"`{name}`: must hold one float32 value (got {t.dtype} of shape {tuple(t.shape)})")
+    value = t.reshape(1).cpu()
+    # fp32(1 / g): an IEEE float32 division of two 1-element tensors on the CPU.
+    scale = float(torch.ones(1) / value) if divides else float(value)
+    if not (0.0 < scale < float("inf")):
+        raise ValueError(f"`{name}`: must give a finite, positive scale (got {float(value)})")
+    return scale
 
 
 def detect(tensors: Mapping[str, torch.Tensor], prefix: str) -> str:
     """The format of the layer at ``prefix`` (e.g. ``model.layers.0.mlp.gate_proj``)."""
     if f"{prefix}.weight_packed" in tensors:
         return COMPRESSED_TENSORS
-    if f"{prefix}.weight_scale_2" in tensors:
+    if f"{prefix}.weight" in tensors and f"{prefix}.weight_scale_2" in tensors:
         return MODELOPT
     raise ValueError(f"`{prefix}`: no NVFP4 weight (neither `weight_packed` nor `weight` with `weight_scale_2`)")
 
@@ -101,10 +108,14 @@ def load_linear(tensors: Mapping[str, torch.Tensor], prefix: str, device=None) -
     tensors, moved to ``device`` (default: where the tensors are)."""
     kind = detect(tensors, prefix)
     data = tensors[f"{prefix}.weight_packed" if kind == COMPRESSED_TENSORS else f"{prefix}.weight"]
-    scales = tensors[f"{prefix}.weight_scale"]
+    scales = tensors.get(f"{prefix}.weight_scale")
+    if scales is None:
+        raise ValueError(f"`{prefix}.weight_scale`: missing")
     if data.dtype != torch.uint8 or data.dim() != 2:
         raise ValueError(f"`{prefix}`: packed weights must be 2-D uint8 (got {data.dtype} {tuple(data.shape)})")
     n, half_k = data.shape
+    if n == 0 or half_k == 0 or (2 * half_k) % 16:
+        raise ValueError(f"`{prefix}`: K = {2 * half_k} must be a positive multiple of 16 (and N ≥ 1: got N = {n})")
     if scales.dtype != torch.float8_e4m3fn or tuple(scales.shape) != (n, 2 * half_k // 16):
         raise ValueError(
             f"`{prefix}.weight_scale`: must be float8_e4m3fn of shape {(n, 2 * half_k // 16)} "
@@ -114,13 +125,10 @@ def load_linear(tensors: Mapping[str, torch.Tensor], prefix: str, device=None) -
         global_scale = _scalar(tensors, f"{prefix}.weight_scale_2")
         input_scale = _scalar(tensors, f"{prefix}.input_scale")
     else:
-        divisor = tensors[f"{prefix}.weight_global_scale"].float()
-        # fp32(1 / g): an IEEE float32 division of two 1-element tensors on the CPU.
-        global_scale = float(torch.ones(1) / divisor.reshape(1).cpu())
-        input_divisor = tensors.get(f"{prefix}.input_global_scale")
-        input_scale = None if input_divisor is None else float(torch.ones(1) / input_divisor.float().reshape(1).cpu())
-    if not (global_scale > 0 and global_scale < float("inf")):
-        raise ValueError(f"`{prefix}`: the global scale must be finite and positive (got {global_scale})")
+        global_scale = _scalar(tensors, f"{prefix}.weight_global_scale", divides=True)
+        input_scale = _scalar(tensors, f"{prefix}.input_global_scale", divides=True)
+    if global_scale is None:
+        raise ValueError(f"`{prefix}`: no weight global scale")
     device = data.device if device is None else torch.device(device)
     return QuantizedLinear(
         data=data.to(device).contiguous(),

@@ -46,6 +46,20 @@ class _Batched:
         return self.view(i, self.shape[:5] + (1,), self.strides)
 
 
+def _described(data, indices, batches):
+    """The tensors ``data[i]`` for ``i`` in ``indices``, described (:class:`_Batched`), after
+    checking that each holds ``batches`` batches (its last dimension): a shorter one would be
+    read past its end."""
+    described = []
+    for i in indices:
+        t = data[i]
+        if not isinstance(t, torch.Tensor) or t.dim() < 3 or t.shape[-1] != batches:
+            shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"`data[{i}]`: must hold {batches} batches in its last dimension, as c (got {shape})")
+        described.append(_Batched(t))
+    return described
+
+
 def _stream(t):
     """PyTorch's current stream on ``t``'s device (its raw handle, as ``nvfp4``'s ops read it)."""
     return torch._C._cuda_getCurrentRawStream(t.get_device())
@@ -57,12 +71,14 @@ def gemv(data):
     (as :func:`nvfp4.gemv`), written straight into ``c``'s column (``c[:, 0, i]`` is
     contiguous: a ``1 × m`` output)."""
     c = data[6]
-    a, b, sfa, sfb, out = (_Batched(data[i]) for i in (0, 1, 4, 5, 6))
     m, batches = c.shape[0], c.shape[2]
+    a, b, sfa, sfb, out = _described(data, (0, 1, 4, 5, 6), batches)
     groups = []
     for i in range(batches):
         token = b.view(i, (1, b.shape[1]), b.strides[:2])
-        groups.append((token, a.matrix(i), sfb.scales(i), sfa.scales(i), out.view(i, (1, m), (m, 1))))
+        # c[:, 0, i] as a 1 × m row: its true strides, which the native module checks.
+        row = out.view(i, (1, m), (out.strides[1], out.strides[0]))
+        groups.append((token, a.matrix(i), sfb.scales(i), sfa.scales(i), row))
     _plain(_stream(c), groups)
     return c
 
@@ -81,7 +97,7 @@ def _plain(stream, groups):
 def gemm(data):
     """``nvfp4_gemm``: ``c[:, :, i] = a_i·b_iᵀ`` for every batch ``i``."""
     c = data[6]
-    a, b, sfa, sfb, out = (_Batched(data[i]) for i in (0, 1, 4, 5, 6))
+    a, b, sfa, sfb, out = _described(data, (0, 1, 4, 5, 6), c.shape[2])
     groups = [(a.matrix(i), b.matrix(i), sfa.scales(i), sfb.scales(i), out.matrix(i)) for i in range(c.shape[2])]
     _plain(_stream(c), groups)
     return c
@@ -90,8 +106,8 @@ def gemm(data):
 def dual_gemm(data):
     """``nvfp4_dual_gemm``: ``c[:, :, i] = silu(a_i·b1_iᵀ) ⊙ (a_i·b2_iᵀ)`` for every batch ``i``."""
     c = data[9]
-    a, b1, b2, sfa, sfb1, sfb2, out = (_Batched(data[i]) for i in (0, 1, 2, 6, 7, 8, 9))
     stream, batches = _stream(c), c.shape[2]
+    a, b1, b2, sfa, sfb1, sfb2, out = _described(data, (0, 1, 2, 6, 7, 8, 9), batches)
     if batches == 1:
         _nvfp4.dual_gemm(
             stream, a.matrix(0), b1.matrix(0), b2.matrix(0), sfa.scales(0), sfb1.scales(0), sfb2.scales(0),
@@ -112,7 +128,7 @@ def group_gemm(data):
     abc, _, scales, _ = data
     groups = []
     for (a_g, b_g, c_g), (sfa_g, sfb_g) in zip(abc, scales):
-        a, b, sfa, sfb, out = map(_Batched, (a_g, b_g, sfa_g, sfb_g, c_g))
+        a, b, sfa, sfb, out = _described((a_g, b_g, sfa_g, sfb_g, c_g), range(5), c_g.shape[2])
         groups.extend((a.matrix(i), b.matrix(i), sfa.scales(i), sfb.scales(i), out.matrix(i)) for i in range(c_g.shape[2]))
     _nvfp4.grouped_separate(
         _stream(abc[0][2]), False, [(a, b, None, a_sf, b_sf, None, 1.0, 1.0, out) for a, b, a_sf, b_sf, out in groups]

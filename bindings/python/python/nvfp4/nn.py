@@ -158,8 +158,9 @@ def _codes_to_blocked(codes: torch.Tensor, k: int) -> torch.Tensor:
 
 def grouped_scale_rows(rows: int, groups: int) -> int:
     """Rows of the grouped layout's scales for ``rows`` tokens in ``groups`` groups, each group's
-    from a 128-row block: enough for any routing."""
-    return (rows + 127 * groups + 127) // 128 * 128
+    from a 128-row block: enough for any routing (at most ``min(groups, rows)`` groups have
+    tokens, each padded by at most 127 rows)."""
+    return (rows + 127 * min(groups, rows) + 127) // 128 * 128
 
 
 def quantize_grouped(x: torch.Tensor, row_offsets: torch.Tensor, scale_offsets: torch.Tensor, scale_rows: int,
@@ -171,13 +172,22 @@ def quantize_grouped(x: torch.Tensor, row_offsets: torch.Tensor, scale_offsets: 
     (no synchronization: CUDA graphs). One quantization, then the scale rows moved to their
     groups' blocks by PyTorch ops."""
     rows, k = x.shape
+    groups = row_offsets.shape[0] - 1
+    if scale_rows < grouped_scale_rows(rows, groups) or scale_rows % 128:
+        raise ValueError(f"`scale_rows`: must be a multiple of 128, at least grouped_scale_rows({rows}, {groups}) = "
+                         f"{grouped_scale_rows(rows, groups)} (got {scale_rows})")
     data, scales = quantize(x, global_scale)
     row = torch.arange(rows, device=x.device, dtype=row_offsets.dtype)
-    group = torch.searchsorted(row_offsets[1:], row, right=True)
+    group = torch.searchsorted(row_offsets[1:], row, right=True).clamp_(max=groups - 1)
     destination = scale_offsets.long()[group] + (row - row_offsets[group]).long()
-    codes = torch.zeros((scale_rows, k // 16), dtype=torch.uint8, device=x.device)
+    # Rows past the last group (which no grouped op reads) and destinations that invalid
+    # offsets would put outside the buffer go to one spare row, dropped below: an index past
+    # the buffer would be a device-side assert.
+    inside = (row < row_offsets[groups]) & (destination >= 0) & (destination < scale_rows)
+    destination = torch.where(inside, destination, torch.full_like(destination, scale_rows))
+    codes = torch.zeros((scale_rows + 1, k // 16), dtype=torch.uint8, device=x.device)
     codes[destination] = _blocked_rows_to_codes(scales, rows, k)
-    return data, _codes_to_blocked(codes, k)
+    return data, _codes_to_blocked(codes[:scale_rows], k)
 
 
 class Experts(torch.nn.Module):
@@ -226,6 +236,8 @@ class Experts(torch.nn.Module):
         _check_dtype(hidden_states)
         tokens, top_k = top_k_index.shape
         experts, h = self.experts, self.hidden
+        if tokens == 0:
+            return hidden_states.new_zeros((0, h))
         expert_of = top_k_index.reshape(-1)
         order = torch.argsort(expert_of, stable=True)
         token_of = order // top_k
