@@ -59,6 +59,27 @@ struct Device {
 
 static DEVICES: Mutex<Vec<(usize, Device)>> = Mutex::new(Vec::new());
 
+/// The plan cached under `key`, made by `make` on first use.
+fn cached<K: std::hash::Hash + Eq, P>(
+    plans: &mut HashMap<K, P>,
+    key: K,
+    make: impl FnOnce() -> nvfp4::Result<P>,
+) -> nvfp4::Result<&mut P> {
+    Ok(match plans.entry(key) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => e.insert(make()?),
+    })
+}
+
+/// The grouped product of a launch.
+fn grouped_op(gated: bool) -> GroupedOp {
+    if gated {
+        GroupedOp::DualGemm
+    } else {
+        GroupedOp::Gemm
+    }
+}
+
 /// A library error as the Python exception that fits it.
 fn to_py(error: Error) -> PyErr {
     match error {
@@ -324,12 +345,7 @@ impl<'t> DualOperands<'t> {
         plans: &'d mut HashMap<(usize, usize, usize), DualGemmPlan>,
     ) -> nvfp4::Result<&'d DualGemmPlan> {
         let (m, n, k) = (self.m, self.n, self.k);
-        Ok(match plans.entry((m, n, k)) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(gpu.plan_dual_gemm(DualGemmShape { m, n, k })?)
-            }
-        })
+        cached(plans, (m, n, k), || gpu.plan_dual_gemm(DualGemmShape { m, n, k })).map(|plan| &*plan)
     }
 }
 
@@ -448,12 +464,7 @@ fn gemm(
                 F16Mut::from_raw(out.0, m * n)?,
             )
         };
-        let plan = match d.gemm.entry(shape) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(d.gpu.plan_gemm(GemmShape { m, n, k })?)
-            }
-        };
+        let plan = cached(&mut d.gemm, shape, || d.gpu.plan_gemm(GemmShape { m, n, k }))?;
         plan.launch_views(&d.gpu, a, b, out)
     })
     .map(|()| None)
@@ -567,17 +578,7 @@ fn grouped(
             ));
         }
     };
-    let output_tensors: Vec<(&str, Option<&Tensor>)> = match &output {
-        GroupedOutput::F16(out) => vec![("out", Some(out))],
-        GroupedOutput::NvFp4(_, [data, scales, global]) => {
-            vec![
-                ("h_data", Some(data)),
-                ("h_scales", Some(scales)),
-                ("global_scales", Some(global)),
-            ]
-        }
-    };
-    let device = tensors::device(&[
+    let mut named = vec![
         ("a", Some(&a)),
         ("a_sf", Some(&a_sf)),
         (b1_arg, Some(&b1)),
@@ -588,37 +589,34 @@ fn grouped(
         ("scale_offsets", Some(&scale_offsets)),
         (alpha1_arg, alpha1.as_ref()),
         ("alpha3", alpha3.as_ref()),
-        output_tensors[0],
-        output_tensors.get(1).copied().unwrap_or(("out", None)),
-        output_tensors.get(2).copied().unwrap_or(("out", None)),
-    ])
-    .map_err(rejected)?;
+    ];
+    match &output {
+        GroupedOutput::F16(out) => named.push(("out", Some(out))),
+        GroupedOutput::NvFp4(_, [data, scales, global]) => named.extend([
+            ("h_data", Some(data)),
+            ("h_scales", Some(scales)),
+            ("global_scales", Some(global)),
+        ]),
+    }
+    let device = tensors::device(&named).map_err(rejected)?;
     let key = GroupedKey::Contiguous(gated, groups, rows, scale_rows, n, k, concatenated);
     with_device(device, stream, |d| {
         d.last_grouped = Some(key);
-        let plan = match d.grouped.entry(key) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(d.gpu.plan_grouped(
-                if gated {
-                    GroupedOp::DualGemm
-                } else {
-                    GroupedOp::Gemm
-                },
-                GroupedLayout::Contiguous {
-                    groups,
-                    rows,
-                    scale_rows,
-                    n,
-                    k,
-                    up: if concatenated {
-                        UpWeights::Concatenated
-                    } else {
-                        UpWeights::Separate
-                    },
-                },
-                None,
-            )?),
+        let layout = GroupedLayout::Contiguous {
+            groups,
+            rows,
+            scale_rows,
+            n,
+            k,
+            up: if concatenated {
+                UpWeights::Concatenated
+            } else {
+                UpWeights::Separate
+            },
         };
+        let plan = cached(&mut d.grouped, key, || {
+            d.gpu.plan_grouped(grouped_op(gated), layout, None)
+        })?;
         let at = ContiguousAddresses {
             a: a.0,
             a_scales: a_sf_at,
@@ -778,35 +776,22 @@ fn grouped_separate(stream: u64, gated: bool, groups: Vec<SeparateTensors>) -> P
     let rows: usize = parts.iter().map(|(a, ..)| a.map_or(0, |a| a.2)).sum();
     let with_rows = parts.iter().filter(|(a, ..)| a.is_some()).count().max(1);
     let max_k = parts.iter().map(|(_, gate, ..)| gate.3).max().unwrap_or(0);
-    let key = GroupedKey::Separate(
-        gated,
-        // Past the most groups a plan takes, the exact count (which planning then refuses).
-        groups.len().next_power_of_two().min(1024).max(groups.len()),
-        rows.max(1).next_power_of_two(),
-        max_k.next_power_of_two(),
-        (rows / with_rows).clamp(1, 128).next_power_of_two(),
-    );
-    let GroupedKey::Separate(_, plan_groups, plan_rows, plan_k, tokens) = key else {
-        unreachable!("a separate key")
-    };
+    // Sizes rounded up to powers of two, so that launches whose groups differ a little share a
+    // plan; past the most groups a plan takes, the exact count (which planning then refuses).
+    let plan_groups = groups.len().next_power_of_two().min(1024).max(groups.len());
+    let (plan_rows, plan_k) = (rows.max(1).next_power_of_two(), max_k.next_power_of_two());
+    let tokens = (rows / with_rows).clamp(1, 128).next_power_of_two();
+    let key = GroupedKey::Separate(gated, plan_groups, plan_rows, plan_k, tokens);
     with_device(device, stream, |d| {
         d.last_grouped = Some(key);
-        let plan = match d.grouped.entry(key) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(d.gpu.plan_grouped(
-                if gated {
-                    GroupedOp::DualGemm
-                } else {
-                    GroupedOp::Gemm
-                },
-                GroupedLayout::Separate {
-                    groups: plan_groups,
-                    rows: plan_rows,
-                    max_k: plan_k,
-                },
-                Some(tokens),
-            )?),
+        let layout = GroupedLayout::Separate {
+            groups: plan_groups,
+            rows: plan_rows,
+            max_k: plan_k,
         };
+        let plan = cached(&mut d.grouped, key, || {
+            d.gpu.plan_grouped(grouped_op(gated), layout, Some(tokens))
+        })?;
         let matrix = |(data, scales, rows, k, global): (u64, u64, usize, usize, Option<f32>)| {
             // SAFETY: the tensors were checked above (shapes, dtypes, contiguity, one device).
             unsafe { NvFp4Ref::from_raw(data, scales, rows, k, global) }

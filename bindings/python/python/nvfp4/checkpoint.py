@@ -4,7 +4,7 @@ compressed-tensors (``format: nvfp4-pack-quantized``) linear layers, from a dict
 
 Both formats store what the library reads but for two conventions:
 * the e4m3 block scales are row-major ``[N, K/16]``; the library reads them in the cuBLAS
-  *blocked* layout (:func:`to_blocked`, a permutation: every byte kept);
+  *blocked* layout (:func:`nvfp4.layout.to_blocked`, a permutation: every byte kept);
 * the global scale: ModelOpt's ``weight_scale_2`` and ``input_scale`` multiply on
   dequantization, as the library's do (taken as they are); compressed-tensors'
   ``weight_global_scale`` and ``input_global_scale`` divide (``value = e2m1 · e4m3 / g``): the
@@ -26,7 +26,7 @@ from typing import Mapping, Optional
 
 import torch
 
-from . import scale_shape
+from .layout import from_blocked, to_blocked
 
 MODELOPT = "modelopt"
 COMPRESSED_TENSORS = "compressed-tensors"
@@ -56,26 +56,6 @@ class QuantizedLinear:
     @property
     def in_features(self) -> int:
         return 2 * self.data.shape[1]
-
-
-def to_blocked(scales: torch.Tensor) -> torch.Tensor:
-    """Row-major e4m3 scales ``rows × k/16`` → the 2-D swizzled blocked form (padding rows and
-    columns zero), on the same device."""
-    rows, columns = scales.shape
-    r, c = scale_shape(rows, 16 * columns)
-    padded = torch.zeros((r, c), dtype=torch.uint8, device=scales.device)
-    padded[:rows, :columns] = scales.view(torch.uint8)
-    blocked = padded.view(r // 128, 4, 32, c // 4, 4).permute(0, 3, 2, 1, 4).reshape(r, c)
-    return blocked.contiguous().view(torch.float8_e4m3fn)
-
-
-def from_blocked(scales: torch.Tensor, rows: int, k: int) -> torch.Tensor:
-    """The inverse of :func:`to_blocked`: blocked scales of a ``rows × k`` matrix → row-major
-    ``rows × k/16`` e4m3 (float8_e4m3fn)."""
-    r, c = scale_shape(rows, k)
-    atoms = scales.reshape(-1).view(torch.uint8).view(r // 128, c // 4, 32, 4, 4)
-    codes = atoms.permute(0, 3, 2, 1, 4).reshape(r, c)[:rows, : k // 16]
-    return codes.contiguous().view(torch.float8_e4m3fn)
 
 
 def _scalar(tensors: Mapping[str, torch.Tensor], name: str, divides: bool = False) -> Optional[float]:

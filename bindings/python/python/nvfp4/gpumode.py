@@ -52,11 +52,11 @@ def _described(data, indices, batches):
     read past its end."""
     described = []
     for i in indices:
-        t = data[i]
-        if not isinstance(t, torch.Tensor) or t.dim() < 3 or t.shape[-1] != batches:
-            shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-            raise ValueError(f"`data[{i}]`: must hold {batches} batches in its last dimension, as c (got {shape})")
-        described.append(_Batched(t))
+        t = _Batched(data[i]) if isinstance(data[i], torch.Tensor) else None
+        if t is None or len(t.shape) < 3 or t.shape[-1] != batches:
+            got = t.shape if t is not None else type(data[i]).__name__
+            raise ValueError(f"`data[{i}]`: must hold {batches} batches in its last dimension, as c (got {got})")
+        described.append(t)
     return described
 
 

@@ -16,6 +16,7 @@ from typing import Optional
 import torch
 
 from . import dual_gemm_nvfp4, gemm, grouped_dual_gemm_nvfp4, grouped_gemm, quantize, scale_shape
+from .layout import from_blocked, to_blocked
 
 # The largest magnitude NVFP4 represents with a block scale of 448 (e4m3's largest): 6 · 448.
 _NVFP4_RANGE = 6.0 * 448.0
@@ -141,21 +142,6 @@ class SwiGLUMLP(torch.nn.Module):
         return y.to(x.dtype).reshape(*x.shape[:-1], d.out_features)
 
 
-def _blocked_rows_to_codes(scales: torch.Tensor, rows: int, k: int) -> torch.Tensor:
-    """2-D swizzled scales of a ``rows × k`` matrix → its ``rows × k/16`` e4m3 codes (uint8)."""
-    r, c = scale_shape(rows, k)
-    atoms = scales.reshape(-1).view(torch.uint8).view(r // 128, c // 4, 32, 4, 4)
-    return atoms.permute(0, 3, 2, 1, 4).reshape(r, c)[:rows, : k // 16]
-
-
-def _codes_to_blocked(codes: torch.Tensor, k: int) -> torch.Tensor:
-    """``rows × k/16`` codes (rows a multiple of 128) → the 2-D swizzled scales (float8)."""
-    r, c = scale_shape(codes.shape[0], k)
-    padded = torch.nn.functional.pad(codes, (0, c - codes.shape[1]))
-    blocked = padded.view(r // 128, 4, 32, c // 4, 4).permute(0, 3, 2, 1, 4).reshape(r, c)
-    return blocked.contiguous().view(torch.float8_e4m3fn)
-
-
 def grouped_scale_rows(rows: int, groups: int) -> int:
     """Rows of the grouped layout's scales for ``rows`` tokens in ``groups`` groups, each group's
     from a 128-row block: enough for any routing (at most ``min(groups, rows)`` groups have
@@ -186,8 +172,8 @@ def quantize_grouped(x: torch.Tensor, row_offsets: torch.Tensor, scale_offsets: 
     inside = (row < row_offsets[groups]) & (destination >= 0) & (destination < scale_rows)
     destination = torch.where(inside, destination, torch.full_like(destination, scale_rows))
     codes = torch.zeros((scale_rows + 1, k // 16), dtype=torch.uint8, device=x.device)
-    codes[destination] = _blocked_rows_to_codes(scales, rows, k)
-    return data, _codes_to_blocked(codes[:scale_rows], k)
+    codes[destination] = from_blocked(scales, rows, k).view(torch.uint8)
+    return data, to_blocked(codes[:scale_rows])
 
 
 class Experts(torch.nn.Module):
