@@ -293,29 +293,3 @@ fn fitted_decode_split_keeps_one_wave_splits_and_fits_long_splits_to_residency()
         }
     }
 }
-
-#[test]
-fn sm90_partial_tiles_narrow_their_wgmmas_to_their_tokens_in_steps_of_16() {
-    use nvfp4_kernel::sm90::config::NARROW_COLUMNS_STEP;
-    for tile in TILES {
-        for tokens in 1..=tile.tokens {
-            let columns = tile.mma_columns(tokens);
-            // Never fewer columns than tokens, never more than the tile.
-            assert!(columns >= tokens && columns <= tile.tokens, "{tile:?}, {tokens}");
-            if tile.narrows_mma() {
-                // A multiple of the step, less than one step of padding.
-                assert_eq!(columns % NARROW_COLUMNS_STEP, 0, "{tile:?}, {tokens}");
-                assert!(columns - tokens < NARROW_COLUMNS_STEP, "{tile:?}, {tokens}");
-            } else {
-                assert_eq!(columns, tile.tokens, "{tile:?}, {tokens}");
-            }
-        }
-    }
-    // Which tiles narrow: the pre-decoded tiles that keep their decoder warpgroups (64, 128).
-    let narrowing: Vec<u32> = TILES
-        .iter()
-        .filter(|t| t.narrows_mma())
-        .map(|t| t.tokens)
-        .collect();
-    assert_eq!(narrowing, [64, 128]);
-}

@@ -96,30 +96,6 @@ wgmma_m64k16_f32_f16_rs!(
     ]
 );
 wgmma_m64k16_f32_f16_rs!(
-    m64n48k16,
-    48,
-    24,
-    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]
-);
-wgmma_m64k16_f32_f16_rs!(
-    m64n80k16,
-    80,
-    40,
-    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39]
-);
-wgmma_m64k16_f32_f16_rs!(
-    m64n96k16,
-    96,
-    48,
-    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47]
-);
-wgmma_m64k16_f32_f16_rs!(
-    m64n112k16,
-    112,
-    56,
-    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55]
-);
-wgmma_m64k16_f32_f16_rs!(
     m64n128k16,
     128,
     64,
@@ -142,52 +118,3 @@ wgmma_m64k16_f32_f16_rs!(
         122, 123, 124, 125, 126, 127
     ]
 );
-
-/// The four k16 steps of one 64-K slice, step `s` into accumulator set `s % SETS` with B at
-/// `b_descs[s]`, over the first `columns` token columns of a tile of `2·ACC` (a multiple of
-/// 16; `columns` warp-uniform): `full` (the tile's own width) when they are all of them, else
-/// the narrowest wgmma of the steps of 16 that covers them, on the first `N / 2` accumulators
-/// of each set. By the fragment layout above, register `v` holds column `8·(v >> 2) + …` for
-/// every N, so an m64nN's registers are exactly the first `N / 2` of a wider tile's; the other
-/// accumulators are left as they are. One choice per slice, so each path issues its four
-/// wgmmas back to back after one `warpgroup.arrive`.
-///
-/// # Safety
-/// As the wgmma functions; `full` is one of them at width `2·ACC`.
-#[inline(always)]
-pub unsafe fn m64k16_slice_first_columns<const ACC: usize, const SETS: usize>(
-    sets: &mut [[f32; ACC]; SETS],
-    steps: &[[u32; 4]; 4],
-    b_descs: [u64; 4],
-    columns: u32,
-    full: impl Fn(&mut [f32; ACC], [u32; 4], u64),
-) {
-    // Constant set indices only (a run-time index moves the accumulators to local memory).
-    macro_rules! four_steps {
-        (|$acc:ident| $set:expr, $mma:expr) => {{
-            { let $acc = &mut sets[0]; $mma($set, steps[0], b_descs[0]); }
-            { let $acc = &mut sets[1 % SETS]; $mma($set, steps[1], b_descs[1]); }
-            { let $acc = &mut sets[2 % SETS]; $mma($set, steps[2], b_descs[2]); }
-            { let $acc = &mut sets[3 % SETS]; $mma($set, steps[3], b_descs[3]); }
-        }};
-    }
-    if columns as usize >= 2 * ACC {
-        four_steps!(|acc| acc, full);
-        return;
-    }
-    macro_rules! narrower {
-        ($($n:literal $name:ident),*) => {$(
-            if $n < 2 * ACC && columns <= $n as u32 {
-                // SAFETY (all): forwarded; `first_chunk_mut` is `Some` as $n / 2 < ACC.
-                four_steps!(|acc| acc, |acc: &mut [f32; ACC], a, b| unsafe {
-                    if let Some(first) = acc.first_chunk_mut::<{ $n / 2 }>() {
-                        $name(first, a, b, true)
-                    }
-                });
-                return;
-            }
-        )*};
-    }
-    narrower!(16 m64n16k16, 32 m64n32k16, 48 m64n48k16, 64 m64n64k16, 80 m64n80k16, 96 m64n96k16, 112 m64n112k16);
-    four_steps!(|acc| acc, full);
-}

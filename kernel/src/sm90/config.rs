@@ -152,9 +152,6 @@ pub struct SharedPlan {
     pub total: u32,
 }
 
-/// Steps in which a partial token tile narrows its wgmmas ([`Tile::mma_columns`]).
-pub const NARROW_COLUMNS_STEP: u32 = 16;
-
 /// Bytes of a grouped kernel's shared schedule table: the header and [`MAX_GROUPS`] groups.
 pub const GROUP_TABLE_BYTES: u32 = 16 * (HEADER_RECORDS + MAX_GROUPS);
 
@@ -163,26 +160,6 @@ impl Tile {
     /// [`PREDECODED_MIN_TOKENS`]; the grouped kernels always pre-decode them).
     pub const fn predecoded_tokens(&self) -> bool {
         self.tokens >= PREDECODED_MIN_TOKENS
-    }
-
-    /// Whether a partial tile narrows its wgmmas ([`Tile::mma_columns`]).
-    pub const fn narrows_mma(&self) -> bool {
-        self.predecoded_tokens() && self.tokens <= DECODER_TILE_MAX_TOKENS
-    }
-
-    /// The token columns a tile's wgmmas compute when only its first `tokens` tokens exist:
-    /// `tokens` rounded up to [`NARROW_COLUMNS_STEP`] in the pre-decoded tiles up to
-    /// [`DECODER_TILE_MAX_TOKENS`], so that a group's or a problem's last, partial tile pays
-    /// tensor time for its own tokens only (a group of 72 tokens in a 128-token tile: 80
-    /// columns, not 128); every column elsewhere (the small tiles, whose steps are too narrow to
-    /// matter, and the 256-token tile, whose consumers have no registers to spare).
-    pub const fn mma_columns(&self, tokens: u32) -> u32 {
-        if self.narrows_mma() && tokens < self.tokens {
-            let columns = tokens.div_ceil(NARROW_COLUMNS_STEP) * NARROW_COLUMNS_STEP;
-            if columns == 0 { NARROW_COLUMNS_STEP } else { columns }
-        } else {
-            self.tokens
-        }
     }
 
     /// Raw token rows per stage of the dense kernel (a whole number of TMA boxes; none for

@@ -919,12 +919,6 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         // control then stays in uniform registers, with no warp resynchronization per stage.
         let first = warp::shuffle_index(segment.first_stage, 0);
         let last = warp::shuffle_index(segment.first_stage + segment.stages - 1, 0);
-        // The wgmma width: a partial tile computes the columns of its own tokens only.
-        let columns = if tile.narrows_mma() {
-            warp::shuffle_index(tile.mma_columns(job.tokens), 0)
-        } else {
-            tile.tokens
-        };
         // What the last stage loads: the next segment's first stage (else its own stage again,
         // unused). Chosen here so that the loop body has one unconditional load; tiles with
         // late loads choose in the last stage instead, as they have no registers to carry the
@@ -964,21 +958,23 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                     // SAFETY: barrier initialized; the decoder (or the TMA) fills the slice.
                     unsafe { mbarrier::wait(shared.decoded_full(decoded.stage), decoded.full_parity()) };
                     wgmma::fence();
-                    // SAFETY: the slice is full; its descriptors are the slice's four k16 steps.
-                    unsafe {
-                        wgmma::m64k16_slice_first_columns(
-                            &mut sets,
-                            &fragments[$j % 2],
-                            [
-                                wgmma_desc_sw128_k_major(b),
-                                wgmma_desc_sw128_k_major(b + 32),
-                                wgmma_desc_sw128_k_major(b + 64),
-                                wgmma_desc_sw128_k_major(b + 96),
-                            ],
-                            columns,
-                            mma,
-                        )
-                    };
+                    let steps = &fragments[$j % 2];
+                    mma(&mut sets[0], steps[0], wgmma_desc_sw128_k_major(b));
+                    mma(
+                        &mut sets[1 % SETS],
+                        steps[1],
+                        wgmma_desc_sw128_k_major(b + 32),
+                    );
+                    mma(
+                        &mut sets[2 % SETS],
+                        steps[2],
+                        wgmma_desc_sw128_k_major(b + 64),
+                    );
+                    mma(
+                        &mut sets[3 % SETS],
+                        steps[3],
+                        wgmma_desc_sw128_k_major(b + 96),
+                    );
                     wgmma::commit_group();
                     // Decode the next slice while this one runs: its registers were last read by
                     // the slice before, which `wait_group::<1>` below retires.
