@@ -76,6 +76,7 @@ impl Gpu {
         m: NvFp4Ref,
         out: u64,
     ) -> Result<()> {
+        m.expect_host_global_scale("m", "dequantization")?;
         let blocks = m.rows() * m.k() / SCALE_BLOCK_K;
         if blocks >= 1 << 31 {
             return Err(Error::invalid(

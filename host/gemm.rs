@@ -17,7 +17,7 @@ use crate::gpu::buffer::DeviceBuffer;
 use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref};
 use crate::grouped::{ContiguousAddresses, GroupedLayout, GroupedOp, GroupedPlan, UpWeights};
 use crate::problem::DualGemmShape;
-use crate::rules::{kernel_alpha, operand_rescale};
+use crate::rules::{device_globals, kernel_alpha, operand_rescale};
 
 /// `C[M × N] = α · A[M × K] · B[N × K]ᵀ`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -153,6 +153,7 @@ impl GemmPlan {
         plan.launch_contiguous(
             gpu,
             None,
+            device_globals(&a, &b, None),
             &ContiguousAddresses {
                 a: a.data_address(),
                 a_scales: a.scales_address(),

@@ -2,12 +2,13 @@
 //! limits and dimension rules, the sm_90a operand rescale that every α carries, the device state
 //! of a stream-K plan, and the A-collector choice of the Blackwell plans.
 
+use nvfp4_kernel::common::DeviceGlobalScales;
 use nvfp4_kernel::sm90::config::{K_MULTIPLE, TILE_N};
 use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
-use crate::gpu::{Arch, Gpu};
+use crate::gpu::{Arch, Gpu, NvFp4Ref};
 use crate::problem::DualGemmShape;
 
 /// The scale the sm_90a kernel's fp16 operands carry: each is `value · 2⁻¹⁴`, so each product
@@ -106,5 +107,19 @@ pub(crate) fn operand_rescale(arch: Arch) -> f32 {
     match arch {
         Arch::Sm90a => SM90_OPERAND_RESCALE,
         Arch::Sm100f => 1.0,
+    }
+}
+
+/// The device-memory global scales of a dense launch's operands (`b2`: the dual GEMM's up
+/// weights; `None` for the plain GEMM).
+pub(crate) fn device_globals(a: &NvFp4Ref, b1: &NvFp4Ref, b2: Option<&NvFp4Ref>) -> DeviceGlobalScales {
+    let address = |x: Option<&NvFp4Ref>| {
+        x.and_then(NvFp4Ref::device_global_scale)
+            .map_or(std::ptr::null(), |p| p as *const f32)
+    };
+    DeviceGlobalScales {
+        a: address(Some(a)),
+        b1: address(Some(b1)),
+        b2: address(b2),
     }
 }

@@ -555,6 +555,122 @@ fn caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_grap
     );
 }
 
+/// A global scale in device memory (`NvFp4Ref::with_device_global_scale`) gives the dense ops
+/// bit for bit what the same scale on the host gives (the kernels multiply the same factors),
+/// at the decode-size and tiled kernels, fp16 and NVFP4 output, dual and plain; ops that do not
+/// read device scales refuse the view.
+fn device_global_scales_give_the_host_global_scales_results_bit_for_bit() {
+    use cudarc::driver::DevicePtr;
+    use nvfp4::gemm::GemmShape;
+    use nvfp4::gpu::{F16Mut, HalfFormat, NvFp4Mut, NvFp4Ref};
+    let Some(gpu) = common::gpu_or_skip() else {
+        return;
+    };
+    let stream = gpu.stream().clone();
+    let mut rng = Rng::new(17);
+    let (global_a, global_b1, global_b2) = (0.03125f32, 1.7f32, 0.37f32);
+    let (n, k) = (256usize, 1024usize);
+    let b1 = gpu
+        .upload(&random_matrix(n, k, Distribution::Task, &mut rng).unwrap())
+        .unwrap();
+    let b2 = gpu
+        .upload(&random_matrix(n, k, Distribution::Task, &mut rng).unwrap())
+        .unwrap();
+    let scales = stream.clone_htod(&[global_a, global_b1, global_b2]).unwrap();
+    let scale_at = |i: u64| scales.device_ptr(&stream).0 + 4 * i;
+    let mut cases = 0;
+    for m in [1usize, 13, 200] {
+        let a = gpu
+            .upload(&random_matrix(m, k, Distribution::Task, &mut rng).unwrap())
+            .unwrap();
+        let host = |x: &nvfp4::gpu::DeviceNvFp4Matrix, g: f32| {
+            // SAFETY: the library's own buffers, alive for the whole test.
+            unsafe {
+                NvFp4Ref::from_raw(
+                    x.view(&stream).data_address(),
+                    x.view(&stream).scales_address(),
+                    x.rows(),
+                    k,
+                    Some(g),
+                )
+            }
+            .unwrap()
+        };
+        // The same matrices with no host global scale and the scale in device memory.
+        let device = |x: &nvfp4::gpu::DeviceNvFp4Matrix, i: u64| {
+            // SAFETY: as above; `scales` outlives every launch.
+            unsafe {
+                NvFp4Ref::from_raw(
+                    x.view(&stream).data_address(),
+                    x.view(&stream).scales_address(),
+                    x.rows(),
+                    k,
+                    None,
+                )
+                .unwrap()
+                .with_device_global_scale(scale_at(i))
+            }
+            .unwrap()
+        };
+        let dual = gpu.plan_dual_gemm(nvfp4::DualGemmShape { m, n, k }).unwrap();
+        let plain = gpu.plan_gemm(GemmShape { m, n, k }).unwrap();
+        let mut outputs = Vec::new();
+        for on_device in [false, true] {
+            let (a_ref, b1_ref, b2_ref) = if on_device {
+                (device(&a, 0), device(&b1, 1), device(&b2, 2))
+            } else {
+                (host(&a, global_a), host(&b1, global_b1), host(&b2, global_b2))
+            };
+            let mut c = stream.alloc_zeros::<f16>(m * n).unwrap();
+            let mut c_plain = stream.alloc_zeros::<f16>(m * n).unwrap();
+            let mut h = gpu.alloc_nvfp4(m, n).unwrap();
+            dual.launch_views(&gpu, a_ref, b1_ref, b2_ref, F16Mut::of(&mut c, &stream))
+                .unwrap();
+            plain
+                .launch_views(&gpu, a_ref, b1_ref, F16Mut::of(&mut c_plain, &stream))
+                .unwrap();
+            dual.launch_nvfp4_views(
+                &gpu,
+                a_ref,
+                b1_ref,
+                b2_ref,
+                NvFp4Mut::of(&mut h, &stream, 0.75).unwrap(),
+            )
+            .unwrap();
+            let h = gpu.download(&h).unwrap();
+            outputs.push((
+                stream.clone_dtoh(&c).unwrap(),
+                stream.clone_dtoh(&c_plain).unwrap(),
+                h.data().to_vec(),
+                h.scales().to_vec(),
+            ));
+        }
+        let (host_out, device_out) = (&outputs[0], &outputs[1]);
+        let bits = |v: &[f16]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(
+            bits(&host_out.0).iter().any(|&b| b != 0),
+            "m = {m}: a zero result proves nothing"
+        );
+        assert_eq!(bits(&host_out.0), bits(&device_out.0), "m = {m}: dual GEMM");
+        assert_eq!(bits(&host_out.1), bits(&device_out.1), "m = {m}: GEMM");
+        assert_eq!(host_out.2, device_out.2, "m = {m}: NVFP4 output data");
+        assert_eq!(host_out.3, device_out.3, "m = {m}: NVFP4 output scales");
+        // Ops that read no device scale refuse the view.
+        let mut out = stream.alloc_zeros::<f16>(m * k).unwrap();
+        let out_ptr = {
+            use cudarc::driver::DevicePtrMut;
+            out.device_ptr_mut(&stream).0
+        };
+        // SAFETY: `out` holds m × k fp16.
+        let err = unsafe { gpu.dequantize_raw(device(&a, 0), HalfFormat::F16, out_ptr) }.unwrap_err();
+        assert!(err.to_string().contains("host global scales only"), "{err}");
+        cases += 1;
+    }
+    println!(
+        "device global scales: {cases} token counts, dual / plain / NVFP4 output bit-identical to host scales"
+    );
+}
+
 test_main!(
     compute_capability_selects_the_kernel_architecture,
     opening_a_gpu_without_a_driver_is_a_typed_error,
@@ -563,4 +679,5 @@ test_main!(
     dequantization_rejects_an_output_of_the_wrong_length,
     gpu_quantizer_is_bit_identical_to_the_cpu_quantizer,
     caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_graph,
+    device_global_scales_give_the_host_global_scales_results_bit_for_bit,
 );

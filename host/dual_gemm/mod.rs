@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
 use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Mut, NvFp4Ref, tensor_map};
 use crate::problem::DualGemmShape;
-use crate::rules::{SM90_OPERAND_RESCALE, StreamKState, kernel_alpha, set_a_collector};
+use crate::rules::{SM90_OPERAND_RESCALE, StreamKState, device_globals, kernel_alpha, set_a_collector};
 
 mod sm100_plan;
 mod sm90_plan;
@@ -436,6 +436,7 @@ impl DensePlan {
         let sm90_alpha =
             |a: &NvFp4Ref, b: &NvFp4Ref| kernel_alpha(global(a) * global(b), SM90_OPERAND_RESCALE);
         let (m32, n32, k32) = (m as u32, n as u32, k as u32);
+        let device_globals = device_globals(&a, &b1, self.gated.then_some(&b2));
         match &self.kernel {
             PlannedKernel::Sm90 {
                 geometry,
@@ -473,6 +474,7 @@ impl DensePlan {
                     k: k32,
                     alpha_gate: sm90_alpha(&a, &b1)?,
                     alpha_up: sm90_alpha(&a, &b2)?,
+                    device_globals,
                     abort: self.abort_next.swap(0, std::sync::atomic::Ordering::Relaxed),
                 };
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm90::dual_gemm`'s contract:
@@ -514,6 +516,7 @@ impl DensePlan {
                     splits,
                     alpha_gate: sm90_alpha(&a, &b1)?,
                     alpha_up: sm90_alpha(&a, &b2)?,
+                    device_globals,
                 };
                 // SAFETY: `nvfp4_kernel::sm90::decode`'s contract: operands of the planned shape
                 // (checked above), partial sums and counters sized for this split, the counters
@@ -546,6 +549,7 @@ impl DensePlan {
                     k: k32,
                     alpha_gate: kernel_alpha(global(&a) * global(&b1), 1.0)?,
                     alpha_up: kernel_alpha(global(&a) * global(&b2), 1.0)?,
+                    device_globals,
                     a_collector_reuse: self.a_collector.word(),
                 };
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm100::dual_gemm`'s contract,

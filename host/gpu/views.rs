@@ -18,7 +18,8 @@ use crate::matrix::{validate_global_scale, validate_shape};
 
 /// An NVFP4 matrix in device memory: `rows × k/2` bytes of packed e2m1 (row-major, two values
 /// a byte, low nibble first), its blocked e4m3 scales (`BlockedScales::new(rows, k).len()`
-/// bytes), and its optional global scale. Both addresses are 16-byte aligned.
+/// bytes), and its optional global scale: a host value, and optionally a second factor in device
+/// memory ([`NvFp4Ref::with_device_global_scale`]). Both addresses are 16-byte aligned.
 #[derive(Clone, Copy, Debug)]
 pub struct NvFp4Ref<'a> {
     data: u64,
@@ -26,6 +27,8 @@ pub struct NvFp4Ref<'a> {
     rows: usize,
     k: usize,
     global_scale: Option<f32>,
+    /// Address of an f32 in device memory that multiplies `global_scale`, or 0.
+    device_global_scale: u64,
     memory: PhantomData<&'a ()>,
 }
 
@@ -52,12 +55,51 @@ impl NvFp4Ref<'static> {
             rows,
             k,
             global_scale,
+            device_global_scale: 0,
             memory: PhantomData,
         })
     }
 }
 
 impl NvFp4Ref<'_> {
+    /// This view with a global-scale factor that lives in device memory: the f32 at `scale`
+    /// multiplies the matrix's values on top of [`Self::global_scale`], read by the kernel when
+    /// it runs (after the previous kernel of the stream), so a scale that a previous kernel
+    /// writes, or that a caller updates between CUDA graph replays, needs no host round trip.
+    /// The dense dual GEMM and GEMM take such views; the other ops refuse them with a typed
+    /// error. The value must be finite and positive, as a host global scale: it is not checked
+    /// (the kernels never read it back to the host), and a NaN or infinity there makes the
+    /// results so. Checks that `scale` is not null and is 4-byte aligned.
+    ///
+    /// # Safety
+    /// `scale` is a device address in the GPU's context holding an f32 that stays allocated
+    /// until every launch that reads it has completed.
+    pub unsafe fn with_device_global_scale(self, scale: u64) -> Result<Self> {
+        check_device_address("device global scale", scale, 4)?;
+        Ok(Self {
+            device_global_scale: scale,
+            ..self
+        })
+    }
+
+    /// The address of the global-scale factor in device memory, if any
+    /// ([`Self::with_device_global_scale`]).
+    pub fn device_global_scale(&self) -> Option<u64> {
+        (self.device_global_scale != 0).then_some(self.device_global_scale)
+    }
+
+    /// Refuses a view with a device global scale for an op that does not read one.
+    pub(crate) fn expect_host_global_scale(&self, name: &'static str, op: &str) -> Result<()> {
+        match self.device_global_scale() {
+            None => Ok(()),
+            Some(address) => Err(Error::invalid(
+                name,
+                format!("{op} takes host global scales only (device ones: the dense dual GEMM and GEMM)"),
+                format!("a device global scale at {address:#x}"),
+            )),
+        }
+    }
+
     /// Rows.
     pub fn rows(&self) -> usize {
         self.rows
@@ -104,6 +146,7 @@ impl DeviceNvFp4Matrix {
             rows: self.rows(),
             k: self.k(),
             global_scale: self.global_scale,
+            device_global_scale: 0,
             memory: PhantomData,
         }
     }

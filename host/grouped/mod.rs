@@ -37,6 +37,7 @@
 //! host emulation of their tile arithmetic (`tests/sm100_emulation.rs`).
 
 use cudarc::driver::CudaSlice;
+use nvfp4_kernel::common::DeviceGlobalScales;
 use nvfp4_kernel::grouped::{
     GroupDesc, GroupedHeader, GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT,
 };
@@ -549,6 +550,7 @@ impl GroupedPlan {
             alpha_gate: std::ptr::null(),
             alpha_up: std::ptr::null(),
             alpha_factor: 1.0,
+            device_globals: DeviceGlobalScales::NONE,
             n: 0,
             k: 0,
             weight_rows: 0,

@@ -147,6 +147,11 @@ impl GroupedPlan {
                 });
                 Ok(at)
             };
+            for (name, m) in [("a", group.a), ("gate", Some(group.gate)), ("up", Some(up))] {
+                if let Some(m) = m {
+                    m.expect_host_global_scale(name, "the separate grouped convention")?;
+                }
+            }
             let global_a = group.a.and_then(|a| a.global_scale()).unwrap_or(1.0);
             let entry = nvfp4_kernel::grouped::SeparateGroup {
                 a: group.a.map_or(0, |a| a.data_address()),

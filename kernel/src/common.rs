@@ -2,6 +2,44 @@
 //! and the test-support occupier), one `#[repr(C)]` struct per kernel family that the host
 //! fills and the kernel takes by value. Their entries are listed in `crate::registry`.
 
+/// Global scales of a dense launch's operands that live in device memory: each is the address
+/// of one f32 (finite, positive) or null for none. The GEMM kernels multiply the products' α
+/// (which carry the host-side global scales) by them when they finish a tile, so that a scale a
+/// previous kernel wrote, or one a CUDA graph's caller updates between replays, needs no host
+/// round trip. Read after the kernel's dependency wait (`griddepcontrol.wait`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceGlobalScales {
+    /// A's (the tokens').
+    pub a: *const f32,
+    /// B1's (the gate weights', or the plain GEMM's B).
+    pub b1: *const f32,
+    /// B2's (the up weights'; null for the plain GEMM).
+    pub b2: *const f32,
+}
+
+impl DeviceGlobalScales {
+    /// No scale in device memory.
+    pub const NONE: Self = Self {
+        a: core::ptr::null(),
+        b1: core::ptr::null(),
+        b2: core::ptr::null(),
+    };
+
+    /// The factors of the gate (`A·B1`) and up (`A·B2`) products' α: the product of their
+    /// operands' scales, 1 for a null one.
+    ///
+    /// # Safety
+    /// Each non-null address holds an f32 the kernel may read.
+    #[inline(always)]
+    pub unsafe fn factors(&self) -> (f32, f32) {
+        // SAFETY: the caller's.
+        let read = |p: *const f32| if p.is_null() { 1.0 } else { unsafe { p.read() } };
+        let a = read(self.a);
+        (a * read(self.b1), a * read(self.b2))
+    }
+}
+
 /// Arguments of the dequantization kernels: an NVFP4 matrix to row-major fp16/bf16.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

@@ -264,6 +264,18 @@ fn dequantize(
     .map(|()| None)
 }
 
+/// `view` with the scale at `address` in device memory as its device global scale (none for 0).
+///
+/// # Safety
+/// `address` is 0 or a checked float32 tensor's, alive until the launch has run.
+unsafe fn with_device_scale(view: NvFp4Ref<'static>, address: u64) -> nvfp4::Result<NvFp4Ref<'static>> {
+    if address == 0 {
+        return Ok(view);
+    }
+    // SAFETY: the caller's.
+    unsafe { view.with_device_global_scale(address) }
+}
+
 /// The operands of a dual GEMM, checked: the shape, the scales' addresses and the products' α.
 struct DualOperands<'t> {
     /// `a`, `b1`, `b2`, `a_sf`, `b1_sf`, `b2_sf`.
@@ -274,6 +286,8 @@ struct DualOperands<'t> {
     scales: [u64; 3],
     alpha_gate: f32,
     alpha_up: f32,
+    /// `alpha1` and `alpha2` given as tensors (device addresses, 0 for none) and the tensors.
+    device_alphas: [(u64, Option<&'t Tensor>); 2],
 }
 
 impl<'t> DualOperands<'t> {
@@ -289,6 +303,7 @@ impl<'t> DualOperands<'t> {
         b2_sf: &'t Tensor,
         alpha1: f64,
         alpha2: f64,
+        device_alphas: [Option<&'t Tensor>; 2],
     ) -> PyResult<Self> {
         let (m, k) = tensors::packed("a", a, None, None).map_err(rejected)?;
         let (n, _) = tensors::packed("b1", b1, None, Some(k)).map_err(rejected)?;
@@ -306,6 +321,16 @@ impl<'t> DualOperands<'t> {
             scales,
             alpha_gate: tensors::scale("alpha1", alpha1).map_err(rejected)?,
             alpha_up: tensors::scale("alpha2", alpha2).map_err(rejected)?,
+            device_alphas: [
+                (
+                    tensors::device_scale("alpha1", device_alphas[0]).map_err(rejected)?,
+                    device_alphas[0],
+                ),
+                (
+                    tensors::device_scale("alpha2", device_alphas[1]).map_err(rejected)?,
+                    device_alphas[1],
+                ),
+            ],
         })
     }
 
@@ -317,11 +342,16 @@ impl<'t> DualOperands<'t> {
             .zip(self.tensors)
             .chain(outputs.iter().copied())
             .map(|(name, t)| (name, Some(t)))
+            .chain([
+                ("alpha1", self.device_alphas[0].1),
+                ("alpha2", self.device_alphas[1].1),
+            ])
             .collect();
         tensors::device(&named).map_err(rejected)
     }
 
-    /// Views of `a`, `b1`, `b2` (the products' α as B1's and B2's global scales).
+    /// Views of `a`, `b1`, `b2` (the products' α as B1's and B2's global scales, the tensor
+    /// ones as their device global scales).
     ///
     /// # Safety
     /// The tensors are alive (checked by [`DualOperands::check`]).
@@ -332,8 +362,14 @@ impl<'t> DualOperands<'t> {
         unsafe {
             Ok([
                 NvFp4Ref::from_raw(a.0, scales[0], m, k, None)?,
-                NvFp4Ref::from_raw(b1.0, scales[1], n, k, Some(self.alpha_gate))?,
-                NvFp4Ref::from_raw(b2.0, scales[2], n, k, Some(self.alpha_up))?,
+                with_device_scale(
+                    NvFp4Ref::from_raw(b1.0, scales[1], n, k, Some(self.alpha_gate))?,
+                    self.device_alphas[0].0,
+                )?,
+                with_device_scale(
+                    NvFp4Ref::from_raw(b2.0, scales[2], n, k, Some(self.alpha_up))?,
+                    self.device_alphas[1].0,
+                )?,
             ])
         }
     }
@@ -349,7 +385,8 @@ impl<'t> DualOperands<'t> {
     }
 }
 
-/// Enqueues `out = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)` (float16 `m × n`). Without `out`:
+/// Enqueues `out = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)` (float16 `m × n`), each α times its
+/// tensor of `device_alphas` (float32, one element, read by the kernel) when given. Without `out`:
 /// checks every input and returns `(m, n)`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -364,8 +401,10 @@ fn dual_gemm(
     alpha1: f64,
     alpha2: f64,
     out: Option<Tensor>,
+    device_alphas: (Option<Tensor>, Option<Tensor>),
 ) -> PyResult<Planned> {
-    let operands = DualOperands::check(&a, &b1, &b2, &a_sf, &b1_sf, &b2_sf, alpha1, alpha2)?;
+    let device_alphas = [device_alphas.0.as_ref(), device_alphas.1.as_ref()];
+    let operands = DualOperands::check(&a, &b1, &b2, &a_sf, &b1_sf, &b2_sf, alpha1, alpha2, device_alphas)?;
     let (m, n) = (operands.m, operands.n);
     let Some(out) = out else {
         return Ok(Some((m, n)));
@@ -400,8 +439,10 @@ fn dual_gemm_nvfp4(
     alpha2: f64,
     global_scale: f64,
     outputs: Option<(Tensor, Tensor)>,
+    device_alphas: (Option<Tensor>, Option<Tensor>),
 ) -> PyResult<Planned> {
-    let operands = DualOperands::check(&a, &b1, &b2, &a_sf, &b1_sf, &b2_sf, alpha1, alpha2)?;
+    let device_alphas = [device_alphas.0.as_ref(), device_alphas.1.as_ref()];
+    let operands = DualOperands::check(&a, &b1, &b2, &a_sf, &b1_sf, &b2_sf, alpha1, alpha2, device_alphas)?;
     let (m, n) = (operands.m, operands.n);
     let global = tensors::scale("global_scale", global_scale).map_err(rejected)?;
     let Some((data, scales)) = outputs else {
@@ -425,9 +466,11 @@ fn dual_gemm_nvfp4(
     .map(|()| None)
 }
 
-/// Enqueues `out = alpha · a·bᵀ` (float16 `m × n`). Without `out`: checks every input and
+/// Enqueues `out = alpha · a·bᵀ` (float16 `m × n`), `alpha` times `device_alpha` (a float32
+/// tensor of one element the kernel reads) when given. Without `out`: checks every input and
 /// returns `(m, n)`.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
 fn gemm(
     stream: u64,
     a: Tensor,
@@ -436,8 +479,10 @@ fn gemm(
     b_sf: Tensor,
     alpha: f64,
     out: Option<Tensor>,
+    device_alpha: Option<Tensor>,
 ) -> PyResult<Planned> {
     let (m, k) = tensors::packed("a", &a, None, None).map_err(rejected)?;
+    let device_alpha_at = tensors::device_scale("alpha", device_alpha.as_ref()).map_err(rejected)?;
     let (n, _) = tensors::packed("b", &b, None, Some(k)).map_err(rejected)?;
     let a_sf_at = tensors::scales("a_sf", &a_sf, m, k).map_err(rejected)?;
     let b_sf_at = tensors::scales("b_sf", &b_sf, n, k).map_err(rejected)?;
@@ -452,6 +497,7 @@ fn gemm(
         ("a_sf", Some(&a_sf)),
         ("b_sf", Some(&b_sf)),
         ("out", Some(&out)),
+        ("alpha", device_alpha.as_ref()),
     ])
     .map_err(rejected)?;
     let shape = (m, n, k);
@@ -460,7 +506,10 @@ fn gemm(
         let (a, b, out) = unsafe {
             (
                 NvFp4Ref::from_raw(a.0, a_sf_at, m, k, None)?,
-                NvFp4Ref::from_raw(b.0, b_sf_at, n, k, Some(alpha))?,
+                with_device_scale(
+                    NvFp4Ref::from_raw(b.0, b_sf_at, n, k, Some(alpha))?,
+                    device_alpha_at,
+                )?,
                 F16Mut::from_raw(out.0, m * n)?,
             )
         };

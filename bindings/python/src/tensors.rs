@@ -283,6 +283,21 @@ pub fn alphas(arg: &str, t: Option<&Tensor>, groups: usize) -> Checked<u64> {
     Ok(t.address())
 }
 
+/// A dense op's α held in device memory: a float32 tensor of one element (shape `()` or
+/// `(1,)`); its address, or 0 for none. Its value is the caller's to keep finite and positive
+/// (the kernels read it when they run; nothing reads it back).
+pub fn device_scale(arg: &str, t: Option<&Tensor>) -> Checked<u64> {
+    let Some(t) = t else { return Ok(0) };
+    if t.dtype() != "float32" || t.shape().len() > 1 || t.shape().iter().product::<i64>() != 1 {
+        return fail(
+            arg,
+            "must be a number or a float32 tensor of one element (shape () or (1,))",
+            format!("{} {}", t.3, tuple(t.shape())),
+        );
+    }
+    Ok(t.address())
+}
+
 /// The operand rescale the sm_90a kernels multiply every α by (`2^28`; see the library's
 /// `rules::SM90_OPERAND_RESCALE`).
 const KERNEL_RESCALE: f32 = (1u32 << 28) as f32;

@@ -98,6 +98,37 @@ def test_dual_gemm_nvfp4_is_the_quantized_dual_gemm_bit_for_bit(cuda, m, n, k):
         assert torch.equal(again[0], want[0]) and torch.equal(again[1].view(torch.uint8), want[1].view(torch.uint8))
 
 
+@pytest.mark.parametrize("m, n, k", [(1, 256, 512), (130, 256, 1024)])
+def test_alphas_as_device_tensors_give_the_float_alphas_results_bit_for_bit(cuda, m, n, k):
+    g = torch.Generator(device=cuda).manual_seed(11 + m)
+    a, b1, b2 = (random_nvfp4(r, k, cuda, g) for r in (m, n, n))
+    t = lambda v: torch.tensor(v, dtype=torch.float32, device=cuda)  # noqa: E731
+    ops = (a[0], b1[0], b2[0], a[1], b1[1], b2[1])
+    want = nvfp4.dual_gemm(*ops, 0.03, 0.02)
+    assert torch.equal(nvfp4.dual_gemm(*ops, t(0.03), t([0.02])), want)
+    assert torch.equal(nvfp4.dual_gemm(*ops, t(0.03), 0.02), want)
+    plain = nvfp4.gemm(a[0], b1[0], a[1], b1[1], alpha=0.01)
+    assert torch.equal(nvfp4.gemm(a[0], b1[0], a[1], b1[1], alpha=t(0.01)), plain)
+    h = nvfp4.dual_gemm_nvfp4(*ops, 0.03, 0.02, global_scale=0.05)
+    h_t = nvfp4.dual_gemm_nvfp4(*ops, t(0.03), t(0.02), global_scale=0.05)
+    assert torch.equal(h[0], h_t[0]) and torch.equal(h[1].view(torch.uint8), h_t[1].view(torch.uint8))
+    # Read when the kernel runs: a CUDA graph replays with the tensor's current value.
+    alpha = t(0.03)
+    nvfp4.dual_gemm(*ops, alpha, 0.02)  # plans outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = nvfp4.dual_gemm(*ops, alpha, 0.02)
+    for value in (0.03, 0.5, 0.001):
+        alpha.fill_(value)
+        graph.replay()
+        assert torch.equal(out, nvfp4.dual_gemm(*ops, value, 0.02)), value
+    for bad in (t([0.1, 0.2]), torch.tensor(0.1, dtype=torch.float64, device=cuda)):
+        with pytest.raises(ValueError, match="alpha1"):
+            nvfp4.dual_gemm(*ops, bad, 0.02)
+    with pytest.raises(ValueError, match="alpha"):
+        nvfp4.gemm(a[0], b1[0], a[1], b1[1], alpha=torch.tensor([0.1], device="cpu"))
+
+
 def test_a_side_stream_and_a_preallocated_output(cuda):
     g = torch.Generator(device=cuda).manual_seed(3)
     a, b1, b2 = (random_nvfp4(r, 512, cuda, g) for r in (64, 256, 256))
@@ -380,6 +411,7 @@ def test_opcheck_passes_for_every_op(cuda):
     a, b1, b2 = ((d, s.view(torch.uint8)) for d, s in (random_nvfp4(r, 256, cuda, g) for r in (64, 128, 128)))
     x = torch.randn(64, 256, device=cuda, generator=g)
     out = torch.empty(64, 128, dtype=torch.float16, device=cuda)
+    alpha = torch.tensor([0.1], device=cuda)
     cases = [
         (torch.ops.nvfp4.quantize.default, (x, 0.5)),
         (torch.ops.nvfp4.dequantize.default, (a[0], a[1], 0.5, torch.float16)),
@@ -387,6 +419,10 @@ def test_opcheck_passes_for_every_op(cuda):
         (torch.ops.nvfp4.dual_gemm_out.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.1, 0.1, out)),
         (torch.ops.nvfp4.gemm.default, (a[0], b1[0], a[1], b1[1], 0.1)),
         (torch.ops.nvfp4.dual_gemm_nvfp4.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.1, 0.1, 0.5)),
+        # α as device tensors.
+        (torch.ops.nvfp4.dual_gemm.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 1.0, 1.0, alpha, alpha)),
+        (torch.ops.nvfp4.gemm.default, (a[0], b1[0], a[1], b1[1], 1.0, alpha)),
+        (torch.ops.nvfp4.dual_gemm_nvfp4.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 1.0, 1.0, 0.5, alpha, None)),
     ]
     for op, args in cases:
         torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))

@@ -411,6 +411,8 @@ pub struct DualGemmArgs {
     pub alpha_gate: f32,
     /// Scale of the up product.
     pub alpha_up: f32,
+    /// Operands' global scales in device memory, multiplied into `alpha_gate` and `alpha_up`.
+    pub device_globals: crate::common::DeviceGlobalScales,
     /// 1: A stays in the MMA's collector between the gate and up MMAs
     /// ([`ACollectorUse::Reuse`]); 0: each MMA reads A from shared memory.
     pub a_collector_reuse: u32,

@@ -34,6 +34,8 @@ impl<const N: u32, const NVFP4: bool> Iterator for DenseTiles<'_, N, NVFP4> {
         let p = self.problem.args;
         let (m_tile, n_tile) = self.problem.grid.coords(index);
         let place = TilePlace::dense(p.m, p.n, p.k, Tile { n: N }, m_tile, n_tile);
+        // SAFETY: the launch contract (no programmatic launch: memory is ready).
+        let (gate_factor, up_factor) = unsafe { p.device_globals.factors() };
         Some(Job {
             a_map: self.problem.maps[0],
             gate_map: self.problem.maps[1],
@@ -45,8 +47,8 @@ impl<const N: u32, const NVFP4: bool> Iterator for DenseTiles<'_, N, NVFP4> {
             out: p.out.wrapping_add(place.out),
             ldc: p.n,
             k: p.k,
-            alpha_gate: p.alpha_gate,
-            alpha_up: p.alpha_up,
+            alpha_gate: p.alpha_gate * gate_factor,
+            alpha_up: p.alpha_up * up_factor,
         })
     }
 }

@@ -4,7 +4,7 @@
 //! count tiles and fill arguments; the kernels use it for every offset. Which tiles exist is
 //! the registry's (`sm90::registry`).
 
-use crate::common::{NVFP4_TILE_COLUMNS, nvfp4_staging_bytes};
+use crate::common::{DeviceGlobalScales, NVFP4_TILE_COLUMNS, nvfp4_staging_bytes};
 use crate::grouped::{HEADER_RECORDS, MAX_GROUPS};
 use crate::layout::{ATOM_BYTES, SCALE_BLOCK_K};
 
@@ -435,6 +435,8 @@ pub struct DualGemmArgs {
     pub alpha_gate: f32,
     /// Scale of the up product.
     pub alpha_up: f32,
+    /// Operands' global scales in device memory, multiplied into `alpha_gate` and `alpha_up`.
+    pub device_globals: DeviceGlobalScales,
     /// Test support, 0 in every real launch (`DualGemmPlan::abort_next_launch`): `n > 0` makes
     /// the launch stop mid-way on purpose. Every CTA takes its ticket (its first global access);
     /// those that started `n`-th or later then leave without a share, the others compute theirs
@@ -515,6 +517,8 @@ pub struct DecodeArgs {
     pub alpha_gate: f32,
     /// Scale of the up product.
     pub alpha_up: f32,
+    /// Operands' global scales in device memory, multiplied into `alpha_gate` and `alpha_up`.
+    pub device_globals: DeviceGlobalScales,
 }
 
 /// Token tiles of the decode-size dual GEMM for `m` tokens.

@@ -140,6 +140,7 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool>(args:
         splits,
         alpha_gate,
         alpha_up,
+        device_globals,
     } = args;
     let (groups, tiles) = (n / DECODE_GROUP_N, TILES as u32);
     if groups == 0 || splits == 0 || decode_token_tiles(m) != tiles {
@@ -399,6 +400,11 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool>(args:
             }
         }
     }
+    // SAFETY: the launch contract; after the dependency wait.
+    let (alpha_gate, alpha_up) = {
+        let (gate_factor, up_factor) = unsafe { device_globals.factors() };
+        (alpha_gate * gate_factor, alpha_up * up_factor)
+    };
     // Output `i` of this thread: its token, its column in the row group and its value.
     let first_row = warp * DECODE_ROWS_PER_WARP;
     let output = |i: u32| {

@@ -35,6 +35,12 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for DenseProb
     };
 
     #[inline(always)]
+    unsafe fn alpha_factors(&self) -> (f32, f32) {
+        // SAFETY: the launch contract (device scales readable) and the caller's (after the wait).
+        unsafe { self.args.device_globals.factors() }
+    }
+
+    #[inline(always)]
     fn token_map(&self) -> u64 {
         (self.token_map)()
     }

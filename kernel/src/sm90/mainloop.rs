@@ -95,6 +95,16 @@ pub(crate) trait Problem {
     /// Whether the tiles write NVFP4 ([`Problem::nvfp4_tile`]) instead of fp16 through
     /// `TileJob::out` (gated problems only: plain tiles hold 128 outputs).
     const NVFP4_OUT: bool;
+    /// Factors of the tile's gate and up α that live in device memory (the dense launches'
+    /// `DeviceGlobalScales`), read when a tile is finished, after the dependency wait; the
+    /// grouped kernels' preparation pass folds them into each group's α.
+    ///
+    /// # Safety
+    /// Called by consumers after their dependency wait.
+    #[inline(always)]
+    unsafe fn alpha_factors(&self) -> (f32, f32) {
+        (1.0, 1.0)
+    }
     /// Generic address of the token operand's tensor map.
     fn token_map(&self) -> u64;
     /// The tile `span` of a launch with `tile.tokens` tokens per tile.
@@ -1024,6 +1034,11 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         // SAFETY: the workspace and flags were sized by the host plan for this split.
         let finishes_tile = segment.count == 1 || unsafe { fix_up(work, &segment, &mut acc, thread) };
         if finishes_tile {
+            let mut job = job;
+            // SAFETY: after the dependency wait (`roles`).
+            let (gate_factor, up_factor) = unsafe { problem.alpha_factors() };
+            job.alpha_gate *= gate_factor;
+            job.alpha_up *= up_factor;
             // SAFETY (both): outputs are checked against the tile's tokens and N; the staging
             // is the consumers' own.
             // The NVFP4 tile is computed after the staging (its fields would otherwise stay

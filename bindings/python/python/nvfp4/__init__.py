@@ -91,6 +91,15 @@ def _eager() -> bool:
     return not torch.compiler.is_compiling()
 
 
+def _alpha(value):
+    """An α argument as ``(host factor, device tensor or None)``: a number stays on the host; a
+    float32 CUDA tensor of one element is read by the kernel when it runs (no host round trip:
+    a scale a previous kernel wrote, or one updated between CUDA graph replays)."""
+    if isinstance(value, torch.Tensor):
+        return 1.0, value
+    return value, None
+
+
 def _float(arg: str, value) -> float:
     try:
         return float(value)
@@ -202,19 +211,21 @@ def dequantize(data, scales, global_scale: Optional[float] = None, dtype=torch.f
 def _dual_gemm_out(
     a: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, a_sf: torch.Tensor, b1_sf: torch.Tensor,
     b2_sf: torch.Tensor, alpha1: float, alpha2: float, out: torch.Tensor,
+    alpha1_t: Optional[torch.Tensor] = None, alpha2_t: Optional[torch.Tensor] = None,
 ) -> None:
     _nvfp4.dual_gemm(
         _stream_of(a), _meta("a", a), _meta("b1", b1), _meta("b2", b2), _meta("a_sf", a_sf),
         _meta("b1_sf", b1_sf), _meta("b2_sf", b2_sf), _float("alpha1", alpha1), _float("alpha2", alpha2),
-        _meta("out", out),
+        _meta("out", out), (_meta("alpha1", alpha1_t), _meta("alpha2", alpha2_t)),
     )
 
 
-def _dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2) -> tuple:
+def _dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t=None, alpha2_t=None) -> tuple:
     """Checks the inputs (nothing launched) and returns the output's shape."""
     return _nvfp4.dual_gemm(
         _stream_of(a), _meta("a", a), _meta("b1", b1), _meta("b2", b2), _meta("a_sf", a_sf),
         _meta("b1_sf", b1_sf), _meta("b2_sf", b2_sf), _float("alpha1", alpha1), _float("alpha2", alpha2), None,
+        (_meta("alpha1", alpha1_t), _meta("alpha2", alpha2_t)),
     )
 
 
@@ -225,60 +236,67 @@ torch.library.custom_op("nvfp4::dual_gemm_out", _dual_gemm_out, mutates_args=("o
 def _dual_gemm_op(
     a: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, a_sf: torch.Tensor, b1_sf: torch.Tensor,
     b2_sf: torch.Tensor, alpha1: float, alpha2: float,
+    alpha1_t: Optional[torch.Tensor] = None, alpha2_t: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
-    out = torch.empty(_dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2), dtype=torch.float16, device=a.device)
-    _dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out)
+    shape = _dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t, alpha2_t)
+    out = torch.empty(shape, dtype=torch.float16, device=a.device)
+    _dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out, alpha1_t, alpha2_t)
     return out
 
 
 @_dual_gemm_op.register_fake
-def _(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2):
+def _(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t=None, alpha2_t=None):
     return a.new_empty((a.shape[0], b1.shape[0]), dtype=torch.float16)
 
 
-def dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1: float = 1.0, alpha2: float = 1.0, out=None):
+def dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1=1.0, alpha2=1.0, out=None):
     """``out = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)``, float16 ``m × n`` (SwiGLU gate/up).
     ``a``: ``m × k/2``, ``b1``/``b2``: ``n × k/2`` packed e2m1; ``*_sf`` their blocked scales;
-    ``alpha*`` the products of the operands' global (dequantization) scales. Any m ≥ 1, n and k
+    ``alpha*`` the products of the operands' global (dequantization) scales: numbers, or
+    float32 CUDA tensors of one element that the kernel reads when it runs (no host
+    synchronization; a CUDA graph replays with their values of the moment). Any m ≥ 1, n and k
     multiples of 64."""
+    (alpha1, alpha1_t), (alpha2, alpha2_t) = _alpha(alpha1), _alpha(alpha2)
     if _eager():
         if out is None:
-            shape = _dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2)
+            shape = _dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t, alpha2_t)
             out = torch.empty(shape, dtype=torch.float16, device=a.device)
-        _dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out)
+        _dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out, alpha1_t, alpha2_t)
         return out
     if out is not None:
-        torch.ops.nvfp4.dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out)
+        torch.ops.nvfp4.dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out, alpha1_t, alpha2_t)
         return out
-    return torch.ops.nvfp4.dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2)
+    return torch.ops.nvfp4.dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t, alpha2_t)
 
 
 def _dual_gemm_nvfp4_out(
     a: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, a_sf: torch.Tensor, b1_sf: torch.Tensor,
     b2_sf: torch.Tensor, alpha1: float, alpha2: float, global_scale: float, data: torch.Tensor,
-    scales: torch.Tensor,
+    scales: torch.Tensor, alpha1_t: Optional[torch.Tensor] = None, alpha2_t: Optional[torch.Tensor] = None,
 ) -> None:
     _nvfp4.dual_gemm_nvfp4(
         _stream_of(a), _meta("a", a), _meta("b1", b1), _meta("b2", b2), _meta("a_sf", a_sf),
         _meta("b1_sf", b1_sf), _meta("b2_sf", b2_sf), _float("alpha1", alpha1), _float("alpha2", alpha2),
         _float("global_scale", global_scale), (_meta("data", data), _meta("scales", scales)),
+        (_meta("alpha1", alpha1_t), _meta("alpha2", alpha2_t)),
     )
 
 
 def _dual_gemm_nvfp4_op_impl(
     a: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, a_sf: torch.Tensor, b1_sf: torch.Tensor,
     b2_sf: torch.Tensor, alpha1: float, alpha2: float, global_scale: float,
+    alpha1_t: Optional[torch.Tensor] = None, alpha2_t: Optional[torch.Tensor] = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     # The inputs' rules first (nothing launched), then the outputs, then the launch.
     m, n = _nvfp4.dual_gemm_nvfp4(
         _stream_of(a), _meta("a", a), _meta("b1", b1), _meta("b2", b2), _meta("a_sf", a_sf),
         _meta("b1_sf", b1_sf), _meta("b2_sf", b2_sf), _float("alpha1", alpha1), _float("alpha2", alpha2),
-        _float("global_scale", global_scale), None,
+        _float("global_scale", global_scale), None, (_meta("alpha1", alpha1_t), _meta("alpha2", alpha2_t)),
     )
     data = torch.empty((m, n // 2), dtype=torch.uint8, device=a.device)
     # The kernel writes every scale byte, padding rows as zeros.
     scales = torch.empty(scale_shape(m, n), dtype=_FP8, device=a.device)
-    _dual_gemm_nvfp4_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale, data, scales)
+    _dual_gemm_nvfp4_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale, data, scales, alpha1_t, alpha2_t)
     return data, scales
 
 
@@ -287,13 +305,12 @@ _dual_gemm_nvfp4_op = torch.library.custom_op("nvfp4::dual_gemm_nvfp4", _dual_ge
 
 
 @_dual_gemm_nvfp4_op.register_fake
-def _(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale):
+def _(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale, alpha1_t=None, alpha2_t=None):
     m, n = a.shape[0], b1.shape[0]
     return a.new_empty((m, n // 2), dtype=torch.uint8), a.new_empty(scale_shape(m, n), dtype=_FP8)
 
 
-def dual_gemm_nvfp4(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1: float = 1.0, alpha2: float = 1.0, *,
-                    global_scale: float, out=None):
+def dual_gemm_nvfp4(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1=1.0, alpha2=1.0, *, global_scale: float, out=None):
     """:func:`dual_gemm` with its result written as NVFP4: returns ``(data, scales)`` of
     ``h = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)`` (``m × n/2`` uint8 and the 2-D swizzled
     float8_e4m3fn scales), bit-identical to ``quantize(dual_gemm(...), global_scale)`` but
@@ -301,31 +318,37 @@ def dual_gemm_nvfp4(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1: float = 1.0, alpha2: 
     MLP's down projection (:func:`gemm` with ``alpha = global_scale · its weights' scale``).
     ``global_scale`` is static (calibrated, as serving engines calibrate ``input_scale``):
     values beyond ``2688 · global_scale`` saturate; no non-finite check (an fp16 overflow
-    saturates its block). ``out``: an optional ``(data, scales)`` pair to write. Verified on
-    Hopper; the Blackwell kernel is written but has never run."""
+    saturates its block). ``alpha*`` as for :func:`dual_gemm` (numbers or one-element tensors).
+    ``out``: an optional ``(data, scales)`` pair to write. Verified on Hopper; the Blackwell
+    kernel is written but has never run."""
+    (alpha1, alpha1_t), (alpha2, alpha2_t) = _alpha(alpha1), _alpha(alpha2)
+    args = (a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale)
     if _eager():
         if out is None:
-            return _dual_gemm_nvfp4_op_impl(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale)
-        _dual_gemm_nvfp4_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale, *out)
+            return _dual_gemm_nvfp4_op_impl(*args, alpha1_t, alpha2_t)
+        _dual_gemm_nvfp4_out(*args, *out, alpha1_t, alpha2_t)
         return out
     if out is not None:
-        torch.ops.nvfp4.dual_gemm_nvfp4_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale, *out)
+        torch.ops.nvfp4.dual_gemm_nvfp4_out(*args, *out, alpha1_t, alpha2_t)
         return out
-    return torch.ops.nvfp4.dual_gemm_nvfp4(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, global_scale)
+    return torch.ops.nvfp4.dual_gemm_nvfp4(*args, alpha1_t, alpha2_t)
 
 
-def _gemm_out(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor, alpha: float, out: torch.Tensor) -> None:
+def _gemm_out(
+    a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor, alpha: float, out: torch.Tensor,
+    alpha_t: Optional[torch.Tensor] = None,
+) -> None:
     _nvfp4.gemm(
         _stream_of(a), _meta("a", a), _meta("b", b), _meta("a_sf", a_sf), _meta("b_sf", b_sf),
-        _float("alpha", alpha), _meta("out", out),
+        _float("alpha", alpha), _meta("out", out), _meta("alpha", alpha_t),
     )
 
 
-def _gemm_shape(a, b, a_sf, b_sf, alpha) -> tuple:
+def _gemm_shape(a, b, a_sf, b_sf, alpha, alpha_t=None) -> tuple:
     """Checks the inputs (nothing launched) and returns the output's shape."""
     return _nvfp4.gemm(
         _stream_of(a), _meta("a", a), _meta("b", b), _meta("a_sf", a_sf), _meta("b_sf", b_sf),
-        _float("alpha", alpha), None,
+        _float("alpha", alpha), None, _meta("alpha", alpha_t),
     )
 
 
@@ -333,29 +356,33 @@ torch.library.custom_op("nvfp4::gemm_out", _gemm_out, mutates_args=("out",))
 
 
 @torch.library.custom_op("nvfp4::gemm", mutates_args=())
-def _gemm_op(a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor, alpha: float) -> torch.Tensor:
-    out = torch.empty(_gemm_shape(a, b, a_sf, b_sf, alpha), dtype=torch.float16, device=a.device)
-    _gemm_out(a, b, a_sf, b_sf, alpha, out)
+def _gemm_op(
+    a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor, alpha: float,
+    alpha_t: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    out = torch.empty(_gemm_shape(a, b, a_sf, b_sf, alpha, alpha_t), dtype=torch.float16, device=a.device)
+    _gemm_out(a, b, a_sf, b_sf, alpha, out, alpha_t)
     return out
 
 
 @_gemm_op.register_fake
-def _(a, b, a_sf, b_sf, alpha):
+def _(a, b, a_sf, b_sf, alpha, alpha_t=None):
     return a.new_empty((a.shape[0], b.shape[0]), dtype=torch.float16)
 
 
-def gemm(a, b, a_sf, b_sf, alpha: float = 1.0, out=None):
+def gemm(a, b, a_sf, b_sf, alpha=1.0, out=None):
     """``out = alpha · a·bᵀ``, float16 ``m × n`` (e.g. a down projection); operands as for
-    :func:`dual_gemm`."""
+    :func:`dual_gemm`, ``alpha`` a number or a float32 CUDA tensor of one element."""
+    alpha, alpha_t = _alpha(alpha)
     if _eager():
         if out is None:
-            out = torch.empty(_gemm_shape(a, b, a_sf, b_sf, alpha), dtype=torch.float16, device=a.device)
-        _gemm_out(a, b, a_sf, b_sf, alpha, out)
+            out = torch.empty(_gemm_shape(a, b, a_sf, b_sf, alpha, alpha_t), dtype=torch.float16, device=a.device)
+        _gemm_out(a, b, a_sf, b_sf, alpha, out, alpha_t)
         return out
     if out is not None:
-        torch.ops.nvfp4.gemm_out(a, b, a_sf, b_sf, alpha, out)
+        torch.ops.nvfp4.gemm_out(a, b, a_sf, b_sf, alpha, out, alpha_t)
         return out
-    return torch.ops.nvfp4.gemm(a, b, a_sf, b_sf, alpha)
+    return torch.ops.nvfp4.gemm(a, b, a_sf, b_sf, alpha, alpha_t)
 
 
 # --- grouped (Mixture-of-Experts, contiguous convention) ----------------------------------------

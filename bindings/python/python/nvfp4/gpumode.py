@@ -87,7 +87,7 @@ def _plain(stream, groups):
     """``out = a·bᵀ`` for every ``(a, b, a_sf, b_sf, out)`` of ``groups``: the dense kernel for
     one, one separate-convention launch for more."""
     if len(groups) == 1:
-        _nvfp4.gemm(stream, *groups[0][:4], 1.0, groups[0][4])
+        _nvfp4.gemm(stream, *groups[0][:4], 1.0, groups[0][4], None)
     else:
         _nvfp4.grouped_separate(
             stream, False, [(a, b, None, a_sf, b_sf, None, 1.0, 1.0, out) for a, b, a_sf, b_sf, out in groups]
@@ -111,7 +111,7 @@ def dual_gemm(data):
     if batches == 1:
         _nvfp4.dual_gemm(
             stream, a.matrix(0), b1.matrix(0), b2.matrix(0), sfa.scales(0), sfb1.scales(0), sfb2.scales(0),
-            1.0, 1.0, out.matrix(0),
+            1.0, 1.0, out.matrix(0), (None, None),
         )
         return c
     groups = [
