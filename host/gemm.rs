@@ -147,6 +147,7 @@ impl GemmPlan {
         a.expect_shape("a", m, k)?;
         b.expect_shape("b", n, k)?;
         c.expect_len("c", m * n)?;
+        c.expect_f16("c", "the GEMM on sm_100 (its one-group grouped launch)")?;
         let scale = a.global_scale().unwrap_or(1.0) * b.global_scale().unwrap_or(1.0);
         kernel_alpha(scale, operand_rescale(gpu.arch()))?;
         // One group of all rows: A's own blocked scales; B the one group's weights.

@@ -671,6 +671,83 @@ fn device_global_scales_give_the_host_global_scales_results_bit_for_bit() {
     );
 }
 
+/// The dense dual GEMM and GEMM write bf16 into a bf16 view (`F16Mut::of_bf16`): the same f32
+/// result rounded to bf16 instead of fp16, so each value is within half a bf16 and half an
+/// fp16 step of the fp16 output; at the decode-size and tiled kernels.
+fn bf16_output_is_the_fp16_output_rounded_to_bf16() {
+    use half::bf16;
+    use nvfp4::gemm::GemmShape;
+    use nvfp4::gpu::F16Mut;
+    let Some(gpu) = common::gpu_or_skip() else {
+        return;
+    };
+    let stream = gpu.stream().clone();
+    let mut rng = Rng::new(23);
+    let (n, k) = (256usize, 1024usize);
+    let b1 = gpu
+        .upload(&random_matrix(n, k, Distribution::Task, &mut rng).unwrap())
+        .unwrap();
+    let b2 = gpu
+        .upload(&random_matrix(n, k, Distribution::Task, &mut rng).unwrap())
+        .unwrap();
+    let mut worst = 0f32;
+    for m in [1usize, 13, 200] {
+        let a = gpu
+            .upload(&random_matrix(m, k, Distribution::Task, &mut rng).unwrap())
+            .unwrap();
+        let dual = gpu.plan_dual_gemm(nvfp4::DualGemmShape { m, n, k }).unwrap();
+        let plain = gpu.plan_gemm(GemmShape { m, n, k }).unwrap();
+        for gated in [true, false] {
+            let mut c16 = stream.alloc_zeros::<f16>(m * n).unwrap();
+            let mut c_bf = stream.alloc_zeros::<bf16>(m * n).unwrap();
+            let (view_a, view_b1, view_b2) = (a.view(&stream), b1.view(&stream), b2.view(&stream));
+            if gated {
+                dual.launch_views(&gpu, view_a, view_b1, view_b2, F16Mut::of(&mut c16, &stream))
+                    .unwrap();
+                dual.launch_views(
+                    &gpu,
+                    view_a,
+                    view_b1,
+                    view_b2,
+                    F16Mut::of_bf16(&mut c_bf, &stream),
+                )
+                .unwrap();
+            } else {
+                plain
+                    .launch_views(&gpu, view_a, view_b1, F16Mut::of(&mut c16, &stream))
+                    .unwrap();
+                plain
+                    .launch_views(&gpu, view_a, view_b1, F16Mut::of_bf16(&mut c_bf, &stream))
+                    .unwrap();
+            }
+            let (c16, c_bf) = (
+                stream.clone_dtoh(&c16).unwrap(),
+                stream.clone_dtoh(&c_bf).unwrap(),
+            );
+            assert!(
+                c16.iter().any(|x| x.to_f32() != 0.0),
+                "m = {m}: a zero result proves nothing"
+            );
+            for (i, (h, b)) in c16.iter().zip(&c_bf).enumerate() {
+                let (h, b) = (h.to_f32(), b.to_f32());
+                // Half a bf16 step (2^-8 relative) and half an fp16 step (2^-11) apart at most.
+                let allowed = h.abs() * (1.0 / 256.0 + 1.0 / 1024.0) + 1e-7;
+                assert!(
+                    (h - b).abs() <= allowed,
+                    "m = {m}, gated {gated}, element {i}: fp16 {h}, bf16 {b}"
+                );
+                if h != 0.0 {
+                    worst = worst.max((h - b).abs() / h.abs());
+                }
+            }
+        }
+        // The NVFP4-output entries ignore the format (their input is the fp16 rounding).
+    }
+    println!(
+        "bf16 output: dual GEMM and GEMM at 1, 13, 200 tokens, worst relative distance to fp16 {worst:.2e}"
+    );
+}
+
 test_main!(
     compute_capability_selects_the_kernel_architecture,
     opening_a_gpu_without_a_driver_is_a_typed_error,
@@ -680,4 +757,5 @@ test_main!(
     gpu_quantizer_is_bit_identical_to_the_cpu_quantizer,
     caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_graph,
     device_global_scales_give_the_host_global_scales_results_bit_for_bit,
+    bf16_output_is_the_fp16_output_rounded_to_bf16,
 );

@@ -25,7 +25,7 @@ use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
-use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Mut, NvFp4Ref, tensor_map};
+use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, HalfFormat, NvFp4Mut, NvFp4Ref, tensor_map};
 use crate::problem::DualGemmShape;
 use crate::rules::{SM90_OPERAND_RESCALE, StreamKState, device_globals, kernel_alpha, set_a_collector};
 
@@ -410,7 +410,8 @@ impl DensePlan {
         let (out, out_scales, out_global_scale, epilogue) = match &c {
             DenseOut::F16(c) => {
                 c.expect_len("c", m * n)?;
-                (c.address(), 0, 1.0, TileEpilogue::f16(self.gated))
+                let bf16 = c.format() == HalfFormat::Bf16;
+                (c.address(), 0, 1.0, TileEpilogue::half(self.gated, bf16))
             }
             DenseOut::NvFp4(h) => {
                 if !self.gated {
@@ -531,6 +532,10 @@ impl DensePlan {
                     )
                 }
             }
+            PlannedKernel::Sm100 { .. } if epilogue.bf16() => Err(Error::MissingKernel {
+                kernel: epilogue.operation().to_string(),
+                arch: Arch::Sm100f.name(),
+            }),
             PlannedKernel::Sm100 { geometry } => {
                 let kernels = gpu.sm100_kernels(op)?;
                 let map = |x: &NvFp4Ref| tensor_map::packed_rows(x.data_address(), x.rows(), k);

@@ -282,6 +282,8 @@ pub(crate) struct LoadedTile<T, D, G> {
     dense_nvfp4: Option<LoadedKernel<D>>,
     /// The dense plain GEMM, where the architecture has one.
     dense_plain: Option<LoadedKernel<D>>,
+    /// The dense dual GEMM and plain GEMM writing bf16, where the architecture has them.
+    dense_bf16: Option<[LoadedKernel<D>; 2]>,
     /// Gated (dual), plain, then (where the architecture has one) gated writing NVFP4; absent
     /// for a tile without grouped kernels.
     grouped: Option<Vec<LoadedKernel<G>>>,
@@ -310,8 +312,8 @@ pub(crate) struct Sm90Kernels {
     tiled: Vec<LoadedTile<Tile, sm90::DualGemmArgs, sm90::GroupedArgs>>,
     pub predecode_tokens: LoadedKernel<sm90::PredecodeArgs>,
     /// The decode-size kernels per count of 8-token tiles: the dual GEMM, the dual GEMM
-    /// writing NVFP4, the plain GEMM.
-    decode: Vec<(u32, [LoadedKernel<sm90::DecodeArgs>; 3])>,
+    /// writing NVFP4, the plain GEMM, the dual and plain GEMM writing bf16.
+    decode: Vec<(u32, [LoadedKernel<sm90::DecodeArgs>; 5])>,
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
@@ -330,6 +332,7 @@ impl Sm90Kernels {
                 load(entries.dense_nvfp4)?,
                 load(entries.dense_plain)?,
             );
+            let dense_bf16 = [load(entries.dense_bf16)?, load(entries.dense_plain_bf16)?];
             let grouped = match entries.grouped {
                 Some(grouped) => {
                     let load = |kernel| -> Result<LoadedKernel<sm90::GroupedArgs>> {
@@ -350,6 +353,7 @@ impl Sm90Kernels {
                 dense,
                 dense_nvfp4: Some(dense_nvfp4),
                 dense_plain: Some(dense_plain),
+                dense_bf16: Some(dense_bf16),
                 grouped,
             });
         }
@@ -371,6 +375,8 @@ impl Sm90Kernels {
                     load(entry.kernel, false)?,
                     load(entry.nvfp4, true)?,
                     load(entry.plain, false)?,
+                    load(entry.bf16, false)?,
+                    load(entry.plain_bf16, false)?,
                 ],
             ));
         }
@@ -393,6 +399,8 @@ impl Sm90Kernels {
                 TileEpilogue::Gated => Some(&t.dense),
                 TileEpilogue::GatedNvfp4 => t.dense_nvfp4.as_ref(),
                 TileEpilogue::Plain => t.dense_plain.as_ref(),
+                TileEpilogue::GatedBf16 => t.dense_bf16.as_ref().map(|k| &k[0]),
+                TileEpilogue::PlainBf16 => t.dense_bf16.as_ref().map(|k| &k[1]),
             },
         )
     }
@@ -403,6 +411,9 @@ impl Sm90Kernels {
             TileEpilogue::Gated => ("grouped dual GEMM", 0),
             TileEpilogue::Plain => ("grouped GEMM", 1),
             TileEpilogue::GatedNvfp4 => ("grouped dual GEMM with NVFP4 output", 2),
+            // No grouped kernel writes bf16: an index past the loaded ones names it missing.
+            TileEpilogue::GatedBf16 => ("grouped dual GEMM with bf16 output", usize::MAX),
+            TileEpilogue::PlainBf16 => ("grouped GEMM with bf16 output", usize::MAX),
         };
         find_tiled(&self.tiled, tile, Arch::Sm90a, what, |t| {
             t.grouped.as_ref().and_then(|g| g.get(index))
@@ -419,6 +430,8 @@ impl Sm90Kernels {
             TileEpilogue::Gated => 0,
             TileEpilogue::GatedNvfp4 => 1,
             TileEpilogue::Plain => 2,
+            TileEpilogue::GatedBf16 => 3,
+            TileEpilogue::PlainBf16 => 4,
         };
         self.decode
             .iter()
@@ -462,6 +475,7 @@ impl Sm100Kernels {
                 dense,
                 dense_nvfp4: Some(dense_nvfp4),
                 dense_plain: None,
+                dense_bf16: None,
                 grouped,
             });
         }

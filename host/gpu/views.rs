@@ -13,7 +13,7 @@ use nvfp4_kernel::layout::BlockedScales;
 
 use super::buffer::check_device_address;
 use crate::error::{Error, Result};
-use crate::gpu::DeviceNvFp4Matrix;
+use crate::gpu::{DeviceNvFp4Matrix, HalfFormat};
 use crate::matrix::{validate_global_scale, validate_shape};
 
 /// An NVFP4 matrix in device memory: `rows × k/2` bytes of packed e2m1 (row-major, two values
@@ -152,11 +152,14 @@ impl DeviceNvFp4Matrix {
     }
 }
 
-/// `len` fp16 values in device memory, 16-byte aligned, that an op writes.
+/// `len` 16-bit floats in device memory, 16-byte aligned, that an op writes: fp16, or bf16
+/// for a view made by [`F16Mut::from_raw_bf16`] or [`F16Mut::of_bf16`] (which the dense dual
+/// GEMM and GEMM write; the other ops refuse it with a typed error).
 #[derive(Debug)]
 pub struct F16Mut<'a> {
     ptr: u64,
     len: usize,
+    format: HalfFormat,
     memory: PhantomData<&'a mut ()>,
 }
 
@@ -172,7 +175,21 @@ impl F16Mut<'static> {
         Ok(Self {
             ptr,
             len,
+            format: HalfFormat::F16,
             memory: PhantomData,
+        })
+    }
+
+    /// [`Self::from_raw`] for `len` bf16 values.
+    ///
+    /// # Safety
+    /// As [`Self::from_raw`], for bf16 values.
+    pub unsafe fn from_raw_bf16(ptr: u64, len: usize) -> Result<Self> {
+        // SAFETY: the caller's.
+        let view = unsafe { Self::from_raw(ptr, len) }?;
+        Ok(Self {
+            format: HalfFormat::Bf16,
+            ..view
         })
     }
 }
@@ -183,7 +200,37 @@ impl<'a> F16Mut<'a> {
         Self {
             len: slice.len(),
             ptr: slice.device_ptr_mut(stream).0,
+            format: HalfFormat::F16,
             memory: PhantomData,
+        }
+    }
+
+    /// A bf16 `slice` as an output view on `stream`.
+    pub fn of_bf16(slice: &'a mut CudaSlice<half::bf16>, stream: &CudaStream) -> Self {
+        Self {
+            len: slice.len(),
+            ptr: slice.device_ptr_mut(stream).0,
+            format: HalfFormat::Bf16,
+            memory: PhantomData,
+        }
+    }
+
+    /// The values' format.
+    pub fn format(&self) -> HalfFormat {
+        self.format
+    }
+
+    /// Refuses a bf16 view for an op that writes fp16 only.
+    pub(crate) fn expect_f16(&self, arg: &'static str, op: &str) -> Result<()> {
+        match self.format {
+            HalfFormat::F16 => Ok(()),
+            HalfFormat::Bf16 => Err(Error::invalid(
+                arg,
+                format!(
+                    "{op} writes fp16 only (bf16: the dense dual GEMM and GEMM on sm_90a, the dual GEMM on sm_100)"
+                ),
+                "a bf16 view",
+            )),
         }
     }
 

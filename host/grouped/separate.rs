@@ -124,6 +124,7 @@ impl GroupedPlan {
             let c_address = match (group.a, &group.c) {
                 (Some(_), Some(c)) => {
                     c.expect_len("c", m * n)?;
+                    c.expect_f16("c", "the separate grouped convention")?;
                     c.address()
                 }
                 (None, None) => 0,

@@ -1,11 +1,19 @@
 //! Epilogue math and output formats shared by every kernel (device only): the SwiGLU
-//! activation, and the NVFP4 output of a tile ([`Nvfp4Tile`]), which GEMM epilogues write
+//! activation, the 16-bit output rounding (fp16 or bf16), and the NVFP4 output of a tile ([`Nvfp4Tile`]), which GEMM epilogues write
 //! instead of fp16 so that the next GEMM's activations need no quantization pass.
 
 use crate::common::{NVFP4_TILE_COLUMNS, nvfp4_staging_chunk};
 use crate::layout::{ATOM_ROWS, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, mem, smem};
 use crate::quantize::encode_f16_block;
+
+/// A 16-bit output value: `x` rounded to nearest even in bf16 if `bf16`, else in fp16 (a
+/// constant of each entry: a run-time choice spilled the register-tight tiles, perf log entry
+/// 47).
+#[inline(always)]
+pub fn half_bits(x: f32, bf16: bool) -> u16 {
+    if bf16 { cvt::f32_to_bf16_rn(x) } else { cvt::f32_to_f16_rn(x) }
+}
 
 /// `x / (1 + 2^(−x·log2 e))` with the approximate exp2 and reciprocal: relative error ≈ 1e-6,
 /// far below the task's 1e-3 (fp16 rounding alone takes 4.9e-4). Large negative x gives −0,

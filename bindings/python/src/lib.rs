@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use nvfp4::dual_gemm::DualGemmPlan;
 use nvfp4::gemm::{GemmPlan, GemmShape};
-use nvfp4::gpu::{F16Mut, Gpu, NvFp4Mut, NvFp4Ref};
+use nvfp4::gpu::{F16Mut, Gpu, HalfFormat, NvFp4Mut, NvFp4Ref};
 use nvfp4::grouped::{
     ContiguousAddresses, ContiguousNvFp4Out, GroupedLayout, GroupedOp, GroupedPlan, SeparateGroup, UpWeights,
 };
@@ -264,6 +264,20 @@ fn dequantize(
     .map(|()| None)
 }
 
+/// An fp16 or bf16 output view of `len` values at `address`.
+///
+/// # Safety
+/// `address` is a checked output tensor's, alive until the launch has run.
+unsafe fn half_out(address: u64, len: usize, format: HalfFormat) -> nvfp4::Result<F16Mut<'static>> {
+    // SAFETY: the caller's.
+    unsafe {
+        match format {
+            HalfFormat::F16 => F16Mut::from_raw(address, len),
+            HalfFormat::Bf16 => F16Mut::from_raw_bf16(address, len),
+        }
+    }
+}
+
 /// `view` with the scale at `address` in device memory as its device global scale (none for 0).
 ///
 /// # Safety
@@ -409,11 +423,12 @@ fn dual_gemm(
     let Some(out) = out else {
         return Ok(Some((m, n)));
     };
-    tensors::output("out", &out, [m, n], Some("float16")).map_err(rejected)?;
+    // float16, or bfloat16 (the kernels round to it instead).
+    let format = tensors::output("out", &out, [m, n], None).map_err(rejected)?;
     let device = operands.device(&[("out", &out)])?;
     with_device(device, stream, |d| {
         // SAFETY: the tensors were checked above.
-        let ([a, b1, b2], out) = unsafe { (operands.views()?, F16Mut::from_raw(out.0, m * n)?) };
+        let ([a, b1, b2], out) = unsafe { (operands.views()?, half_out(out.0, m * n, format)?) };
         operands
             .plan(&d.gpu, &mut d.dual)?
             .launch_views(&d.gpu, a, b1, b2, out)
@@ -489,7 +504,8 @@ fn gemm(
     let Some(out) = out else {
         return Ok(Some((m, n)));
     };
-    tensors::output("out", &out, [m, n], Some("float16")).map_err(rejected)?;
+    // float16, or bfloat16 (the kernels round to it instead).
+    let format = tensors::output("out", &out, [m, n], None).map_err(rejected)?;
     let alpha = tensors::scale("alpha", alpha).map_err(rejected)?;
     let device = tensors::device(&[
         ("a", Some(&a)),
@@ -510,7 +526,7 @@ fn gemm(
                     NvFp4Ref::from_raw(b.0, b_sf_at, n, k, Some(alpha))?,
                     device_alpha_at,
                 )?,
-                F16Mut::from_raw(out.0, m * n)?,
+                half_out(out.0, m * n, format)?,
             )
         };
         let plan = cached(&mut d.gemm, shape, || d.gpu.plan_gemm(GemmShape { m, n, k }))?;

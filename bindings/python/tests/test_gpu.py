@@ -129,6 +129,26 @@ def test_alphas_as_device_tensors_give_the_float_alphas_results_bit_for_bit(cuda
         nvfp4.gemm(a[0], b1[0], a[1], b1[1], alpha=torch.tensor([0.1], device="cpu"))
 
 
+@pytest.mark.parametrize("m, n, k", [(1, 256, 512), (130, 256, 1024)])
+def test_bfloat16_output_is_the_float16_output_rounded_to_bfloat16(cuda, m, n, k):
+    g = torch.Generator(device=cuda).manual_seed(19 + m)
+    a, b1, b2 = (random_nvfp4(r, k, cuda, g) for r in (m, n, n))
+    ops = (a[0], b1[0], b2[0], a[1], b1[1], b2[1])
+    pairs = [
+        (nvfp4.dual_gemm(*ops, 0.03, 0.02), nvfp4.dual_gemm(*ops, 0.03, 0.02, out_dtype=torch.bfloat16)),
+        (nvfp4.gemm(a[0], b1[0], a[1], b1[1], 0.01), nvfp4.gemm(a[0], b1[0], a[1], b1[1], 0.01, out_dtype=torch.bfloat16)),
+    ]
+    out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=cuda)
+    pairs.append((pairs[0][0], nvfp4.dual_gemm(*ops, 0.03, 0.02, out=out)))
+    for half, brain in pairs:
+        assert brain.dtype == torch.bfloat16 and half.abs().max() > 0
+        # One f32 value rounded both ways: half a bfloat16 step and half a float16 step apart.
+        h, b = half.float(), brain.float()
+        assert torch.all((h - b).abs() <= h.abs() * (1 / 256 + 1 / 1024) + 1e-7)
+    with pytest.raises(ValueError, match="out_dtype"):
+        nvfp4.dual_gemm(*ops, 0.03, 0.02, out_dtype=torch.float32)
+
+
 def test_a_side_stream_and_a_preallocated_output(cuda):
     g = torch.Generator(device=cuda).manual_seed(3)
     a, b1, b2 = (random_nvfp4(r, 512, cuda, g) for r in (64, 256, 256))
@@ -423,6 +443,9 @@ def test_opcheck_passes_for_every_op(cuda):
         (torch.ops.nvfp4.dual_gemm.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 1.0, 1.0, alpha, alpha)),
         (torch.ops.nvfp4.gemm.default, (a[0], b1[0], a[1], b1[1], 1.0, alpha)),
         (torch.ops.nvfp4.dual_gemm_nvfp4.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 1.0, 1.0, 0.5, alpha, None)),
+        # bfloat16 output.
+        (torch.ops.nvfp4.dual_gemm.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.1, 0.1, None, None, torch.bfloat16)),
+        (torch.ops.nvfp4.gemm.default, (a[0], b1[0], a[1], b1[1], 0.1, None, torch.bfloat16)),
     ]
     for op, args in cases:
         torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))

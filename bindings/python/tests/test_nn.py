@@ -47,7 +47,7 @@ def test_linear_and_swiglu_mlp(cuda, dtype):
     y = linear(x)
     assert y.dtype == dtype and y.shape == (3, tokens, intermediate)
     xq, xs = nvfp4.quantize(x.reshape(-1, hidden).contiguous(), x_scale)
-    composed = nvfp4.gemm(xq, linear.weight, xs, linear.weight_scales, linear.alpha()).to(dtype)
+    composed = nvfp4.gemm(xq, linear.weight, xs, linear.weight_scales, linear.alpha(), out_dtype=dtype)
     assert torch.equal(y.reshape(-1, intermediate), composed)
     want = fake_quant(x.reshape(-1, hidden), x_scale).double() @ weights_of(linear).double().T
     assert relative_error(y.reshape(-1, intermediate), want) < 1e-2
@@ -57,7 +57,7 @@ def test_linear_and_swiglu_mlp(cuda, dtype):
     assert y.dtype == dtype and y.shape == x.shape
     hq, hs = nvfp4.dual_gemm_nvfp4(xq, mlp.gate.weight, mlp.up.weight, xs, mlp.gate.weight_scales, mlp.up.weight_scales,
                                    mlp.gate.alpha(), mlp.up.alpha(), global_scale=h_scale)
-    composed = nvfp4.gemm(hq, mlp.down.weight, hs, mlp.down.weight_scales, mlp.down.alpha()).to(dtype)
+    composed = nvfp4.gemm(hq, mlp.down.weight, hs, mlp.down.weight_scales, mlp.down.alpha(), out_dtype=dtype)
     assert torch.equal(y.reshape(-1, hidden), composed)
     xf = fake_quant(x.reshape(-1, hidden), x_scale).double()
     h = (F.silu(xf @ weights_of(mlp.gate).double().T) * (xf @ weights_of(mlp.up).double().T)).half()

@@ -19,7 +19,7 @@
 //! outputs ([`Nvfp4Tile`]): the result does not depend on which CTA comes last, and no second
 //! launch is needed.
 
-use crate::epilogue::{Nvfp4Tile, silu};
+use crate::epilogue::{Nvfp4Tile, half_bits, silu};
 use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{copy, cvt, fence, mem, mma, smem, sreg};
 use crate::sm90::config::{
@@ -80,7 +80,7 @@ impl RowChunk {
 }
 
 macro_rules! decode_entry {
-    ($tiles:literal, $name:ident, $gated:literal, $nvfp4:literal) => {
+    ($tiles:literal, $name:ident, $gated:literal, $nvfp4:literal, $bf16:literal) => {
         /// The decode-size dual GEMM (or plain GEMM) for up to `8 · token_tiles` tokens (see
         /// the module doc).
         ///
@@ -91,16 +91,18 @@ macro_rules! decode_entry {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
             // SAFETY: forwarded.
-            unsafe { decode::<$tiles, $gated, $nvfp4>(args) }
+            unsafe { decode::<$tiles, $gated, $nvfp4, $bf16>(args) }
         }
     };
 }
 
 macro_rules! decode_entries {
-    ($($tiles:literal $name:ident $nvfp4:ident $plain:ident;)*) => {$(
-        decode_entry!($tiles, $name, true, false);
-        decode_entry!($tiles, $nvfp4, true, true);
-        decode_entry!($tiles, $plain, false, false);
+    ($($tiles:literal $name:ident $nvfp4:ident $plain:ident $bf16:ident $plain_bf16:ident;)*) => {$(
+        decode_entry!($tiles, $name, true, false, false);
+        decode_entry!($tiles, $nvfp4, true, true, false);
+        decode_entry!($tiles, $plain, false, false, false);
+        decode_entry!($tiles, $bf16, true, false, true);
+        decode_entry!($tiles, $plain_bf16, false, false, true);
     )*};
 }
 
@@ -119,8 +121,9 @@ const DECODE_WARM_UP_STEPS: u32 = 2;
 /// # Safety
 /// As the entry points.
 #[inline(always)]
-unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool>(args: DecodeArgs) {
+unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const BF16: bool>(args: DecodeArgs) {
     const { assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's") };
+    const { assert!(!(NVFP4 && BF16), "one output format") };
     let DecodeArgs {
         a,
         a_scales,
@@ -424,7 +427,7 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool>(args:
             if token < m {
                 let row = group * DECODE_GROUP_N + column;
                 // SAFETY: inside C (token < m, row < n).
-                unsafe { mem::st_global_b16(out.add((token * n + row) as usize), cvt::f32_to_f16_rn(value)) };
+                unsafe { mem::st_global_b16(out.add((token * n + row) as usize), half_bits(value, BF16)) };
             }
         }
         return;

@@ -15,10 +15,10 @@ use crate::sm90::mainloop::{
 };
 use crate::sm90::registry;
 
-/// A dense dual GEMM (`GATED`; with NVFP4 output if `NVFP4`) or plain GEMM: one problem, tiles
-/// numbered token tile fastest. A plain problem reads only `b1` (its up halves are `b1` shifted
-/// by 8 rows).
-struct DenseProblem<'a, M, const GATED: bool, const NVFP4: bool> {
+/// A dense dual GEMM (`GATED`; with NVFP4 output if `NVFP4`) or plain GEMM, writing bf16
+/// instead of fp16 if `BF16`: one problem, tiles numbered token tile fastest. A plain problem
+/// reads only `b1` (its up halves are `b1` shifted by 8 rows).
+struct DenseProblem<'a, M, const GATED: bool, const NVFP4: bool, const BF16: bool> {
     args: &'a DualGemmArgs,
     grid: TileGrid,
     /// The generic address of `args.a_map` in parameter space (computed where it is used: it
@@ -26,8 +26,14 @@ struct DenseProblem<'a, M, const GATED: bool, const NVFP4: bool> {
     token_map: M,
 }
 
-impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for DenseProblem<'_, M, GATED, NVFP4> {
+impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const BF16: bool> Problem
+    for DenseProblem<'_, M, GATED, NVFP4, BF16>
+{
     type Space = UniformTiles;
+    const OUT_BF16: bool = {
+        assert!(!(NVFP4 && BF16), "one output format");
+        BF16
+    };
     const GATED: bool = GATED;
     const NVFP4_OUT: bool = {
         assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's");
@@ -145,6 +151,7 @@ unsafe fn dual_gemm<
     const PREDECODED: bool,
     const GATED: bool,
     const NVFP4: bool,
+    const BF16: bool,
 >(
     args: &DualGemmArgs,
     token_map: impl Fn() -> u64,
@@ -182,7 +189,7 @@ unsafe fn dual_gemm<
     // shape has the two waves of tiles they need.
     let split = StreamK::new(space, sreg::grid_dim_x(), 0);
     let work = Work::new(split, &shared, args.workspace, args.flags, args.abort);
-    let problem = DenseProblem::<_, GATED, NVFP4> {
+    let problem = DenseProblem::<_, GATED, NVFP4, BF16> {
         args,
         grid,
         token_map,
@@ -196,7 +203,7 @@ unsafe fn dual_gemm<
 }
 
 macro_rules! entry_point {
-    ($name:ident, $tokens:literal, $mma:path, $gated:literal, $nvfp4:literal) => {
+    ($name:ident, $tokens:literal, $mma:path, $gated:literal, $nvfp4:literal, $bf16:literal) => {
         /// The sm_90a dual GEMM (or plain GEMM) for one token-tile width (see the module doc
         /// for the contract).
         ///
@@ -220,6 +227,7 @@ macro_rules! entry_point {
                     { TILE.predecoded_tokens() },
                     $gated,
                     $nvfp4,
+                    $bf16,
                 >(
                     &args,
                     || crate::ptx::kernel_param_address!($name, core::mem::offset_of!(DualGemmArgs, a_map)),
@@ -230,14 +238,17 @@ macro_rules! entry_point {
     };
 }
 
-/// Defines the dense entries (dual, dual with NVFP4 output, plain) of every tile in the
-/// registry.
+/// Defines the dense entries (dual, dual with NVFP4 output, plain, and the dual and plain
+/// writing bf16) of every tile in the registry.
 macro_rules! dense_entries {
-    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident ($($grouped:ident)*);)*) => {
+    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident $dense_bf16:ident
+        $dense_plain_bf16:ident ($($grouped:ident)*);)*) => {
         $(
-            entry_point!($dense, $tokens, wgmma::$mma, true, false);
-            entry_point!($dense_nvfp4, $tokens, wgmma::$mma, true, true);
-            entry_point!($dense_plain, $tokens, wgmma::$mma, false, false);
+            entry_point!($dense, $tokens, wgmma::$mma, true, false, false);
+            entry_point!($dense_nvfp4, $tokens, wgmma::$mma, true, true, false);
+            entry_point!($dense_plain, $tokens, wgmma::$mma, false, false, false);
+            entry_point!($dense_bf16, $tokens, wgmma::$mma, true, false, true);
+            entry_point!($dense_plain_bf16, $tokens, wgmma::$mma, false, false, true);
         )*
     };
 }

@@ -253,8 +253,8 @@ macro_rules! entry_point {
 /// Defines the grouped entries of every tile in the registry that has them: all gated (dual)
 /// kernels, then those writing NVFP4, then all plain ones.
 macro_rules! grouped_entries {
-    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident
-        ($($gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
+    ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident $dense_bf16:ident
+        $dense_plain_bf16:ident ($($gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
         $($(entry_point!($gated, true, false, $tokens, wgmma::$mma);)?)*
         $($(entry_point!($gated_nvfp4, true, true, $tokens, wgmma::$mma);)?)*
         $($(entry_point!($plain, false, false, $tokens, wgmma::$mma);)?)*

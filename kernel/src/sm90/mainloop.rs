@@ -13,7 +13,7 @@
 
 use crate::common::NVFP4_STAGING_PITCH;
 use crate::desc::{sw128_in_row, sw128_offset, sw128_row, wgmma_desc_sw128_k_major};
-use crate::epilogue::{Nvfp4Tile, silu};
+use crate::epilogue::{Nvfp4Tile, half_bits, silu};
 use crate::layout::{ATOM_BYTES, ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, warp, wgmma};
 use crate::ring::RingPosition;
@@ -95,6 +95,8 @@ pub(crate) trait Problem {
     /// Whether the tiles write NVFP4 ([`Problem::nvfp4_tile`]) instead of fp16 through
     /// `TileJob::out` (gated problems only: plain tiles hold 128 outputs).
     const NVFP4_OUT: bool;
+    /// Whether the fp16-output epilogue rounds to bf16 instead (the dense bf16 entries).
+    const OUT_BF16: bool = false;
     /// Factors of the tile's gate and up α that live in device memory (the dense launches'
     /// `DeviceGlobalScales`), read when a tile is finished, after the dependency wait; the
     /// grouped kernels' preparation pass folds them into each group's α.
@@ -1048,7 +1050,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                 let staging = shared.decoded_slice(previous_stage(&decoded));
                 unsafe { nvfp4_epilogue(&job, &acc, lane, target, staging, thread) }
             } else {
-                unsafe { epilogue(&job, &acc, lane, P::GATED) }
+                unsafe { epilogue(&job, &acc, lane, P::GATED, P::OUT_BF16) }
             }
         }
         if P::NVFP4_OUT {
@@ -1168,9 +1170,10 @@ fn release_previous(shared: &Shared, position: &RingPosition<DECODED_STAGES>) {
 
 /// This thread's outputs. Accumulator `4q + e` is the gate row's and `4q + 2 + e` the up row's
 /// sum for token `8q + 2t + e` of the tile. Gated: `C[token][n] = silu(α_gate · gate) ·
-/// (α_up · up)`; plain: `C[token][n] = α · gate`, `C[token][n + 8] = α · up`.
+/// (α_up · up)`; plain: `C[token][n] = α · gate`, `C[token][n + 8] = α · up`; each rounded to
+/// bf16 if `bf16` (a constant of the entry), else to fp16.
 #[inline(always)]
-unsafe fn epilogue<const ACC: usize>(job: &TileJob, acc: &[f32; ACC], lane: &ConsumerLane, gated: bool) {
+unsafe fn epilogue<const ACC: usize>(job: &TileJob, acc: &[f32; ACC], lane: &ConsumerLane, gated: bool, bf16: bool) {
     let n = lane.output(job);
     // Computed here, per tile: hoisted out of the mainloop, the 32 row offsets of a 128-token
     // tile would take 64 registers across it (and spill).
@@ -1180,7 +1183,7 @@ unsafe fn epilogue<const ACC: usize>(job: &TileJob, acc: &[f32; ACC], lane: &Con
         unsafe {
             mem::st_global_b16(
                 job.out.add(token as usize * ldc + column as usize),
-                cvt::f32_to_f16_rn(value),
+                half_bits(value, bf16),
             )
         };
     };

@@ -16,8 +16,8 @@ use crate::sm90::config::{
 
 /// The tiled kernels, smallest tile first, one line per token-tile width:
 /// `tokens wgmma_shape dense_dual_entry dense_dual_nvfp4_entry dense_plain_entry
-/// (grouped_dual_entry grouped_dual_nvfp4_entry grouped_plain_entry);`, the parentheses empty
-/// where the tile has no grouped kernels.
+/// dense_dual_bf16_entry dense_plain_bf16_entry (grouped_dual_entry grouped_dual_nvfp4_entry
+/// grouped_plain_entry);`, the parentheses empty where the tile has no grouped kernels.
 ///
 /// The 256-token tile has none: its consumers spill with a grouped problem's per-group row
 /// pointers (ptxas, 240 registers), and it would only pay off for groups of more than 256
@@ -26,21 +26,27 @@ macro_rules! tiled_entries {
     ($callback:ident) => {
         $callback! {
             8 m64n8k16 nvfp4_dual_gemm_sm90_t8 nvfp4_dual_gemm_nvfp4_sm90_t8 nvfp4_gemm_sm90_t8
+                nvfp4_dual_gemm_bf16_sm90_t8 nvfp4_gemm_bf16_sm90_t8
                 (nvfp4_grouped_dual_gemm_sm90_t8 nvfp4_grouped_dual_gemm_nvfp4_sm90_t8
                     nvfp4_grouped_gemm_sm90_t8);
             16 m64n16k16 nvfp4_dual_gemm_sm90_t16 nvfp4_dual_gemm_nvfp4_sm90_t16 nvfp4_gemm_sm90_t16
+                nvfp4_dual_gemm_bf16_sm90_t16 nvfp4_gemm_bf16_sm90_t16
                 (nvfp4_grouped_dual_gemm_sm90_t16 nvfp4_grouped_dual_gemm_nvfp4_sm90_t16
                     nvfp4_grouped_gemm_sm90_t16);
             32 m64n32k16 nvfp4_dual_gemm_sm90_t32 nvfp4_dual_gemm_nvfp4_sm90_t32 nvfp4_gemm_sm90_t32
+                nvfp4_dual_gemm_bf16_sm90_t32 nvfp4_gemm_bf16_sm90_t32
                 (nvfp4_grouped_dual_gemm_sm90_t32 nvfp4_grouped_dual_gemm_nvfp4_sm90_t32
                     nvfp4_grouped_gemm_sm90_t32);
             64 m64n64k16 nvfp4_dual_gemm_sm90_t64 nvfp4_dual_gemm_nvfp4_sm90_t64 nvfp4_gemm_sm90_t64
+                nvfp4_dual_gemm_bf16_sm90_t64 nvfp4_gemm_bf16_sm90_t64
                 (nvfp4_grouped_dual_gemm_sm90_t64 nvfp4_grouped_dual_gemm_nvfp4_sm90_t64
                     nvfp4_grouped_gemm_sm90_t64);
             128 m64n128k16 nvfp4_dual_gemm_sm90_t128 nvfp4_dual_gemm_nvfp4_sm90_t128 nvfp4_gemm_sm90_t128
+                nvfp4_dual_gemm_bf16_sm90_t128 nvfp4_gemm_bf16_sm90_t128
                 (nvfp4_grouped_dual_gemm_sm90_t128 nvfp4_grouped_dual_gemm_nvfp4_sm90_t128
                     nvfp4_grouped_gemm_sm90_t128);
-            256 m64n256k16 nvfp4_dual_gemm_sm90_t256 nvfp4_dual_gemm_nvfp4_sm90_t256 nvfp4_gemm_sm90_t256 ();
+            256 m64n256k16 nvfp4_dual_gemm_sm90_t256 nvfp4_dual_gemm_nvfp4_sm90_t256 nvfp4_gemm_sm90_t256
+                nvfp4_dual_gemm_bf16_sm90_t256 nvfp4_gemm_bf16_sm90_t256 ();
         }
     };
 }
@@ -48,12 +54,15 @@ macro_rules! tiled_entries {
 pub(crate) use tiled_entries;
 
 /// The decode-size kernels (`sm90::decode`), one line per count of 8-token tiles:
-/// `token_tiles dual_entry dual_nvfp4_entry plain_entry;` (M ≤ 8, M ≤ 16).
+/// `token_tiles dual_entry dual_nvfp4_entry plain_entry dual_bf16_entry plain_bf16_entry;`
+/// (M ≤ 8, M ≤ 16).
 macro_rules! decode_entries {
     ($callback:ident) => {
         $callback! {
-            1 nvfp4_dual_gemm_decode_sm90_m8 nvfp4_dual_gemm_nvfp4_decode_sm90_m8 nvfp4_gemm_decode_sm90_m8;
-            2 nvfp4_dual_gemm_decode_sm90_m16 nvfp4_dual_gemm_nvfp4_decode_sm90_m16 nvfp4_gemm_decode_sm90_m16;
+            1 nvfp4_dual_gemm_decode_sm90_m8 nvfp4_dual_gemm_nvfp4_decode_sm90_m8 nvfp4_gemm_decode_sm90_m8
+                nvfp4_dual_gemm_bf16_decode_sm90_m8 nvfp4_gemm_bf16_decode_sm90_m8;
+            2 nvfp4_dual_gemm_decode_sm90_m16 nvfp4_dual_gemm_nvfp4_decode_sm90_m16 nvfp4_gemm_decode_sm90_m16
+                nvfp4_dual_gemm_bf16_decode_sm90_m16 nvfp4_gemm_bf16_decode_sm90_m16;
         }
     };
 }
@@ -89,6 +98,10 @@ pub enum TileEpilogue {
     GatedNvfp4,
     /// The plain GEMM, fp16 out.
     Plain,
+    /// The dual GEMM, bf16 out (dense kernels only).
+    GatedBf16,
+    /// The plain GEMM, bf16 out (dense kernels only).
+    PlainBf16,
 }
 
 impl TileEpilogue {
@@ -97,9 +110,24 @@ impl TileEpilogue {
         if gated { Self::Gated } else { Self::Plain }
     }
 
+    /// The 16-bit-output epilogue of the dual GEMM (`gated`) or the plain GEMM, bf16 if `bf16`.
+    pub const fn half(gated: bool, bf16: bool) -> Self {
+        match (gated, bf16) {
+            (true, false) => Self::Gated,
+            (false, false) => Self::Plain,
+            (true, true) => Self::GatedBf16,
+            (false, true) => Self::PlainBf16,
+        }
+    }
+
     /// Whether it finishes the dual GEMM.
     pub const fn gated(self) -> bool {
-        !matches!(self, Self::Plain)
+        !matches!(self, Self::Plain | Self::PlainBf16)
+    }
+
+    /// Whether it writes bf16.
+    pub const fn bf16(self) -> bool {
+        matches!(self, Self::GatedBf16 | Self::PlainBf16)
     }
 
     /// Whether it writes NVFP4.
@@ -113,6 +141,8 @@ impl TileEpilogue {
             Self::Gated => "dual GEMM",
             Self::GatedNvfp4 => "dual GEMM with NVFP4 output",
             Self::Plain => "GEMM",
+            Self::GatedBf16 => "dual GEMM with bf16 output",
+            Self::PlainBf16 => "GEMM with bf16 output",
         }
     }
 }
@@ -128,6 +158,10 @@ pub struct TiledEntries {
     pub dense_nvfp4: Kernel<DualGemmArgs>,
     /// The dense (plain) GEMM: the same kernel with a one-product epilogue.
     pub dense_plain: Kernel<DualGemmArgs>,
+    /// The dense dual GEMM writing bf16.
+    pub dense_bf16: Kernel<DualGemmArgs>,
+    /// The dense (plain) GEMM writing bf16.
+    pub dense_plain_bf16: Kernel<DualGemmArgs>,
     /// The grouped dual GEMM and the grouped (plain) GEMM, if the tile has them.
     pub grouped: Option<GroupedEntries>,
 }
@@ -144,12 +178,13 @@ pub struct GroupedEntries {
 }
 
 impl GroupedEntries {
-    /// The kernel of `epilogue`.
-    pub const fn kernel(&self, epilogue: TileEpilogue) -> Kernel<GroupedArgs> {
+    /// The kernel of `epilogue` (none writes bf16).
+    pub const fn kernel(&self, epilogue: TileEpilogue) -> Option<Kernel<GroupedArgs>> {
         match epilogue {
-            TileEpilogue::Gated => self.gated,
-            TileEpilogue::GatedNvfp4 => self.gated_nvfp4,
-            TileEpilogue::Plain => self.plain,
+            TileEpilogue::Gated => Some(self.gated),
+            TileEpilogue::GatedNvfp4 => Some(self.gated_nvfp4),
+            TileEpilogue::Plain => Some(self.plain),
+            TileEpilogue::GatedBf16 | TileEpilogue::PlainBf16 => None,
         }
     }
 }
@@ -157,12 +192,14 @@ impl GroupedEntries {
 impl TiledEntries {
     /// The kernels of `tile` under these names. Every tiled entry runs `tile.threads()` threads
     /// with `.minnctapersm 1`, which lets `setmaxnreg` move registers between its warpgroups.
-    const fn new(tile: Tile, dense: [&'static str; 3], grouped: Option<[&'static str; 3]>) -> Self {
+    const fn new(tile: Tile, dense: [&'static str; 5], grouped: Option<[&'static str; 3]>) -> Self {
         Self {
             tile,
             dense: Kernel::new(dense[0], tile.threads(), Some(1)),
             dense_nvfp4: Kernel::new(dense[1], tile.threads(), Some(1)),
             dense_plain: Kernel::new(dense[2], tile.threads(), Some(1)),
+            dense_bf16: Kernel::new(dense[3], tile.threads(), Some(1)),
+            dense_plain_bf16: Kernel::new(dense[4], tile.threads(), Some(1)),
             grouped: match grouped {
                 Some([gated, gated_nvfp4, plain]) => Some(GroupedEntries {
                     gated: Kernel::new(gated, tile.threads(), Some(1)),
@@ -180,18 +217,20 @@ impl TiledEntries {
             TileEpilogue::Gated => self.dense,
             TileEpilogue::GatedNvfp4 => self.dense_nvfp4,
             TileEpilogue::Plain => self.dense_plain,
+            TileEpilogue::GatedBf16 => self.dense_bf16,
+            TileEpilogue::PlainBf16 => self.dense_plain_bf16,
         }
     }
 
     /// Every dense kernel of the tile.
-    pub const fn dense_kernels(&self) -> [Kernel<DualGemmArgs>; 3] {
-        [self.dense, self.dense_nvfp4, self.dense_plain]
+    pub const fn dense_kernels(&self) -> [Kernel<DualGemmArgs>; 5] {
+        [self.dense, self.dense_nvfp4, self.dense_plain, self.dense_bf16, self.dense_plain_bf16]
     }
 
-    /// The grouped kernel of `epilogue`, if the tile has grouped kernels.
+    /// The grouped kernel of `epilogue`, if the tile has grouped kernels of that epilogue.
     pub const fn grouped(&self, epilogue: TileEpilogue) -> Option<Kernel<GroupedArgs>> {
         match self.grouped {
-            Some(g) => Some(g.kernel(epilogue)),
+            Some(g) => g.kernel(epilogue),
             None => None,
         }
     }
@@ -199,12 +238,18 @@ impl TiledEntries {
 
 macro_rules! tiled_table {
     ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident
-        ($($gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
+        $dense_bf16:ident $dense_plain_bf16:ident ($($gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
         /// Every tiled entry, smallest tile first ([`tiled_entries!`]).
         pub const TILED: [TiledEntries; [$($tokens),*].len()] = [$(
             TiledEntries::new(
                 Tile { tokens: $tokens },
-                [stringify!($dense), stringify!($dense_nvfp4), stringify!($dense_plain)],
+                [
+                    stringify!($dense),
+                    stringify!($dense_nvfp4),
+                    stringify!($dense_plain),
+                    stringify!($dense_bf16),
+                    stringify!($dense_plain_bf16),
+                ],
                 grouped_names!($($gated $gated_nvfp4 $plain)?),
             ),
         )*];
@@ -235,6 +280,10 @@ pub struct DecodeEntry {
     pub nvfp4: Kernel<DecodeArgs>,
     /// The plain GEMM, launched as the dual GEMM.
     pub plain: Kernel<DecodeArgs>,
+    /// The dual GEMM writing bf16.
+    pub bf16: Kernel<DecodeArgs>,
+    /// The plain GEMM writing bf16.
+    pub plain_bf16: Kernel<DecodeArgs>,
 }
 
 impl DecodeEntry {
@@ -244,17 +293,19 @@ impl DecodeEntry {
             TileEpilogue::Gated => self.kernel,
             TileEpilogue::GatedNvfp4 => self.nvfp4,
             TileEpilogue::Plain => self.plain,
+            TileEpilogue::GatedBf16 => self.bf16,
+            TileEpilogue::PlainBf16 => self.plain_bf16,
         }
     }
 
     /// Every kernel of the entry.
-    pub const fn kernels(&self) -> [Kernel<DecodeArgs>; 3] {
-        [self.kernel, self.nvfp4, self.plain]
+    pub const fn kernels(&self) -> [Kernel<DecodeArgs>; 5] {
+        [self.kernel, self.nvfp4, self.plain, self.bf16, self.plain_bf16]
     }
 }
 
 macro_rules! decode_table {
-    ($($tiles:literal $name:ident $nvfp4:ident $plain:ident;)*) => {
+    ($($tiles:literal $name:ident $nvfp4:ident $plain:ident $bf16:ident $plain_bf16:ident;)*) => {
         /// The decode-size kernels, one entry per count of token tiles ([`decode_entries!`]).
         pub const DECODE: [DecodeEntry; [$($tiles),*].len()] = [$(
             DecodeEntry {
@@ -262,6 +313,8 @@ macro_rules! decode_table {
                 kernel: Kernel::new(stringify!($name), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
                 nvfp4: Kernel::new(stringify!($nvfp4), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
                 plain: Kernel::new(stringify!($plain), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
+                bf16: Kernel::new(stringify!($bf16), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
+                plain_bf16: Kernel::new(stringify!($plain_bf16), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
             },
         )*];
     };
@@ -375,7 +428,7 @@ pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
 }
 
 const fn entry_count() -> usize {
-    3 * TILED.len() + 3 * GROUPED_TILES.len() + 3 * DECODE.len() + 2
+    5 * TILED.len() + 3 * GROUPED_TILES.len() + 5 * DECODE.len() + 2
 }
 
 const fn entry_points() -> [EntryPoint; entry_count()] {
@@ -383,10 +436,13 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
     let mut n = 0;
     let mut i = 0;
     while i < TILED.len() {
-        out[n] = TILED[i].dense.entry;
-        out[n + 1] = TILED[i].dense_nvfp4.entry;
-        out[n + 2] = TILED[i].dense_plain.entry;
-        n += 3;
+        let dense = TILED[i].dense_kernels();
+        let mut d = 0;
+        while d < dense.len() {
+            out[n + d] = dense[d].entry;
+            d += 1;
+        }
+        n += dense.len();
         if let Some(grouped) = TILED[i].grouped {
             out[n] = grouped.gated.entry;
             out[n + 1] = grouped.gated_nvfp4.entry;
@@ -397,10 +453,13 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
     }
     i = 0;
     while i < DECODE.len() {
-        out[n] = DECODE[i].kernel.entry;
-        out[n + 1] = DECODE[i].nvfp4.entry;
-        out[n + 2] = DECODE[i].plain.entry;
-        n += 3;
+        let kernels = DECODE[i].kernels();
+        let mut d = 0;
+        while d < kernels.len() {
+            out[n + d] = kernels[d].entry;
+            d += 1;
+        }
+        n += kernels.len();
         i += 1;
     }
     out[n] = PREDECODE_TOKENS.entry;

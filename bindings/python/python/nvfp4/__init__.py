@@ -100,6 +100,15 @@ def _alpha(value):
     return value, None
 
 
+def _out_dtype(dtype) -> torch.dtype:
+    """The dense GEMMs' output dtype: float16 (the default) or bfloat16."""
+    if dtype is None:
+        return torch.float16
+    if dtype not in (torch.float16, torch.bfloat16):
+        _fail("out_dtype", "must be torch.float16 or torch.bfloat16", dtype)
+    return dtype
+
+
 def _float(arg: str, value) -> float:
     try:
         return float(value)
@@ -237,36 +246,38 @@ def _dual_gemm_op(
     a: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, a_sf: torch.Tensor, b1_sf: torch.Tensor,
     b2_sf: torch.Tensor, alpha1: float, alpha2: float,
     alpha1_t: Optional[torch.Tensor] = None, alpha2_t: Optional[torch.Tensor] = None,
+    out_dtype: Optional[torch.dtype] = None,
 ) -> torch.Tensor:
     shape = _dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t, alpha2_t)
-    out = torch.empty(shape, dtype=torch.float16, device=a.device)
+    out = torch.empty(shape, dtype=_out_dtype(out_dtype), device=a.device)
     _dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out, alpha1_t, alpha2_t)
     return out
 
 
 @_dual_gemm_op.register_fake
-def _(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t=None, alpha2_t=None):
-    return a.new_empty((a.shape[0], b1.shape[0]), dtype=torch.float16)
+def _(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t=None, alpha2_t=None, out_dtype=None):
+    return a.new_empty((a.shape[0], b1.shape[0]), dtype=_out_dtype(out_dtype))
 
 
-def dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1=1.0, alpha2=1.0, out=None):
+def dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1=1.0, alpha2=1.0, out=None, *, out_dtype=torch.float16):
     """``out = silu(alpha1 · a·b1ᵀ) ⊙ (alpha2 · a·b2ᵀ)``, float16 ``m × n`` (SwiGLU gate/up).
     ``a``: ``m × k/2``, ``b1``/``b2``: ``n × k/2`` packed e2m1; ``*_sf`` their blocked scales;
     ``alpha*`` the products of the operands' global (dequantization) scales: numbers, or
     float32 CUDA tensors of one element that the kernel reads when it runs (no host
-    synchronization; a CUDA graph replays with their values of the moment). Any m ≥ 1, n and k
-    multiples of 64."""
+    synchronization; a CUDA graph replays with their values of the moment). ``out_dtype`` (or
+    ``out``'s dtype): float16, or bfloat16 (the kernel rounds to it: no cast pass). Any m ≥ 1,
+    n and k multiples of 64."""
     (alpha1, alpha1_t), (alpha2, alpha2_t) = _alpha(alpha1), _alpha(alpha2)
     if _eager():
         if out is None:
             shape = _dual_gemm_shape(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t, alpha2_t)
-            out = torch.empty(shape, dtype=torch.float16, device=a.device)
+            out = torch.empty(shape, dtype=_out_dtype(out_dtype), device=a.device)
         _dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out, alpha1_t, alpha2_t)
         return out
     if out is not None:
         torch.ops.nvfp4.dual_gemm_out(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, out, alpha1_t, alpha2_t)
         return out
-    return torch.ops.nvfp4.dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t, alpha2_t)
+    return torch.ops.nvfp4.dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1, alpha2, alpha1_t, alpha2_t, out_dtype)
 
 
 def _dual_gemm_nvfp4_out(
@@ -358,31 +369,32 @@ torch.library.custom_op("nvfp4::gemm_out", _gemm_out, mutates_args=("out",))
 @torch.library.custom_op("nvfp4::gemm", mutates_args=())
 def _gemm_op(
     a: torch.Tensor, b: torch.Tensor, a_sf: torch.Tensor, b_sf: torch.Tensor, alpha: float,
-    alpha_t: Optional[torch.Tensor] = None,
+    alpha_t: Optional[torch.Tensor] = None, out_dtype: Optional[torch.dtype] = None,
 ) -> torch.Tensor:
-    out = torch.empty(_gemm_shape(a, b, a_sf, b_sf, alpha, alpha_t), dtype=torch.float16, device=a.device)
+    out = torch.empty(_gemm_shape(a, b, a_sf, b_sf, alpha, alpha_t), dtype=_out_dtype(out_dtype), device=a.device)
     _gemm_out(a, b, a_sf, b_sf, alpha, out, alpha_t)
     return out
 
 
 @_gemm_op.register_fake
-def _(a, b, a_sf, b_sf, alpha, alpha_t=None):
-    return a.new_empty((a.shape[0], b.shape[0]), dtype=torch.float16)
+def _(a, b, a_sf, b_sf, alpha, alpha_t=None, out_dtype=None):
+    return a.new_empty((a.shape[0], b.shape[0]), dtype=_out_dtype(out_dtype))
 
 
-def gemm(a, b, a_sf, b_sf, alpha=1.0, out=None):
-    """``out = alpha · a·bᵀ``, float16 ``m × n`` (e.g. a down projection); operands as for
-    :func:`dual_gemm`, ``alpha`` a number or a float32 CUDA tensor of one element."""
+def gemm(a, b, a_sf, b_sf, alpha=1.0, out=None, *, out_dtype=torch.float16):
+    """``out = alpha · a·bᵀ``, ``m × n`` float16 or bfloat16 (``out_dtype``, or ``out``'s) (e.g.
+    a down projection); operands as for :func:`dual_gemm`, ``alpha`` a number or a float32 CUDA
+    tensor of one element."""
     alpha, alpha_t = _alpha(alpha)
     if _eager():
         if out is None:
-            out = torch.empty(_gemm_shape(a, b, a_sf, b_sf, alpha, alpha_t), dtype=torch.float16, device=a.device)
+            out = torch.empty(_gemm_shape(a, b, a_sf, b_sf, alpha, alpha_t), dtype=_out_dtype(out_dtype), device=a.device)
         _gemm_out(a, b, a_sf, b_sf, alpha, out, alpha_t)
         return out
     if out is not None:
         torch.ops.nvfp4.gemm_out(a, b, a_sf, b_sf, alpha, out, alpha_t)
         return out
-    return torch.ops.nvfp4.gemm(a, b, a_sf, b_sf, alpha, alpha_t)
+    return torch.ops.nvfp4.gemm(a, b, a_sf, b_sf, alpha, alpha_t, out_dtype)
 
 
 # --- grouped (Mixture-of-Experts, contiguous convention) ----------------------------------------

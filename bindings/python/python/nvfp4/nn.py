@@ -6,7 +6,8 @@ multiplies), from a checkpoint (:mod:`nvfp4.checkpoint`) or quantized from float
 dequantization scale as ModelOpt's: ``amax / (6 · 448)``), as serving engines run NVFP4
 checkpoints, so a forward pass is a fixed sequence of kernels: no host synchronization, usable in
 CUDA graphs and under ``torch.compile``. Outputs come back in the input's dtype (float16 or
-bfloat16; the kernels write float16, a bfloat16 model gets one cast per module).
+bfloat16: ``Linear`` and ``SwiGLUMLP`` have the GEMM write it; ``Experts`` casts its combined
+float16 result).
 """
 
 from __future__ import annotations
@@ -96,11 +97,17 @@ class Linear(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_dtype(x)
         xq, xs = quantize(_flat(x), self.input_scale)
-        y = gemm(xq, self.weight, xs, self.weight_scales, self.alpha())
+        y = gemm(xq, self.weight, xs, self.weight_scales, self.alpha(), out_dtype=_out_dtype_for(x))
         return y.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, nvfp4"
+
+
+def _out_dtype_for(x: torch.Tensor) -> torch.dtype:
+    """The GEMM output dtype for input ``x``: bfloat16 for bfloat16 inputs (written by the
+    kernel), else float16 (cast after, for float32 inputs)."""
+    return torch.bfloat16 if x.dtype == torch.bfloat16 else torch.float16
 
 
 class SwiGLUMLP(torch.nn.Module):
@@ -138,7 +145,7 @@ class SwiGLUMLP(torch.nn.Module):
         hq, hs = dual_gemm_nvfp4(xq, g.weight, u.weight, xs, g.weight_scales, u.weight_scales,
                                  scale * g.weight_global_scale, scale * u.weight_global_scale,
                                  global_scale=d.input_scale)
-        y = gemm(hq, d.weight, hs, d.weight_scales, d.alpha())
+        y = gemm(hq, d.weight, hs, d.weight_scales, d.alpha(), out_dtype=_out_dtype_for(x))
         return y.to(x.dtype).reshape(*x.shape[:-1], d.out_features)
 
 
