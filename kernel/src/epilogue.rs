@@ -12,7 +12,11 @@ use crate::quantize::encode_f16_block;
 /// 47).
 #[inline(always)]
 pub fn half_bits(x: f32, bf16: bool) -> u16 {
-    if bf16 { cvt::f32_to_bf16_rn(x) } else { cvt::f32_to_f16_rn(x) }
+    if bf16 {
+        cvt::f32_to_bf16_rn(x)
+    } else {
+        cvt::f32_to_f16_rn(x)
+    }
 }
 
 /// `x / (1 + 2^(−x·log2 e))` with the approximate exp2 and reciprocal: relative error ≈ 1e-6,

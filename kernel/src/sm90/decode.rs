@@ -121,7 +121,9 @@ const DECODE_WARM_UP_STEPS: u32 = 2;
 /// # Safety
 /// As the entry points.
 #[inline(always)]
-unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const BF16: bool>(args: DecodeArgs) {
+unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const BF16: bool>(
+    args: DecodeArgs,
+) {
     const { assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's") };
     const { assert!(!(NVFP4 && BF16), "one output format") };
     let DecodeArgs {

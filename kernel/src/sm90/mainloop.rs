@@ -1173,7 +1173,13 @@ fn release_previous(shared: &Shared, position: &RingPosition<DECODED_STAGES>) {
 /// (α_up · up)`; plain: `C[token][n] = α · gate`, `C[token][n + 8] = α · up`; each rounded to
 /// bf16 if `bf16` (a constant of the entry), else to fp16.
 #[inline(always)]
-unsafe fn epilogue<const ACC: usize>(job: &TileJob, acc: &[f32; ACC], lane: &ConsumerLane, gated: bool, bf16: bool) {
+unsafe fn epilogue<const ACC: usize>(
+    job: &TileJob,
+    acc: &[f32; ACC],
+    lane: &ConsumerLane,
+    gated: bool,
+    bf16: bool,
+) {
     let n = lane.output(job);
     // Computed here, per tile: hoisted out of the mainloop, the 32 row offsets of a 128-token
     // tile would take 64 registers across it (and spill).

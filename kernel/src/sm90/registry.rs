@@ -224,7 +224,13 @@ impl TiledEntries {
 
     /// Every dense kernel of the tile.
     pub const fn dense_kernels(&self) -> [Kernel<DualGemmArgs>; 5] {
-        [self.dense, self.dense_nvfp4, self.dense_plain, self.dense_bf16, self.dense_plain_bf16]
+        [
+            self.dense,
+            self.dense_nvfp4,
+            self.dense_plain,
+            self.dense_bf16,
+            self.dense_plain_bf16,
+        ]
     }
 
     /// The grouped kernel of `epilogue`, if the tile has grouped kernels of that epilogue.
