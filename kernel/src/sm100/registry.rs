@@ -61,7 +61,7 @@ impl TiledEntries {
 
 macro_rules! tiled_table {
     ($($n:literal $dense:ident $dense_nvfp4:ident $gated:ident $plain:ident;)*) => {
-        /// Every tiled entry, narrowest tile first ([`tiled_entries!`]).
+        /// Every tiled entry, narrowest tile first (`tiled_entries!`).
         pub const TILED: [TiledEntries; [$($n),*].len()] = [$(
             TiledEntries {
                 tile: Tile { n: $n },

@@ -245,7 +245,7 @@ impl TiledEntries {
 macro_rules! tiled_table {
     ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident
         $dense_bf16:ident $dense_plain_bf16:ident ($($gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
-        /// Every tiled entry, smallest tile first ([`tiled_entries!`]).
+        /// Every tiled entry, smallest tile first (`tiled_entries!`).
         pub const TILED: [TiledEntries; [$($tokens),*].len()] = [$(
             TiledEntries::new(
                 Tile { tokens: $tokens },
@@ -312,7 +312,7 @@ impl DecodeEntry {
 
 macro_rules! decode_table {
     ($($tiles:literal $name:ident $nvfp4:ident $plain:ident $bf16:ident $plain_bf16:ident;)*) => {
-        /// The decode-size kernels, one entry per count of token tiles ([`decode_entries!`]).
+        /// The decode-size kernels, one entry per count of token tiles (`decode_entries!`).
         pub const DECODE: [DecodeEntry; [$($tiles),*].len()] = [$(
             DecodeEntry {
                 token_tiles: $tiles,
