@@ -6,8 +6,9 @@ The weights are quantized once from bf16 (each with a global scale ``amax / (6·
 library's ``Auto`` rule); the activations are quantized with static global scales calibrated
 once on a first batch (as serving engines use static input scales), so a call never
 synchronizes and can be captured in a CUDA graph. A call is three kernels: quantize x, the dual
-GEMM writing NVFP4 (``dual_gemm_nvfp4``), the GEMM; the unfused form (fp16 dual GEMM output,
-then ``quantize``) is timed beside it.
+GEMM writing NVFP4 (``dual_gemm_nvfp4``), the GEMM writing bf16 (the input's dtype); the unfused
+form (fp16 dual GEMM output, then ``quantize``) and the GEMM writing fp16 with a cast to bf16
+after are timed beside it.
 
 Timing: ``triton.testing.do_bench`` of a graph replay (L2 flushed before each replay) when
 Triton is installed, else back-to-back replays.
@@ -32,15 +33,17 @@ def global_scale(t: torch.Tensor) -> float:
 
 class NvFp4Mlp:
     """The block with NVFP4 weights; per call: quantize x, dual GEMM with NVFP4 output, GEMM
-    (``fused=False``: the dual GEMM's fp16 output quantized by a separate call)."""
+    writing the input's dtype (``fused=False``: the dual GEMM's fp16 output quantized by a
+    separate call; ``cast=True``: the GEMM writes fp16, cast to the input's dtype after, as
+    before the GEMM wrote bf16)."""
 
-    def __init__(self, w1, w3, w2, x_calibration, fused=True):
+    def __init__(self, w1, w3, w2, x_calibration, fused=True, cast=False):
         self.g1, self.g3, self.g2 = global_scale(w1), global_scale(w3), global_scale(w2)
         self.w1 = nvfp4.quantize(w1, self.g1)
         self.w3 = nvfp4.quantize(w3, self.g3)
         self.w2 = nvfp4.quantize(w2, self.g2)
         self.gx = global_scale(x_calibration)
-        self.fused = fused
+        self.fused, self.cast = fused, cast
         xq, xs = nvfp4.quantize(x_calibration, self.gx)
         self.gh = global_scale(self.gate_up(xq, xs))
 
@@ -56,7 +59,9 @@ class NvFp4Mlp:
             )
         else:
             hq, hs = nvfp4.quantize(self.gate_up(xq, xs), self.gh)
-        return nvfp4.gemm(hq, self.w2[0], hs, self.w2[1], self.gh * self.g2)
+        if self.cast:
+            return nvfp4.gemm(hq, self.w2[0], hs, self.w2[1], self.gh * self.g2).to(x.dtype)
+        return nvfp4.gemm(hq, self.w2[0], hs, self.w2[1], self.gh * self.g2, out_dtype=x.dtype)
 
 
 def bf16_mlp(x, w1, w3, w2):
@@ -94,8 +99,9 @@ def graph_us(fn, x):
 
 
 def layer(t, h, i, seed=0):
-    """The three blocks (fused, unfused, bf16) of one size on a fresh batch: (relative error of
-    the fused block vs bf16, µs of each from CUDA graphs, eager µs of fused and bf16)."""
+    """The blocks (fused, unfused, fused with a cast after an fp16 GEMM, bf16) of one size on a
+    fresh batch: (relative error of the fused block vs bf16, µs of each from CUDA graphs, eager
+    µs of fused and bf16)."""
     torch.manual_seed(seed)
     dev = torch.device("cuda")
     w1 = torch.randn(i, h, device=dev, dtype=torch.bfloat16) / h**0.5
@@ -104,6 +110,7 @@ def layer(t, h, i, seed=0):
     x = torch.randn(t, h, device=dev, dtype=torch.bfloat16)
     fused = NvFp4Mlp(w1, w3, w2, x)
     unfused = NvFp4Mlp(w1, w3, w2, x, fused=False)
+    cast = NvFp4Mlp(w1, w3, w2, x, cast=True)
     x = torch.randn(t, h, device=dev, dtype=torch.bfloat16)  # a new batch, same scales
     want = bf16_mlp(x, w1, w3, w2).float()
     got = fused(x).float()
@@ -111,7 +118,7 @@ def layer(t, h, i, seed=0):
     unfused_error = ((unfused(x).float() - want).norm() / want.norm()).item()
     assert abs(error - unfused_error) <= 1e-6 * max(1.0, unfused_error), (error, unfused_error)
     bf16 = lambda y: bf16_mlp(y, w1, w3, w2)  # noqa: E731
-    graphs = [graph_us(fn, x) for fn in (fused, unfused, bf16)]
+    graphs = [graph_us(fn, x) for fn in (fused, unfused, cast, bf16)]
     eager = [time_us(lambda: fused(x)), time_us(lambda: bf16(x))]
     return error, graphs, eager
 
@@ -134,23 +141,24 @@ def main():
     print(f"device: {name} ({arch}, {sms} SMs); torch {torch.__version__}")
     if not args.sweep:
         t, h, i = args.tokens, args.hidden, args.intermediate
-        error, (ours, unfused, theirs), (ours_eager, theirs_eager) = layer(t, h, i)
+        error, (ours, unfused, cast, theirs), (ours_eager, theirs_eager) = layer(t, h, i)
         print(f"SwiGLU MLP tokens={t} hidden={h} intermediate={i}")
         print(f"relative error of the NVFP4 block vs bf16 (Frobenius): {error:.4f}")
         print("| path | eager µs | CUDA graph µs |")
         print("| --- | --- | --- |")
         print(f"| nvfp4 (quantize x, dual GEMM → NVFP4, GEMM) | {ours_eager:.1f} | {ours:.1f} |")
         print(f"| nvfp4 unfused (…, dual GEMM → fp16, quantize, GEMM) | | {unfused:.1f} |")
+        print(f"| nvfp4, GEMM → fp16 then a cast to bf16 | | {cast:.1f} |")
         print(f"| PyTorch bf16 (3 linears + silu·mul) | {theirs_eager:.1f} | {theirs:.1f} |")
         return
     print("SwiGLU MLP layer, µs per call from CUDA graphs")
-    print("| model (hidden → intermediate) | tokens | nvfp4 | nvfp4 unfused | bf16 | bf16 / nvfp4 | rel. error |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| model (hidden → intermediate) | tokens | nvfp4 | nvfp4 unfused | nvfp4 fp16 out + cast | bf16 | bf16 / nvfp4 | rel. error |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for h, i, model in SIZES:
         for t in TOKENS:
-            error, (ours, unfused, theirs), _ = layer(t, h, i)
+            error, (ours, unfused, cast, theirs), _ = layer(t, h, i)
             print(
-                f"| {model} ({h} → {i}) | {t} | {ours:.1f} | {unfused:.1f} | {theirs:.1f} | "
+                f"| {model} ({h} → {i}) | {t} | {ours:.1f} | {unfused:.1f} | {cast:.1f} | {theirs:.1f} | "
                 f"{theirs / ours:.2f}× | {error:.4f} |",
                 flush=True,
             )
