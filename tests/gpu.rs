@@ -555,6 +555,12 @@ fn caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_grap
     );
 }
 
+/// A random matrix of the reference harness's distribution, uploaded.
+fn upload_task(gpu: &Gpu, rows: usize, k: usize, rng: &mut Rng) -> nvfp4::gpu::DeviceNvFp4Matrix {
+    gpu.upload(&random_matrix(rows, k, Distribution::Task, rng).unwrap())
+        .unwrap()
+}
+
 /// A global scale in device memory (`NvFp4Ref::with_device_global_scale`) gives the dense ops
 /// bit for bit what the same scale on the host gives (the kernels multiply the same factors),
 /// at the decode-size and tiled kernels, fp16 and NVFP4 output, dual and plain; ops that do not
@@ -570,19 +576,13 @@ fn device_global_scales_give_the_host_global_scales_results_bit_for_bit() {
     let mut rng = Rng::new(17);
     let (global_a, global_b1, global_b2) = (0.03125f32, 1.7f32, 0.37f32);
     let (n, k) = (256usize, 1024usize);
-    let b1 = gpu
-        .upload(&random_matrix(n, k, Distribution::Task, &mut rng).unwrap())
-        .unwrap();
-    let b2 = gpu
-        .upload(&random_matrix(n, k, Distribution::Task, &mut rng).unwrap())
-        .unwrap();
+    let b1 = upload_task(&gpu, n, k, &mut rng);
+    let b2 = upload_task(&gpu, n, k, &mut rng);
     let scales = stream.clone_htod(&[global_a, global_b1, global_b2]).unwrap();
     let scale_at = |i: u64| scales.device_ptr(&stream).0 + 4 * i;
     let mut cases = 0;
     for m in [1usize, 13, 200] {
-        let a = gpu
-            .upload(&random_matrix(m, k, Distribution::Task, &mut rng).unwrap())
-            .unwrap();
+        let a = upload_task(&gpu, m, k, &mut rng);
         let host = |x: &nvfp4::gpu::DeviceNvFp4Matrix, g: f32| {
             // SAFETY: the library's own buffers, alive for the whole test.
             unsafe {
@@ -684,17 +684,11 @@ fn bf16_output_is_the_fp16_output_rounded_to_bf16() {
     let stream = gpu.stream().clone();
     let mut rng = Rng::new(23);
     let (n, k) = (256usize, 1024usize);
-    let b1 = gpu
-        .upload(&random_matrix(n, k, Distribution::Task, &mut rng).unwrap())
-        .unwrap();
-    let b2 = gpu
-        .upload(&random_matrix(n, k, Distribution::Task, &mut rng).unwrap())
-        .unwrap();
+    let b1 = upload_task(&gpu, n, k, &mut rng);
+    let b2 = upload_task(&gpu, n, k, &mut rng);
     let mut worst = 0f32;
     for m in [1usize, 13, 200] {
-        let a = gpu
-            .upload(&random_matrix(m, k, Distribution::Task, &mut rng).unwrap())
-            .unwrap();
+        let a = upload_task(&gpu, m, k, &mut rng);
         let dual = gpu.plan_dual_gemm(nvfp4::DualGemmShape { m, n, k }).unwrap();
         let plain = gpu.plan_gemm(GemmShape { m, n, k }).unwrap();
         for gated in [true, false] {

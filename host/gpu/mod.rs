@@ -407,16 +407,16 @@ impl Sm90Kernels {
 
     /// The grouped kernel of `epilogue` for `tile`.
     pub fn grouped(&self, tile: Tile, epilogue: TileEpilogue) -> Result<&LoadedKernel<sm90::GroupedArgs>> {
+        // No grouped kernel writes bf16 (`index` None: reported missing).
         let (what, index) = match epilogue {
-            TileEpilogue::Gated => ("grouped dual GEMM", 0),
-            TileEpilogue::Plain => ("grouped GEMM", 1),
-            TileEpilogue::GatedNvfp4 => ("grouped dual GEMM with NVFP4 output", 2),
-            // No grouped kernel writes bf16: an index past the loaded ones names it missing.
-            TileEpilogue::GatedBf16 => ("grouped dual GEMM with bf16 output", usize::MAX),
-            TileEpilogue::PlainBf16 => ("grouped GEMM with bf16 output", usize::MAX),
+            TileEpilogue::Gated => ("grouped dual GEMM", Some(0)),
+            TileEpilogue::Plain => ("grouped GEMM", Some(1)),
+            TileEpilogue::GatedNvfp4 => ("grouped dual GEMM with NVFP4 output", Some(2)),
+            TileEpilogue::GatedBf16 => ("grouped dual GEMM with bf16 output", None),
+            TileEpilogue::PlainBf16 => ("grouped GEMM with bf16 output", None),
         };
         find_tiled(&self.tiled, tile, Arch::Sm90a, what, |t| {
-            t.grouped.as_ref().and_then(|g| g.get(index))
+            t.grouped.as_ref().zip(index).and_then(|(g, i)| g.get(i))
         })
     }
 

@@ -226,9 +226,7 @@ impl<'a> F16Mut<'a> {
             HalfFormat::F16 => Ok(()),
             HalfFormat::Bf16 => Err(Error::invalid(
                 arg,
-                format!(
-                    "{op} writes fp16 only (bf16: the dense dual GEMM and GEMM on sm_90a, the dual GEMM on sm_100)"
-                ),
+                format!("{op} writes fp16 only (bf16: the dense dual GEMM and GEMM on sm_90a)"),
                 "a bf16 view",
             )),
         }

@@ -107,7 +107,7 @@ pub enum TileEpilogue {
 impl TileEpilogue {
     /// The fp16-output epilogue of the dual GEMM (`gated`) or the plain GEMM.
     pub const fn f16(gated: bool) -> Self {
-        if gated { Self::Gated } else { Self::Plain }
+        Self::half(gated, false)
     }
 
     /// The 16-bit-output epilogue of the dual GEMM (`gated`) or the plain GEMM, bf16 if `bf16`.
@@ -433,8 +433,26 @@ pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
     None
 }
 
+/// Kernels per dense tile, per grouped tile and per decode-size entry.
+const DENSE_PER_TILE: usize = TILED[0].dense_kernels().len();
+const GROUPED_PER_TILE: usize = 3;
+const DECODE_PER_ENTRY: usize = DECODE[0].kernels().len();
+
 const fn entry_count() -> usize {
-    5 * TILED.len() + 3 * GROUPED_TILES.len() + 5 * DECODE.len() + 2
+    DENSE_PER_TILE * TILED.len()
+        + GROUPED_PER_TILE * GROUPED_TILES.len()
+        + DECODE_PER_ENTRY * DECODE.len()
+        + 2
+}
+
+/// Writes the entry points of `kernels` into `out` from `n` on; returns the next free index.
+const fn put<A>(out: &mut [EntryPoint], n: usize, kernels: &[Kernel<A>]) -> usize {
+    let mut k = 0;
+    while k < kernels.len() {
+        out[n + k] = kernels[k].entry;
+        k += 1;
+    }
+    n + kernels.len()
 }
 
 const fn entry_points() -> [EntryPoint; entry_count()] {
@@ -442,30 +460,16 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
     let mut n = 0;
     let mut i = 0;
     while i < TILED.len() {
-        let dense = TILED[i].dense_kernels();
-        let mut d = 0;
-        while d < dense.len() {
-            out[n + d] = dense[d].entry;
-            d += 1;
-        }
-        n += dense.len();
-        if let Some(grouped) = TILED[i].grouped {
-            out[n] = grouped.gated.entry;
-            out[n + 1] = grouped.gated_nvfp4.entry;
-            out[n + 2] = grouped.plain.entry;
-            n += 3;
+        n = put(&mut out, n, &TILED[i].dense_kernels());
+        if let Some(g) = TILED[i].grouped {
+            let grouped: [Kernel<GroupedArgs>; GROUPED_PER_TILE] = [g.gated, g.gated_nvfp4, g.plain];
+            n = put(&mut out, n, &grouped);
         }
         i += 1;
     }
     i = 0;
     while i < DECODE.len() {
-        let kernels = DECODE[i].kernels();
-        let mut d = 0;
-        while d < kernels.len() {
-            out[n + d] = kernels[d].entry;
-            d += 1;
-        }
-        n += kernels.len();
+        n = put(&mut out, n, &DECODE[i].kernels());
         i += 1;
     }
     out[n] = PREDECODE_TOKENS.entry;
