@@ -230,10 +230,22 @@ fn check_contiguous(name: &str, groups: &Groups, tokens: &ContiguousTokens, c: &
 
 /// Runs `groups` in the contiguous convention (capacity `capacity` rows) and checks it.
 fn run_contiguous(gpu: &Gpu, name: &str, groups: &Groups, capacity: usize, up: UpWeights) -> Vec<String> {
+    run_contiguous_planned(gpu, name, groups, capacity, up, None)
+}
+
+/// [`run_contiguous`] with a plan for groups of about `tokens_per_group` rows.
+fn run_contiguous_planned(
+    gpu: &Gpu,
+    name: &str,
+    groups: &Groups,
+    capacity: usize,
+    up: UpWeights,
+    tokens_per_group: Option<usize>,
+) -> Vec<String> {
     let start = Instant::now();
     let inputs = Contiguous::upload(gpu, groups, capacity, up);
     let plan = gpu
-        .plan_grouped(groups.op(), inputs.layout(groups, up), None)
+        .plan_grouped(groups.op(), inputs.layout(groups, up), tokens_per_group)
         .unwrap();
     let mut c = poisoned(gpu, capacity * groups.n[0]);
     plan.launch(gpu, &inputs.inputs(), &mut c).unwrap();
@@ -241,7 +253,12 @@ fn run_contiguous(gpu: &Gpu, name: &str, groups: &Groups, capacity: usize, up: U
     let c = gpu.stream().clone_dtoh(&c).unwrap();
     let failures = check_contiguous(name, groups, &inputs.tokens, &c);
     println!(
-        "{name}: contiguous, tile {:?}, {} ({:.1} s)",
+        "{name}: contiguous, {} {:?}, {} ({:.1} s)",
+        if plan.uses_decode_kernel() {
+            "decode-size kernel"
+        } else {
+            "tile"
+        },
         plan.tile_and_grid(),
         if failures.is_empty() { "pass" } else { "FAIL" },
         start.elapsed().as_secs_f64()
@@ -416,6 +433,47 @@ fn groups_without_rows_first_middle_and_last_and_odd_sizes() {
                 UpWeights::Separate,
             ));
             failures.extend(run_separate(&gpu, &name, &groups));
+        }
+    }
+    assert_no_failures(failures);
+}
+
+/// The grouped decode-size kernel (Hopper, planned for groups of up to 16 tokens) on any
+/// routing: groups of 0 to 130 rows (one and two token tiles, several 16-token passes), K with a
+/// partial last step and K in several windows, N ending half-way through a plain CTA's 128
+/// outputs, both up-weight forms, full-range inputs.
+fn grouped_decode_kernel_matches_the_reference_on_groups_of_any_size() {
+    let Some(gpu) = grouped_gpu_or_skip() else {
+        return;
+    };
+    let routings: [(&[usize], usize, usize); 4] = [
+        (&[1, 0, 8, 9, 16, 17, 3, 0], 768, 2048),
+        (&[40, 2, 0, 130, 5, 1], 320, 2880),
+        (&[7, 1, 0, 2, 15], 1024, 7168),
+        (&[3, 33, 1], 192, 64),
+    ];
+    let mut failures = Vec::new();
+    for (r, &(rows, n, k)) in routings.iter().enumerate() {
+        let shapes = vec![(n, k); rows.len()];
+        for dual in [false, true] {
+            let groups = random_groups(rows, &shapes, dual, Distribution::FullRange, 90 + r as u64);
+            let capacity = rows.iter().sum::<usize>() + 9;
+            let ups: &[UpWeights] = if dual {
+                &[UpWeights::Separate, UpWeights::Concatenated]
+            } else {
+                &[UpWeights::Separate]
+            };
+            for &up in ups {
+                let name = format!("decode routing {rows:?}, {n} × {k}, dual {dual}, {up:?}");
+                failures.extend(run_contiguous_planned(
+                    &gpu,
+                    &name,
+                    &groups,
+                    capacity,
+                    up,
+                    Some(4),
+                ));
+            }
         }
     }
     assert_no_failures(failures);
@@ -718,85 +776,90 @@ fn grouped_dual_gemm_nvfp4_output_is_each_groups_quantized_fp16_output_bit_for_b
             let groups = random_groups(rows, &shapes, true, distribution, 70 + layer as u64);
             let capacity = rows.iter().sum::<usize>() + 5;
             let up = [UpWeights::Separate, UpWeights::Concatenated][layer % 2];
-            let name = format!("layer {layer} {distribution:?} {up:?}");
-            let inputs = Contiguous::upload(&gpu, &groups, capacity, up);
-            let plan = gpu
-                .plan_grouped(groups.op(), inputs.layout(&groups, up), None)
-                .unwrap();
-            let tokens = &inputs.tokens;
-            let layout = BlockedScales::new(tokens.scale_rows, n);
-            let stream = gpu.stream();
-            let mut h_data = stream.clone_htod(&vec![POISON; capacity * n / 2]).unwrap();
-            let mut h_scales = stream.clone_htod(&vec![POISON; layout.len()]).unwrap();
-            if gpu.arch() == Arch::Sm100f {
-                let ones = stream.clone_htod(&vec![1f32; rows.len()]).unwrap();
-                let result = plan.launch_nvfp4(&gpu, &inputs.inputs(), &mut h_data, &mut h_scales, &ones);
-                assert!(
-                    matches!(result, Err(Error::KernelUnavailable { .. })),
-                    "{result:?}"
-                );
-                return;
-            }
-            // The fp16 result, then each group's global scale from its amax: fitted, saturating
-            // (1/64 of it) or subnormal block scales (40 times it), in turn.
-            let mut c = poisoned(&gpu, capacity * n);
-            plan.launch(&gpu, &inputs.inputs(), &mut c).unwrap();
-            let c = stream.clone_dtoh(&c).unwrap();
-            let group_rows = |g: usize| {
-                let row0 = tokens.row_offsets[g] as usize;
-                &c[row0 * n..(row0 + groups.rows(g)) * n]
-            };
-            let global_scales: Vec<f32> = (0..rows.len())
-                .map(|g| {
-                    let amax = group_rows(g).iter().fold(0f32, |m, v| m.max(v.to_f32().abs()));
-                    let fitted = nvfp4::codec::auto_global_scale(amax);
-                    fitted * [1.0, 1.0 / 64.0, 40.0][g % 3]
-                })
-                .collect();
-            let scales_device = stream.clone_htod(&global_scales).unwrap();
-            plan.launch_nvfp4(&gpu, &inputs.inputs(), &mut h_data, &mut h_scales, &scales_device)
-                .unwrap();
-            plan.device_status(&gpu).unwrap();
-            let (h_data, h_scales) = (
-                stream.clone_dtoh(&h_data).unwrap(),
-                stream.clone_dtoh(&h_scales).unwrap(),
-            );
-            let mut owned_scales = vec![false; h_scales.len()];
-            for (g, &global) in global_scales.iter().enumerate() {
-                let r = groups.rows(g);
-                if r == 0 {
-                    continue;
+            // The plan's own choice, then the decode-size kernel (Hopper).
+            for tokens_per_group in [None, Some(4)] {
+                let name = format!("layer {layer} {distribution:?} {up:?} {tokens_per_group:?}");
+                let inputs = Contiguous::upload(&gpu, &groups, capacity, up);
+                let plan = gpu
+                    .plan_grouped(groups.op(), inputs.layout(&groups, up), tokens_per_group)
+                    .unwrap();
+                let tokens = &inputs.tokens;
+                let layout = BlockedScales::new(tokens.scale_rows, n);
+                let stream = gpu.stream();
+                let mut h_data = stream.clone_htod(&vec![POISON; capacity * n / 2]).unwrap();
+                let mut h_scales = stream.clone_htod(&vec![POISON; layout.len()]).unwrap();
+                if gpu.arch() == Arch::Sm100f {
+                    let ones = stream.clone_htod(&vec![1f32; rows.len()]).unwrap();
+                    let result = plan.launch_nvfp4(&gpu, &inputs.inputs(), &mut h_data, &mut h_scales, &ones);
+                    assert!(
+                        matches!(result, Err(Error::KernelUnavailable { .. })),
+                        "{result:?}"
+                    );
+                    return;
                 }
-                let want = NvFp4Matrix::quantize(r, n, group_rows(g), GlobalScale::Fixed(global)).unwrap();
-                let row0 = tokens.row_offsets[g] as usize;
-                let data = &h_data[row0 * n / 2..(row0 + r) * n / 2];
-                let scale0 = layout.atom_offset(tokens.scale_offsets[g] as usize / 128, 0);
-                let scales = &h_scales[scale0..scale0 + want.scales().len()];
-                owned_scales[scale0..scale0 + want.scales().len()].fill(true);
-                let differ = |got: &[u8], want: &[u8]| got.iter().zip(want).filter(|(a, b)| a != b).count();
-                let (bad_data, bad_scales) = (differ(data, want.data()), differ(scales, want.scales()));
-                if bad_data + bad_scales > 0 {
-                    failures.push(format!(
+                // The fp16 result, then each group's global scale from its amax: fitted, saturating
+                // (1/64 of it) or subnormal block scales (40 times it), in turn.
+                let mut c = poisoned(&gpu, capacity * n);
+                plan.launch(&gpu, &inputs.inputs(), &mut c).unwrap();
+                let c = stream.clone_dtoh(&c).unwrap();
+                let group_rows = |g: usize| {
+                    let row0 = tokens.row_offsets[g] as usize;
+                    &c[row0 * n..(row0 + groups.rows(g)) * n]
+                };
+                let global_scales: Vec<f32> = (0..rows.len())
+                    .map(|g| {
+                        let amax = group_rows(g).iter().fold(0f32, |m, v| m.max(v.to_f32().abs()));
+                        let fitted = nvfp4::codec::auto_global_scale(amax);
+                        fitted * [1.0, 1.0 / 64.0, 40.0][g % 3]
+                    })
+                    .collect();
+                let scales_device = stream.clone_htod(&global_scales).unwrap();
+                plan.launch_nvfp4(&gpu, &inputs.inputs(), &mut h_data, &mut h_scales, &scales_device)
+                    .unwrap();
+                plan.device_status(&gpu).unwrap();
+                let (h_data, h_scales) = (
+                    stream.clone_dtoh(&h_data).unwrap(),
+                    stream.clone_dtoh(&h_scales).unwrap(),
+                );
+                let mut owned_scales = vec![false; h_scales.len()];
+                for (g, &global) in global_scales.iter().enumerate() {
+                    let r = groups.rows(g);
+                    if r == 0 {
+                        continue;
+                    }
+                    let want =
+                        NvFp4Matrix::quantize(r, n, group_rows(g), GlobalScale::Fixed(global)).unwrap();
+                    let row0 = tokens.row_offsets[g] as usize;
+                    let data = &h_data[row0 * n / 2..(row0 + r) * n / 2];
+                    let scale0 = layout.atom_offset(tokens.scale_offsets[g] as usize / 128, 0);
+                    let scales = &h_scales[scale0..scale0 + want.scales().len()];
+                    owned_scales[scale0..scale0 + want.scales().len()].fill(true);
+                    let differ =
+                        |got: &[u8], want: &[u8]| got.iter().zip(want).filter(|(a, b)| a != b).count();
+                    let (bad_data, bad_scales) = (differ(data, want.data()), differ(scales, want.scales()));
+                    if bad_data + bad_scales > 0 {
+                        failures.push(format!(
                         "{name}, group {g} ({r} rows, g = {global:e}): {bad_data} data and {bad_scales} scale bytes differ"
                     ));
+                    }
                 }
+                let end = *tokens.row_offsets.last().unwrap() as usize;
+                if h_data[end * n / 2..].iter().any(|&b| b != POISON) {
+                    failures.push(format!("{name}: data past the last group was written"));
+                }
+                if h_scales
+                    .iter()
+                    .zip(&owned_scales)
+                    .any(|(&b, &owned)| !owned && b != POISON)
+                {
+                    failures.push(format!("{name}: scale bytes of no group were written"));
+                }
+                println!(
+                    "{name}: grouped NVFP4 output, tile {:?}, {}",
+                    plan.tile_and_grid(),
+                    if failures.is_empty() { "identical" } else { "FAIL" }
+                );
             }
-            let end = *tokens.row_offsets.last().unwrap() as usize;
-            if h_data[end * n / 2..].iter().any(|&b| b != POISON) {
-                failures.push(format!("{name}: data past the last group was written"));
-            }
-            if h_scales
-                .iter()
-                .zip(&owned_scales)
-                .any(|(&b, &owned)| !owned && b != POISON)
-            {
-                failures.push(format!("{name}: scale bytes of no group were written"));
-            }
-            println!(
-                "{name}: grouped NVFP4 output, tile {:?}, {}",
-                plan.tile_and_grid(),
-                if failures.is_empty() { "identical" } else { "FAIL" }
-            );
         }
     }
     assert_no_failures(failures);
@@ -881,6 +944,7 @@ test_main!(
     grouped_dual_gemm_matches_the_reference_on_moe_layers_with_separate_and_concatenated_up_weights,
     groups_without_rows_first_middle_and_last_and_odd_sizes,
     moe_decode_with_256_groups_of_0_to_5_rows_and_skewed_prefill_sizes,
+    grouped_decode_kernel_matches_the_reference_on_groups_of_any_size,
     one_group_and_the_dense_gemm_match_the_reference,
     same_inputs_give_bitwise_identical_outputs,
     a_cuda_graph_captured_once_replays_with_new_device_side_offsets,

@@ -186,12 +186,14 @@ fn sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry() {
     }
 }
 
-fn sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory() {
+fn sm90_decode_size_kernels_sass_uses_hmma_without_local_memory() {
     let Some(sass) = sass_of("sm_90a", PTX_SM90A) else {
         return;
     };
-    for kernel in sm90_registry::DECODE.iter().flat_map(|decode| decode.kernels()) {
-        let (name, body) = (kernel.entry.name, function_sass(&sass, kernel.entry.name));
+    let dense = sm90_registry::DECODE.iter().flat_map(|decode| decode.kernels());
+    let grouped = sm90_registry::GROUPED_DECODE.kernels();
+    for entry in dense.map(|k| k.entry).chain(grouped.map(|k| k.entry)) {
+        let (name, body) = (entry.name, function_sass(&sass, entry.name));
         assert!(body.contains("HMMA.16816.F32"), "{name}: no HMMA.16816.F32");
         assert!(
             !body.contains("LDL") && !body.contains("STL"),
@@ -311,7 +313,7 @@ test_main!(
     every_entry_point_has_launch_bounds_and_one_parameter_of_its_arguments_size,
     every_module_entry_is_in_its_registry,
     sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry,
-    sm90_decode_size_dual_gemm_sass_uses_hmma_without_local_memory,
+    sm90_decode_size_kernels_sass_uses_hmma_without_local_memory,
     sm100_dual_gemm_sass_uses_the_block_scaled_fp4_mma_without_local_memory,
     modules_call_no_external_functions,
     ptxas_assembles_both_modules_without_local_memory,

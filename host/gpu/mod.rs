@@ -314,6 +314,8 @@ pub(crate) struct Sm90Kernels {
     /// The decode-size kernels per count of 8-token tiles: the dual GEMM, the dual GEMM
     /// writing NVFP4, the plain GEMM, the dual and plain GEMM writing bf16.
     decode: Vec<(u32, [LoadedKernel<sm90::DecodeArgs>; 5])>,
+    /// The grouped decode-size kernels: dual GEMM, dual GEMM writing NVFP4, plain GEMM.
+    grouped_decode: [LoadedKernel<sm90::GroupedDecodeArgs>; 3],
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
@@ -380,10 +382,27 @@ impl Sm90Kernels {
                 ],
             ));
         }
+        let load_grouped_decode = |kernel, nvfp4| -> Result<LoadedKernel<sm90::GroupedDecodeArgs>> {
+            let kernel = LoadedKernel::load(module, kernel)?;
+            // 16 token rows of the longest window.
+            kernel.allow_shared_bytes(sm90::decode_shared_bytes(
+                sm90::DECODE_MAX_TOKENS,
+                sm90::GROUPED_DECODE_MAX_WINDOW_STEPS,
+                nvfp4,
+            ))?;
+            Ok(kernel)
+        };
+        let entries = sm90_registry::GROUPED_DECODE;
+        let grouped_decode = [
+            load_grouped_decode(entries.gated, false)?,
+            load_grouped_decode(entries.gated_nvfp4, true)?,
+            load_grouped_decode(entries.plain, false)?,
+        ];
         Ok(Self {
             tiled,
             predecode_tokens: LoadedKernel::load(module, sm90_registry::PREDECODE_TOKENS)?,
             decode,
+            grouped_decode,
             grouped_prepare: LoadedKernel::load(module, sm90_registry::GROUPED_PREPARE)?,
         })
     }
@@ -418,6 +437,22 @@ impl Sm90Kernels {
         find_tiled(&self.tiled, tile, Arch::Sm90a, what, |t| {
             t.grouped.as_ref().zip(index).and_then(|(g, i)| g.get(i))
         })
+    }
+
+    /// The grouped decode-size kernel of `epilogue`.
+    pub fn grouped_decode(&self, epilogue: TileEpilogue) -> Result<&LoadedKernel<sm90::GroupedDecodeArgs>> {
+        let index = match epilogue {
+            TileEpilogue::Gated => Some(0),
+            TileEpilogue::GatedNvfp4 => Some(1),
+            TileEpilogue::Plain => Some(2),
+            TileEpilogue::GatedBf16 | TileEpilogue::PlainBf16 => None,
+        };
+        index
+            .map(|i| &self.grouped_decode[i])
+            .ok_or_else(|| Error::MissingKernel {
+                kernel: format!("grouped decode-size {}", epilogue.operation()),
+                arch: Arch::Sm90a.name(),
+            })
     }
 
     /// The decode-size kernel of `epilogue` for `token_tiles` tiles of 8 tokens.

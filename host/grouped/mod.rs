@@ -274,9 +274,12 @@ pub struct GroupedPlan {
 /// The architecture's part of a plan.
 #[allow(clippy::large_enum_variant)] // one per plan, never moved in a loop
 enum Backend {
-    /// Hopper: the token tile, the decoded token buffer and its map, the stream-K state.
+    /// Hopper: the token tile, the decoded token buffer and its map, the stream-K state, and
+    /// the grouped decode-size kernel's K window when the plan runs that kernel instead of the
+    /// tiled one.
     Sm90 {
         tile: Tile,
+        decode_window: Option<u32>,
         token_pitch: u32,
         token_rows: u32,
         tokens: DeviceBuffer<u16>,
@@ -424,8 +427,19 @@ impl Gpu {
                     2 * grid as usize * partial_slot_bytes(tile) as usize / 4,
                     2 * grid as usize,
                 )?;
+                // Groups of up to 16 tokens (routed decode) in the contiguous convention, whose N
+                // and K the plan knows: the grouped decode-size kernel.
+                let decode_window = match layout {
+                    GroupedLayout::Contiguous { k, .. }
+                        if tokens_per_group <= sm90::DECODE_MAX_TOKENS as usize =>
+                    {
+                        Some(sm90::grouped_decode_window_steps(k as u32))
+                    }
+                    _ => None,
+                };
                 Backend::Sm90 {
                     tile,
+                    decode_window,
                     token_pitch,
                     token_rows: rows as u32,
                     tokens,
@@ -478,11 +492,51 @@ impl GroupedPlan {
         self.layout
     }
 
-    /// Tokens per tile and persistent CTAs of the GEMM kernel.
+    /// Tokens per tile and persistent CTAs of the GEMM kernel (the grouped decode-size kernel:
+    /// its 16 tokens per pass and its CTAs, see [`GroupedPlan::uses_decode_kernel`]).
     pub fn tile_and_grid(&self) -> (u32, u32) {
         match &self.backend {
+            Backend::Sm90 {
+                decode_window: Some(_),
+                ..
+            } => {
+                let groups = match self.layout {
+                    GroupedLayout::Contiguous { groups, .. } | GroupedLayout::Separate { groups, .. } => {
+                        groups
+                    }
+                };
+                (
+                    sm90::DECODE_MAX_TOKENS,
+                    groups as u32 * self.decode_row_groups().unwrap_or(0),
+                )
+            }
             Backend::Sm90 { tile, .. } => (tile.tokens, self.grid),
             Backend::Sm100 { .. } => (sm100::TILE_M, self.grid),
+        }
+    }
+
+    /// Whether launches run the grouped decode-size kernel (Hopper, contiguous convention,
+    /// planned for groups of at most 16 tokens): one CTA per group and 64 outputs (dual GEMM; 128
+    /// plain) streams the weights through `mma.sync` over all of K, 16 tokens at a time, instead
+    /// of the persistent tiled kernel. Groups of any size are computed either way.
+    pub fn uses_decode_kernel(&self) -> bool {
+        matches!(
+            self.backend,
+            Backend::Sm90 {
+                decode_window: Some(_),
+                ..
+            }
+        )
+    }
+
+    /// The grouped decode-size kernel's row groups per group (its grid: the groups times
+    /// these).
+    fn decode_row_groups(&self) -> Option<u32> {
+        match self.layout {
+            GroupedLayout::Contiguous { n, .. } => {
+                Some((n as u32).div_ceil(sm90::grouped_decode_outputs(self.op.gated())))
+            }
+            GroupedLayout::Separate { .. } => None,
         }
     }
 
@@ -592,7 +646,12 @@ impl GroupedPlan {
             }),
             (
                 Backend::Sm90 {
-                    token_map, stream_k, ..
+                    token_map,
+                    stream_k,
+                    decode_window,
+                    token_pitch,
+                    tokens,
+                    ..
                 },
                 LaunchTile::Sm90(tile),
             ) => {
@@ -613,6 +672,31 @@ impl GroupedPlan {
                         false,
                     )?
                 };
+                if let (Some(window_steps), Some(row_groups)) = (*decode_window, self.decode_row_groups()) {
+                    let args = sm90::GroupedDecodeArgs {
+                        descs: prepare.descs,
+                        schedule: prepare.schedule,
+                        tokens: tokens.address() as *const u32,
+                        token_pitch: *token_pitch,
+                        groups: prepare.groups,
+                        row_groups,
+                        window_steps,
+                    };
+                    let grid = prepare.groups * row_groups;
+                    let shared =
+                        sm90::decode_shared_bytes(sm90::DECODE_MAX_TOKENS, window_steps, epilogue.nvfp4());
+                    // SAFETY: as the tiled kernel below: it waits for the preparation pass before
+                    // it reads the descriptors, the status and the decoded tokens.
+                    return unsafe {
+                        kernels.grouped_decode(epilogue)?.launch(
+                            stream,
+                            grid,
+                            shared,
+                            &args,
+                            self.programmatic,
+                        )
+                    };
+                }
                 let (workspace, flags, tickets) = (
                     stream_k.workspace.address(),
                     stream_k.flags.address(),

@@ -521,6 +521,64 @@ pub struct DecodeArgs {
     pub device_globals: DeviceGlobalScales,
 }
 
+/// Most decode steps per K window of the grouped decode-size kernels: 16 token rows of 12
+/// steps (48 KiB) let four CTAs share an SM.
+pub const GROUPED_DECODE_MAX_WINDOW_STEPS: u32 = 12;
+
+/// Decode steps per K window of the grouped decode-size kernels for a reduction of `k`: the
+/// windows as few as [`GROUPED_DECODE_MAX_WINDOW_STEPS`] allows and as even as possible, each an
+/// even number of steps (the plain GEMM's two halves take alternate steps from a window's
+/// start).
+pub const fn grouped_decode_window_steps(k: u32) -> u32 {
+    let steps = decode_steps(k);
+    let windows = steps.div_ceil(GROUPED_DECODE_MAX_WINDOW_STEPS);
+    let per_window = if windows == 0 { 2 } else { steps.div_ceil(windows) };
+    per_window.next_multiple_of(2)
+}
+
+const _: () = assert!(
+    GROUPED_DECODE_MAX_WINDOW_STEPS.is_multiple_of(2)
+        && GROUPED_DECODE_MAX_WINDOW_STEPS <= DECODE_MAX_STEPS_PER_SPLIT
+        && grouped_decode_window_steps(2048) == 8
+        && grouped_decode_window_steps(2880) == 12
+        && grouped_decode_window_steps(7168) == 12
+        && grouped_decode_window_steps(64) == 2
+);
+
+/// Outputs of one CTA of the grouped decode-size kernels: [`DECODE_GROUP_N`] for the dual GEMM
+/// (each output's gate and up rows), twice that for the plain GEMM (every warp its own rows).
+pub const fn grouped_decode_outputs(gated: bool) -> u32 {
+    if gated {
+        DECODE_GROUP_N
+    } else {
+        DECODE_WARPS * DECODE_ROWS_PER_WARP
+    }
+}
+
+/// Arguments of the grouped decode-size kernels (`sm90::registry::GROUPED_DECODE`; see
+/// `sm90::decode`): the preparation pass's tables and token buffer. The grid is
+/// `groups × row_groups` CTAs, row group fastest.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GroupedDecodeArgs {
+    /// The groups' descriptors (the preparation pass's).
+    pub descs: *const crate::grouped::GroupDesc,
+    /// The `GroupedHeader` (its status: nothing is written unless the offsets were valid).
+    pub schedule: *const u32,
+    /// The fp16 token buffer the preparation pass decoded (`sm90::tokens` format).
+    pub tokens: *const u32,
+    /// fp16 elements per row of the token buffer (a multiple of [`K_PER_STAGE`]).
+    pub token_pitch: u32,
+    /// Groups `G`.
+    pub groups: u32,
+    /// Row groups ([`grouped_decode_outputs`]) per group: N over them, rounded up (a plain
+    /// GEMM's N may end half-way through its last).
+    pub row_groups: u32,
+    /// Decode steps per K window ([`grouped_decode_window_steps`]), even, at most
+    /// [`GROUPED_DECODE_MAX_WINDOW_STEPS`].
+    pub window_steps: u32,
+}
+
 /// Token tiles of the decode-size dual GEMM for `m` tokens.
 pub const fn decode_token_tiles(m: u32) -> u32 {
     m.div_ceil(DECODE_TOKEN_TILE)

@@ -20,12 +20,15 @@
 //! launch is needed.
 
 use crate::epilogue::{Nvfp4Tile, half_bits, silu};
+use crate::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, STATUS_OK};
 use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
-use crate::ptx::{copy, cvt, fence, mem, mma, smem, sreg};
+use crate::prepare;
+use crate::ptx::{copy, cvt, fence, mem, mma, reg, smem, sreg};
 use crate::sm90::config::{
-    DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_NVFP4_STAGING_OFFSET, DECODE_RECORD_WORDS,
-    DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX,
-    DecodeArgs, K_PER_SLICE, decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset,
+    DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_HALVES_BYTES, DECODE_MAX_TOKENS,
+    DECODE_NVFP4_STAGING_OFFSET, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP,
+    DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs, GroupedDecodeArgs, K_PER_SLICE,
+    decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset, grouped_decode_outputs,
     stage_block,
 };
 use crate::sm90::registry;
@@ -76,6 +79,270 @@ impl RowChunk {
     fn pairs(&self, j: u32, byte: u32) -> [u32; 8] {
         let scale = cvt::e4m3_byte_to_f16x2_broadcast(self.codes, byte + j);
         scaled_pairs(self.words[2 * j as usize], self.words[2 * j as usize + 1], scale)
+    }
+}
+
+/// One lane's two weight rows (`g` and `g + 8` of its warp's 16) of one weight matrix, streamed
+/// one decode step at a time.
+///
+/// Step `q` is half `q % 2` of 256-K stage `q / 2`, so the lane's blocks in it are
+/// `DECODE_BLOCKS_PER_STEP · q + stage_block(0, t)` and the next (`stage_block`'s order): each
+/// row's chunk is 64 bytes further per step and its scale word one 512-byte atom per 4 blocks
+/// further, with its first code at byte `stage_block(0, t) % 4`.
+#[derive(Clone, Copy)]
+struct RowPair {
+    data: *const u8,
+    scales: *const u8,
+    /// Each row's step-0 chunk and scale-word offsets (its first chunk and scale word, loaded
+    /// with zero scales for blocks past K, lie `lane_shift` before them: [`RowPair::load`]).
+    offsets: [[u32; 2]; 2],
+    /// The lane's first scale block of step 0.
+    lane_block: u32,
+    /// Scale blocks of K.
+    blocks_of_k: u32,
+}
+
+const _: () = assert!(
+    stage_block(DECODE_SLICES_PER_STEP, 1) == DECODE_BLOCKS_PER_STEP + stage_block(0, 1)
+        && DECODE_BLOCKS_PER_STEP.is_multiple_of(ATOM_SCALE_COLS as u32)
+);
+
+impl RowPair {
+    /// Bytes between a row's chunks of consecutive steps.
+    const CHUNK_STRIDE: u32 = DECODE_BLOCKS_PER_STEP * 8;
+    /// Bytes between a row's scale words of consecutive steps.
+    const SCALE_STRIDE: u32 = DECODE_BLOCKS_PER_STEP / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32;
+
+    /// Rows `rows` of the matrix at `data` (`k / 2` bytes a row) with blocked scales `scales`
+    /// of `layout`, as quad lane `t` loads them.
+    #[inline(always)]
+    fn new(
+        data: *const u8,
+        scales: *const u8,
+        layout: BlockedScales,
+        rows: [u32; 2],
+        k: u32,
+        t: u32,
+    ) -> Self {
+        let lane_block = stage_block(0, t);
+        let byte = lane_block % ATOM_SCALE_COLS as u32;
+        let row_bytes = k / 2;
+        Self {
+            data,
+            scales,
+            offsets: rows.map(|row| {
+                [
+                    row * row_bytes + 8 * lane_block,
+                    layout.offset_u32(row, lane_block - byte),
+                ]
+            }),
+            lane_block,
+            blocks_of_k: k / SCALE_BLOCK_K as u32,
+        }
+    }
+
+    /// The byte of the lane's first scale code in each loaded scale word.
+    #[inline(always)]
+    fn byte(&self) -> u32 {
+        self.lane_block % ATOM_SCALE_COLS as u32
+    }
+
+    /// Step `q`'s chunks of both rows (of any step: past K the rows' first chunks, with zero
+    /// scales).
+    ///
+    /// # Safety
+    /// Both rows lie inside the matrix and its scales.
+    #[inline(always)]
+    unsafe fn load(&self, q: u32) -> [RowChunk; 2] {
+        let exists = DECODE_BLOCKS_PER_STEP * q + self.lane_block < self.blocks_of_k;
+        // The lane's step-0 chunk and scale word lie this far past the row's first ones (its
+        // scale word `lane_block / 4` atoms on: `BlockedScales::offset_u32`'s column term).
+        let lane_shift = [
+            8 * self.lane_block,
+            self.lane_block / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32,
+        ];
+        [0, 1].map(|r| {
+            let [data_offset, scale_offset] = self.offsets[r];
+            let at = [
+                data_offset + Self::CHUNK_STRIDE * q,
+                scale_offset + Self::SCALE_STRIDE * q,
+            ];
+            let fallback = [data_offset - lane_shift[0], scale_offset - lane_shift[1]];
+            // SAFETY: the contract above: blocks below K are inside the row; past K the row's
+            // first chunk is read instead.
+            unsafe { RowChunk::load(self.data, self.scales, at, fallback, exists) }
+        })
+    }
+}
+
+/// The staged token rows of a CTA as one lane reads them: token row `g` of each 8-token tile,
+/// quad lane `t`'s 32-byte run of each 64-K slice (see [`stage_dense_tokens`]).
+#[derive(Clone, Copy)]
+struct StagedTokens {
+    /// Shared address of the lane's run of slice 0 of tile 0.
+    lane: u32,
+    /// Bytes between token rows.
+    pitch: u32,
+}
+
+impl StagedTokens {
+    #[inline(always)]
+    fn new(pitch: u32, g: u32, t: u32) -> Self {
+        Self {
+            lane: smem::base() + g * pitch + 32 * t,
+            pitch,
+        }
+    }
+
+    /// The lane's eight token pairs of staged slice `local_slice` of tile `tile`.
+    #[inline(always)]
+    fn pairs(&self, tile: u32, local_slice: u32) -> [u32; 8] {
+        let at = self.lane + tile * DECODE_TOKEN_TILE * self.pitch + local_slice * 2 * K_PER_SLICE;
+        // SAFETY: inside the staged tokens (the kernels size their shared memory for them).
+        let (lo, hi) = unsafe { (smem::ld_v4(at), smem::ld_v4(at + 16)) };
+        [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]
+    }
+}
+
+/// Multiplies steps `first, first + stride, … < end` of `pair` with the staged tokens (step `q`
+/// at staged slice `(q − origin) · DECODE_SLICES_PER_STEP`) into `sums`, the MMAs' C fragments
+/// per token tile. `chunks` holds step `first`'s loads; each next step's loads go out before a
+/// step is decoded. Nothing waits on another warp.
+///
+/// # Safety
+/// As [`RowPair::load`]; the steps' slices are staged.
+#[inline(always)]
+unsafe fn stream<const TILES: usize>(
+    pair: &RowPair,
+    mut chunks: [RowChunk; 2],
+    [first, end, stride]: [u32; 3],
+    origin: u32,
+    tokens: StagedTokens,
+    sums: &mut [[f32; 4]; TILES],
+) {
+    let byte = pair.byte();
+    let mut q = first;
+    while q < end {
+        let next = if q + stride < end {
+            // SAFETY: forwarded.
+            unsafe { pair.load(q + stride) }
+        } else {
+            chunks
+        };
+        // Each slice of the step: decode its block for both rows, then four K16 MMAs per tile.
+        for j in 0..DECODE_SLICES_PER_STEP {
+            let weights = [chunks[0].pairs(j, byte), chunks[1].pairs(j, byte)];
+            let local_slice = (q - origin) * DECODE_SLICES_PER_STEP + j;
+            let b: [[u32; 8]; TILES] = core::array::from_fn(|tile| tokens.pairs(tile as u32, local_slice));
+            for step in 0..4 {
+                let a = [
+                    weights[0][2 * step],
+                    weights[1][2 * step],
+                    weights[0][2 * step + 1],
+                    weights[1][2 * step + 1],
+                ];
+                for tile in 0..TILES {
+                    sums[tile] =
+                        mma::m16n8k16_f32_f16(sums[tile], a, [b[tile][2 * step], b[tile][2 * step + 1]]);
+                }
+            }
+        }
+        chunks = next;
+        q += stride;
+    }
+}
+
+/// Stages `slices` 64-K slices of `token_rows` token rows into shared memory (the CTA's
+/// threads together, one item per (slice, token row), token fastest): a token row holds, per
+/// slice, four 32-byte runs at `pitch` bytes between rows, run `w` the eight pairs of quad lane
+/// `w`'s block (word `w` of the slice's chunks 0..8 in `decode_slice_chunks`), so that a lane
+/// reads them with two 16-byte loads. `run(token, local_slice, w)` gives a run.
+///
+/// # Safety
+/// `token_rows` rows of `slices` slices at `pitch` fit the kernel's shared memory.
+#[inline(always)]
+unsafe fn stage_tokens(token_rows: u32, slices: u32, pitch: u32, run: impl Fn(u32, u32, u32) -> [u32; 8]) {
+    // At least 1: the `max` only proves the divisions below cannot panic.
+    let token_rows = token_rows.max(1);
+    let mut item = sreg::thread_idx_x();
+    while item < token_rows * slices {
+        let (token, local_slice) = (item % token_rows, item / token_rows);
+        let at = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE;
+        for w in 0..4 {
+            let pairs = run(token, local_slice, w);
+            // SAFETY: run `w` of the slice's 128 bytes of this token row (contract).
+            unsafe {
+                smem::st_v4(at + 32 * w, [pairs[0], pairs[1], pairs[2], pairs[3]]);
+                smem::st_v4(at + 32 * w + 16, [pairs[4], pairs[5], pairs[6], pairs[7]]);
+            }
+        }
+        item += sreg::block_dim_x();
+    }
+}
+
+/// The dense kernel's staging: the `tiles` token tiles of steps `first..end` decoded from A
+/// (`m` rows of `k / 2` bytes, blocked scales), rows past `m` zeros.
+///
+/// # Safety
+/// A's rows and scales are readable; the rows fit the kernel's shared memory.
+#[inline(always)]
+unsafe fn stage_dense_tokens(
+    a: *const u8,
+    a_scales: *const u8,
+    m: u32,
+    k: u32,
+    tiles: u32,
+    [first, end]: [u32; 2],
+    pitch: u32,
+) {
+    let layout = BlockedScales::new(m as usize, k as usize);
+    let slices = (end.saturating_sub(first) * DECODE_SLICES_PER_STEP).max(1);
+    // SAFETY: forwarded.
+    unsafe {
+        stage_tokens(
+            tiles * DECODE_TOKEN_TILE,
+            slices,
+            pitch,
+            |token, local_slice, w| {
+                if token < m {
+                    // SAFETY: A's row `token` and its scales (contract).
+                    unsafe {
+                        decode_slice_block(
+                            a.add(token as usize * (k / 2) as usize),
+                            a_scales,
+                            layout,
+                            token as usize,
+                            k,
+                            first * DECODE_SLICES_PER_STEP + local_slice,
+                            w,
+                        )
+                    }
+                } else {
+                    [0; 8]
+                }
+            },
+        )
+    }
+}
+
+/// Accumulator `i` (0..4) of a lane (`g`, `t`) of warp `warp` of a matrix, token tile `tile`:
+/// its token (in the CTA's token rows) and its output column in the row group.
+#[inline(always)]
+fn output_position(warp: u32, tile: u32, g: u32, t: u32, i: u32) -> (u32, u32) {
+    (
+        tile * DECODE_TOKEN_TILE + 2 * t + i % 2,
+        warp * DECODE_ROWS_PER_WARP + g + 8 * (i / 2),
+    )
+}
+
+/// An output from its two sums: `silu(α_gate·gate) ⊙ (α_up·up)` (dual GEMM), or
+/// `α_gate·(gate + up)` (plain GEMM: the sums of the two halves of K).
+#[inline(always)]
+fn finish<const GATED: bool>(alpha_gate: f32, alpha_up: f32, gate: f32, up: f32) -> f32 {
+    if GATED {
+        silu(alpha_gate * gate) * (alpha_up * up)
+    } else {
+        alpha_gate * (gate + up)
     }
 }
 
@@ -167,7 +434,6 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const
     let first_row = group * DECODE_GROUP_N + (warp % DECODE_WARPS_PER_MATRIX) * DECODE_ROWS_PER_WARP;
     let rows = [first_row + g, first_row + g + 8];
     let layout = BlockedScales::new(n as usize, k as usize);
-    let blocks_of_k = k / SCALE_BLOCK_K as u32;
     let first_step = split * steps_per_split;
     let end_step = (first_step + steps_per_split).min(decode_steps(k));
 
@@ -190,124 +456,31 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const
         }
     }
 
-    // Step `q` is half `q % 2` of 256-K stage `q / 2`, so this lane's blocks in it are
-    // `DECODE_BLOCKS_PER_STEP · q + stage_block(0, t)` and the next (`stage_block`'s order): each
-    // row's chunk is 64 bytes further per step and its scale word one 512-byte atom per 4 blocks
-    // further, with its first code at byte `stage_block(0, t) % 4`.
-    const _: () = assert!(
-        stage_block(DECODE_SLICES_PER_STEP, 1) == DECODE_BLOCKS_PER_STEP + stage_block(0, 1)
-            && DECODE_BLOCKS_PER_STEP.is_multiple_of(ATOM_SCALE_COLS as u32)
-    );
-    let lane_block = stage_block(0, t);
-    let byte = lane_block % ATOM_SCALE_COLS as u32;
-    let row_bytes = k / 2;
-    let (fallbacks, offsets) = (
-        rows.map(|row| [row * row_bytes, layout.offset_u32(row, 0)]),
-        rows.map(|row| {
-            [
-                row * row_bytes + 8 * lane_block,
-                layout.offset_u32(row, lane_block - byte),
-            ]
-        }),
-    );
-    const CHUNK_STRIDE: u32 = DECODE_BLOCKS_PER_STEP * 8;
-    const SCALE_STRIDE: u32 = DECODE_BLOCKS_PER_STEP / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32;
-    // Step `q`'s chunks of rows `g` and `g + 8`.
-    let load = |q: u32| {
-        let exists = DECODE_BLOCKS_PER_STEP * q + lane_block < blocks_of_k;
-        [0, 1].map(|r| {
-            let [data_offset, scale_offset] = offsets[r];
-            let at = [data_offset + CHUNK_STRIDE * q, scale_offset + SCALE_STRIDE * q];
-            // SAFETY: the contract above: blocks below K are inside the row; past K the row's
-            // first chunk is read instead.
-            unsafe { RowChunk::load(data, scales, at, fallbacks[r], exists) }
-        })
-    };
-
+    let pair = RowPair::new(data, scales, layout, rows, k, t);
     fence::grid_dependency_wait(); // A may come from the kernel before (no-op if plain)
     // The first step's weights are on their way while the tokens are decoded.
-    let mut chunks = load(first_step + step_offset);
+    // SAFETY: this lane's rows of B (contract).
+    let chunks = unsafe { pair.load(first_step + step_offset) };
 
-    // The split's tokens, decoded into shared memory once per CTA (rows past M zero), one item
-    // per (64-K slice, token row), token fastest. A token row holds, per slice, four 32-byte
-    // runs: run `w` holds the eight pairs of quad lane `w`'s block (word `w` of the slice's
-    // chunks 0..8 in `decode_slice_chunks`), so that a lane reads them with two 16-byte loads.
+    // The split's tokens, decoded into shared memory once per CTA.
     let pitch = decode_token_pitch(steps_per_split);
-    // At least 1: the `max`es only prove the divisions below cannot panic.
-    let token_rows = (tiles * DECODE_TOKEN_TILE).max(1);
-    let split_slices = (end_step.saturating_sub(first_step) * DECODE_SLICES_PER_STEP).max(1);
-    let a_layout = BlockedScales::new(m as usize, k as usize);
-    let mut item = thread;
-    while item < token_rows * split_slices {
-        let (token, local_slice) = (item % token_rows, item / token_rows);
-        let at = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE;
-        for w in 0..4 {
-            let pairs = if token < m {
-                // SAFETY: A's row `token` and its scales (contract).
-                unsafe {
-                    decode_slice_block(
-                        a.add(token as usize * row_bytes as usize),
-                        a_scales,
-                        a_layout,
-                        token as usize,
-                        k,
-                        first_step * DECODE_SLICES_PER_STEP + local_slice,
-                        w,
-                    )
-                }
-            } else {
-                [0; 8]
-            };
-            // SAFETY: run `w` of the slice's 128 bytes of this token row, inside
-            // `decode_shared_bytes`.
-            unsafe {
-                smem::st_v4(at + 32 * w, [pairs[0], pairs[1], pairs[2], pairs[3]]);
-                smem::st_v4(at + 32 * w + 16, [pairs[4], pairs[5], pairs[6], pairs[7]]);
-            }
-        }
-        item += sreg::block_dim_x();
-    }
+    // SAFETY: A's rows and scales (contract); the token rows fit `decode_shared_bytes`.
+    unsafe { stage_dense_tokens(a, a_scales, m, k, tiles, [first_step, end_step], pitch) };
     fence::sync_threads();
 
-    // This lane's eight token pairs of a slice: token row `g` of tile `tile`, quad lane `t`'s run.
-    let lane_tokens = smem::base() + g * pitch + 32 * t;
-    let tokens = |tile: u32, local_slice: u32| {
-        let at = lane_tokens + tile * DECODE_TOKEN_TILE * pitch + local_slice * 2 * K_PER_SLICE;
-        // SAFETY: inside the staged tokens.
-        let (lo, hi) = unsafe { (smem::ld_v4(at), smem::ld_v4(at + 16)) };
-        [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]
-    };
-    // The MMA's C fragments, one per token tile.
     let mut sums = [[0f32; 4]; TILES];
-    let mut q = first_step + step_offset;
-    while q < end_step {
-        // The next step's loads go out before this one is decoded.
-        let next = if q + step_stride < end_step {
-            load(q + step_stride)
-        } else {
-            chunks
-        };
-        // Each slice of the step: decode its block for both rows, then four K16 MMAs per tile.
-        for j in 0..DECODE_SLICES_PER_STEP {
-            let weights = [chunks[0].pairs(j, byte), chunks[1].pairs(j, byte)];
-            let local_slice = (q - first_step) * DECODE_SLICES_PER_STEP + j;
-            let b: [[u32; 8]; TILES] = core::array::from_fn(|tile| tokens(tile as u32, local_slice));
-            for step in 0..4 {
-                let a = [
-                    weights[0][2 * step],
-                    weights[1][2 * step],
-                    weights[0][2 * step + 1],
-                    weights[1][2 * step + 1],
-                ];
-                for tile in 0..TILES {
-                    sums[tile] =
-                        mma::m16n8k16_f32_f16(sums[tile], a, [b[tile][2 * step], b[tile][2 * step + 1]]);
-                }
-            }
-        }
-        chunks = next;
-        q += step_stride;
-    }
+    let steps = [first_step + step_offset, end_step, step_stride];
+    // SAFETY: as above; the split's slices are staged.
+    unsafe {
+        stream(
+            &pair,
+            chunks,
+            steps,
+            first_step,
+            StagedTokens::new(pitch, g, t),
+            &mut sums,
+        )
+    };
     fence::launch_dependents();
 
     // Publish this warp's partial sums, then count the CTA in.
@@ -411,16 +584,9 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const
         (alpha_gate * gate_factor, alpha_up * up_factor)
     };
     // Output `i` of this thread: its token, its column in the row group and its value.
-    let first_row = warp * DECODE_ROWS_PER_WARP;
     let output = |i: u32| {
-        let column = first_row + g + 8 * (i / 2);
-        let token = tile * DECODE_TOKEN_TILE + 2 * t + i % 2;
-        let (gate, up) = (gate[i as usize], up[i as usize]);
-        let value = if GATED {
-            silu(alpha_gate * gate) * (alpha_up * up)
-        } else {
-            alpha_gate * (gate + up)
-        };
+        let (token, column) = output_position(warp, tile, g, t, i);
+        let value = finish::<GATED>(alpha_gate, alpha_up, gate[i as usize], up[i as usize]);
         (token, column, value)
     };
     if !NVFP4 {
@@ -459,5 +625,313 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const
         global_scale: out_global_scale,
     };
     // SAFETY: every token of the row group staged above; C's buffers hold `m × n` (contract).
+    unsafe { tile_out.encode(staging, thread, DECODE_WARPS * 32) };
+}
+
+macro_rules! grouped_decode_entries {
+    ($gated:ident $gated_nvfp4:ident $plain:ident) => {
+        grouped_decode_entry!($gated, true, false);
+        grouped_decode_entry!($gated_nvfp4, true, true);
+        grouped_decode_entry!($plain, false, false);
+    };
+}
+
+macro_rules! grouped_decode_entry {
+    ($name:ident, $gated:literal, $nvfp4:literal) => {
+        /// The grouped decode-size dual GEMM (or plain GEMM; see [`grouped_decode`]).
+        ///
+        /// # Safety
+        /// Arguments must satisfy [`GroupedDecodeArgs`]' contract, after the preparation pass
+        /// of the same launch, with `DECODE_WARPS · 32` threads per CTA and
+        /// `decode_shared_bytes(DECODE_MAX_TOKENS, window_steps, nvfp4)` of dynamic shared
+        /// memory.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: GroupedDecodeArgs) {
+            // SAFETY: forwarded.
+            unsafe { grouped_decode::<$gated, $nvfp4>(args) }
+        }
+    };
+}
+
+registry::grouped_decode_entries!(grouped_decode_entries);
+
+/// The grouped decode-size kernel: the dense kernel's weight stream for groups of few tokens
+/// (routed decode), on the preparation pass's descriptors and decoded tokens.
+///
+/// A CTA owns [`grouped_decode_outputs`] outputs of one group and the whole of K: no split, so
+/// no partial sums and no arrival counters (a grouped launch has thousands of CTAs for an MoE
+/// layer). It takes its group's tokens 16 at a time (one or two token tiles; a group of more
+/// streams its weights once per 16 tokens) and K in windows of `window_steps` steps whose token
+/// rows it copies from the decoded buffer into shared memory (the dense kernel's run layout)
+/// while the window's first weight loads are in flight. Dual GEMM: warp `w + 4` streams the up
+/// rows of warp `w`'s gate rows and hands its sums over through shared memory; warp `w` writes
+/// `silu(α_gate·g) ⊙ (α_up·u)` as fp16 or (`NVFP4`) as NVFP4 through the staging the dense
+/// kernel uses. Plain GEMM: every warp streams and writes 16 outputs of its own (`α·sum`).
+///
+/// # Safety
+/// As the entry points.
+#[inline(always)]
+unsafe fn grouped_decode<const GATED: bool, const NVFP4: bool>(args: GroupedDecodeArgs) {
+    const { assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's") };
+    let GroupedDecodeArgs {
+        descs,
+        schedule,
+        tokens,
+        token_pitch,
+        groups,
+        row_groups,
+        window_steps,
+    } = args;
+    if row_groups == 0 || window_steps == 0 {
+        return; // never with a valid launch; also proves the divisions cannot panic
+    }
+    let (group, row_group) = (sreg::block_idx_x() / row_groups, sreg::block_idx_x() % row_groups);
+    if group >= groups.min(MAX_GROUPS) {
+        return;
+    }
+    fence::launch_dependents();
+    // The preparation pass wrote the descriptors and the status.
+    fence::grid_dependency_wait();
+    const STATUS_WORD: usize = core::mem::offset_of!(GroupedHeader, status) / 4;
+    // SAFETY: the header's status word (contract).
+    if unsafe { mem::ld_global_b32(schedule.add(STATUS_WORD)) } != STATUS_OK {
+        return; // invalid device-side offsets: nothing is written
+    }
+    let column0 = row_group * grouped_decode_outputs(GATED);
+    let mut first_token = 0;
+    loop {
+        // The descriptor again for each 16-token chunk: none of it stays live across a chunk's
+        // stream and output.
+        // SAFETY: group < groups.
+        let desc = unsafe { prepare::load_desc(descs, group) };
+        if first_token >= desc.rows || column0 >= desc.n {
+            return;
+        }
+        let thread = sreg::thread_idx_x();
+        let (warp, lane) = (thread / 32, thread % 32);
+        let (g, t) = (lane / 4, lane % 4);
+        let gate = warp < DECODE_WARPS_PER_MATRIX;
+        let (data, scales, row_shift) = if gate || !GATED {
+            (desc.gate, desc.gate_scales, 0)
+        } else {
+            (desc.up, desc.up_scales, desc.up_row_offset)
+        };
+        // Dual GEMM: warps w and w + 4 stream the gate and up rows of the same 16 outputs;
+        // plain GEMM: each warp its own 16.
+        let matrix_warp = if GATED {
+            warp % DECODE_WARPS_PER_MATRIX
+        } else {
+            warp
+        };
+        // N is a multiple of 64, so only a plain CTA's last warps may lie past it: they stream
+        // the CTA's first rows instead and write nothing.
+        let own_row = column0 + matrix_warp * DECODE_ROWS_PER_WARP;
+        let first_row = row_shift
+            + if GATED || own_row < desc.n {
+                own_row
+            } else {
+                column0
+            };
+        let layout = BlockedScales::new(desc.weight_rows as usize, desc.k as usize);
+        let pair = RowPair::new(
+            data as *const u8,
+            scales as *const u8,
+            layout,
+            [first_row + g, first_row + g + 8],
+            desc.k,
+            t,
+        );
+        let staged = StagedTokens::new(decode_token_pitch(window_steps), g, t);
+        let count = (desc.rows - first_token).min(DECODE_MAX_TOKENS);
+        let words_per_row = token_pitch / 2;
+        let chunk = GroupedChunk {
+            rows: tokens.wrapping_add((desc.token_row + first_token) as usize * words_per_row as usize),
+            words_per_row,
+            steps: decode_steps(desc.k),
+            window_steps,
+        };
+        if count > DECODE_TOKEN_TILE {
+            // SAFETY: the group's rows and weights (contract).
+            let sums = unsafe { chunk.sums::<2>(&pair, staged, count) };
+            // SAFETY: as above.
+            unsafe { grouped_out::<2, GATED, NVFP4>(descs, group, column0, [first_token, count], sums) };
+        } else {
+            // SAFETY: as above.
+            let sums = unsafe { chunk.sums::<1>(&pair, staged, count) };
+            // SAFETY: as above.
+            unsafe { grouped_out::<1, GATED, NVFP4>(descs, group, column0, [first_token, count], sums) };
+        }
+        first_token += DECODE_MAX_TOKENS;
+    }
+}
+
+/// What every 16-token chunk of a grouped decode-size CTA shares.
+#[derive(Clone, Copy)]
+struct GroupedChunk {
+    /// The chunk's first token row in the decoded token buffer, and the buffer's 32-bit words
+    /// per row.
+    rows: *const u32,
+    words_per_row: u32,
+    /// Decode steps of the group's K, and per window.
+    steps: u32,
+    window_steps: u32,
+}
+
+impl GroupedChunk {
+    /// This warp's sums over all of K for the chunk's `count` (≤ `8 · TILES`) tokens, window by
+    /// window.
+    ///
+    /// # Safety
+    /// The rows are inside the decoded buffer; `pair`'s rows inside the group's weights.
+    #[inline(always)]
+    unsafe fn sums<const TILES: usize>(
+        &self,
+        pair: &RowPair,
+        staged: StagedTokens,
+        count: u32,
+    ) -> [[f32; 4]; TILES] {
+        let mut sums = [[0f32; 4]; TILES];
+        let mut window = 0;
+        while window < self.steps {
+            let end = (window + self.window_steps).min(self.steps);
+            // The window's first weights are on their way while its tokens are copied.
+            // SAFETY: any step may be loaded (past K: the rows' first chunks).
+            let chunks = unsafe { pair.load(window) };
+            // The previous window's (or chunk's output's) readers are done with the rows.
+            fence::sync_threads();
+            let slices = (end - window) * DECODE_SLICES_PER_STEP;
+            // SAFETY: the CTA's shared memory holds 16 rows of `window_steps` steps.
+            unsafe {
+                stage_tokens(
+                    TILES as u32 * DECODE_TOKEN_TILE,
+                    slices,
+                    staged.pitch,
+                    |token, local_slice, w| {
+                        if token < count {
+                            // Word `w` of the slice's eight 16-byte chunks in the decoded row.
+                            let slice = window * DECODE_SLICES_PER_STEP + local_slice;
+                            let at = token as usize * self.words_per_row as usize
+                                + (slice * 2 * K_PER_SLICE / 4) as usize
+                                + w as usize;
+                            // SAFETY: inside the decoded row (contract).
+                            core::array::from_fn(|p| unsafe { mem::ld_global_b32(self.rows.add(at + 4 * p)) })
+                        } else {
+                            [0; 8]
+                        }
+                    },
+                )
+            };
+            fence::sync_threads();
+            let steps = [window, end, 1];
+            // SAFETY: as above; the window's slices are staged.
+            unsafe { stream(pair, chunks, steps, window, staged, &mut sums) };
+            window = end;
+        }
+        sums
+    }
+}
+
+/// Writes a 16-token chunk's outputs of a grouped decode-size CTA: tokens `first..first +
+/// count` of group `group`, its row group from output `column0`.
+///
+/// # Safety
+/// `descs` are the launch's descriptors, `group` the CTA's; every warp calls it with its sums.
+#[inline(always)]
+unsafe fn grouped_out<const TILES: usize, const GATED: bool, const NVFP4: bool>(
+    descs: *const GroupDesc,
+    group: u32,
+    column0: u32,
+    [first, count]: [u32; 2],
+    sums: [[f32; 4]; TILES],
+) {
+    // An opaque copy of the address, so that the compiler loads the descriptor here instead of
+    // keeping the chunk's first load of it live across the stream.
+    let descs = reg::opaque_u64(descs as u64) as *const GroupDesc;
+    // SAFETY: the CTA's group (contract).
+    let desc = unsafe {
+        if NVFP4 {
+            prepare::load_desc_with_output(descs, group)
+        } else {
+            prepare::load_desc(descs, group)
+        }
+    };
+    // Opaque: the positions derived from it are computed here, not hoisted out of the chunk
+    // loop and kept live across the stream.
+    let thread = reg::opaque(sreg::thread_idx_x());
+    let (warp, lane) = (thread / 32, thread % 32);
+    let (g, t) = (lane / 4, lane % 4);
+    let staging = smem::base() + DECODE_NVFP4_STAGING_OFFSET;
+    // Output `i` of tile `tile` of this lane, given its value.
+    let put = |matrix_warp: u32, tile: u32, i: u32, value: f32| {
+        let (token, column) = output_position(matrix_warp, tile, g, t, i);
+        if token < count && (GATED || column0 + column < desc.n) {
+            if NVFP4 {
+                // SAFETY: token < 16, column < 64: inside the staging (past the exchange's
+                // bytes).
+                unsafe { Nvfp4Tile::stage(staging, token, column, value) };
+            } else {
+                let at = (first + token) as usize * desc.ldc as usize + (column0 + column) as usize;
+                // SAFETY: inside the group's output rows (the preparation pass's descriptor).
+                unsafe { mem::st_global_b16((desc.out as *mut u16).add(at), half_bits(value, false)) };
+            }
+        }
+    };
+    if !GATED {
+        for (tile, sums) in sums.iter().enumerate() {
+            for i in 0..4u32 {
+                put(warp, tile as u32, i, desc.alpha_gate * sums[i as usize]);
+            }
+        }
+        return;
+    }
+    // Every warp is done with the token rows: the up warps hand their sums over in them (16
+    // bytes per lane and tile, within `DECODE_HALVES_BYTES`).
+    let matrix_warp = warp % DECODE_WARPS_PER_MATRIX;
+    const _: () = assert!(
+        DECODE_WARPS_PER_MATRIX * DECODE_MAX_TOKENS / DECODE_TOKEN_TILE * 32 * 16 <= DECODE_HALVES_BYTES
+    );
+    fence::sync_threads();
+    let exchange = |tile: u32| smem::base() + ((matrix_warp * TILES as u32 + tile) * 32 + lane) * 16;
+    if warp >= DECODE_WARPS_PER_MATRIX {
+        for (tile, sums) in sums.iter().enumerate() {
+            // SAFETY: inside the first `DECODE_HALVES_BYTES` of the token rows.
+            unsafe { smem::st_v4(exchange(tile as u32), sums.map(f32::to_bits)) };
+        }
+    }
+    fence::sync_threads();
+    if warp < DECODE_WARPS_PER_MATRIX {
+        for (tile, gate) in sums.iter().enumerate() {
+            // SAFETY: written before the barrier.
+            let up = unsafe { smem::ld_v4(exchange(tile as u32)) };
+            for i in 0..4u32 {
+                let value = finish::<true>(
+                    desc.alpha_gate,
+                    desc.alpha_up,
+                    gate[i as usize],
+                    f32::from_bits(up[i as usize]),
+                );
+                put(matrix_warp, tile as u32, i, value);
+            }
+        }
+    }
+    if !NVFP4 {
+        return;
+    }
+    fence::sync_threads();
+    let data_pitch = desc.n / 2;
+    let tile_out = Nvfp4Tile {
+        data: (desc.out as *mut u8)
+            .wrapping_add(first as usize * data_pitch as usize + (column0 / 2) as usize),
+        data_pitch,
+        scales: desc.out_scales as *mut u8,
+        // The group's own layout, from its first 128-row block.
+        layout: BlockedScales::new(desc.rows as usize, desc.n as usize),
+        scale_row: first,
+        first_block: column0 / SCALE_BLOCK_K as u32,
+        tokens: count,
+        padding: Nvfp4Tile::padding_rows(desc.rows, first, count),
+        global_scale: desc.out_global_scale,
+    };
+    // SAFETY: every token of the chunk staged above; the descriptor's output (contract).
     unsafe { tile_out.encode(staging, thread, DECODE_WARPS * 32) };
 }

@@ -11,7 +11,7 @@
 use crate::grouped::GroupedPrepareArgs;
 use crate::launch::{EntryPoint, Kernel};
 use crate::sm90::config::{
-    DECODE_WARPS, DecodeArgs, DualGemmArgs, GroupedArgs, PredecodeArgs, Tile, check_tile,
+    DECODE_WARPS, DecodeArgs, DualGemmArgs, GroupedArgs, GroupedDecodeArgs, PredecodeArgs, Tile, check_tile,
 };
 
 /// The tiled kernels, smallest tile first, one line per token-tile width:
@@ -68,6 +68,19 @@ macro_rules! decode_entries {
 }
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use decode_entries;
+
+/// The grouped decode-size kernels (`sm90::decode`): `dual_entry dual_nvfp4_entry plain_entry`
+/// (any count of tokens per group, 16 at a time).
+macro_rules! grouped_decode_entries {
+    ($callback:ident) => {
+        $callback! {
+            nvfp4_grouped_dual_gemm_decode_sm90 nvfp4_grouped_dual_gemm_nvfp4_decode_sm90
+                nvfp4_grouped_gemm_decode_sm90
+        }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use grouped_decode_entries;
 
 /// The token pre-decoder of the large tiles (`sm90::tokens`).
 macro_rules! predecode_tokens_entry {
@@ -340,8 +353,66 @@ pub const fn decode(token_tiles: u32, epilogue: TileEpilogue) -> Option<Kernel<D
     None
 }
 
+/// The grouped decode-size kernels: `DECODE_WARPS` warps, [`GROUPED_DECODE_CTAS_PER_SM`] CTAs
+/// per SM.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupedDecodeEntries {
+    /// The grouped dual GEMM.
+    pub gated: Kernel<GroupedDecodeArgs>,
+    /// The grouped dual GEMM writing NVFP4.
+    pub gated_nvfp4: Kernel<GroupedDecodeArgs>,
+    /// The grouped plain GEMM.
+    pub plain: Kernel<GroupedDecodeArgs>,
+}
+
+impl GroupedDecodeEntries {
+    /// The kernel of `epilogue`, if it has one (no grouped kernel writes bf16).
+    pub const fn kernel(&self, epilogue: TileEpilogue) -> Option<Kernel<GroupedDecodeArgs>> {
+        match epilogue {
+            TileEpilogue::Gated => Some(self.gated),
+            TileEpilogue::GatedNvfp4 => Some(self.gated_nvfp4),
+            TileEpilogue::Plain => Some(self.plain),
+            TileEpilogue::GatedBf16 | TileEpilogue::PlainBf16 => None,
+        }
+    }
+
+    /// Every kernel of the entry.
+    pub const fn kernels(&self) -> [Kernel<GroupedDecodeArgs>; 3] {
+        [self.gated, self.gated_nvfp4, self.plain]
+    }
+}
+
+macro_rules! grouped_decode_table {
+    ($gated:ident $gated_nvfp4:ident $plain:ident) => {
+        /// The grouped decode-size kernels (`grouped_decode_entries!`).
+        pub const GROUPED_DECODE: GroupedDecodeEntries = GroupedDecodeEntries {
+            gated: Kernel::new(
+                stringify!($gated),
+                DECODE_WARPS * 32,
+                Some(GROUPED_DECODE_CTAS_PER_SM),
+            ),
+            gated_nvfp4: Kernel::new(
+                stringify!($gated_nvfp4),
+                DECODE_WARPS * 32,
+                Some(GROUPED_DECODE_CTAS_PER_SM),
+            ),
+            plain: Kernel::new(
+                stringify!($plain),
+                DECODE_WARPS * 32,
+                Some(GROUPED_DECODE_CTAS_PER_SM),
+            ),
+        };
+    };
+}
+grouped_decode_entries!(grouped_decode_table);
+
 /// CTAs of the decode-size dual GEMM per SM (`.minnctapersm`): 32 warps.
 pub const DECODE_CTAS_PER_SM: u32 = 4;
+
+/// CTAs of the grouped decode-size kernels per SM (`.minnctapersm`): 24 warps. Their chunk and
+/// window state beside the dense kernel's stream spilled at 64 registers a thread, the dense
+/// kernel's 4 CTAs (ptxas: 4–56 bytes, by variant).
+pub const GROUPED_DECODE_CTAS_PER_SM: u32 = 3;
 
 macro_rules! single_kernel {
     ($name:ident) => {
@@ -437,11 +508,13 @@ pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
 const DENSE_PER_TILE: usize = TILED[0].dense_kernels().len();
 const GROUPED_PER_TILE: usize = 3;
 const DECODE_PER_ENTRY: usize = DECODE[0].kernels().len();
+const GROUPED_DECODE_KERNELS: usize = GROUPED_DECODE.kernels().len();
 
 const fn entry_count() -> usize {
     DENSE_PER_TILE * TILED.len()
         + GROUPED_PER_TILE * GROUPED_TILES.len()
         + DECODE_PER_ENTRY * DECODE.len()
+        + GROUPED_DECODE_KERNELS
         + 2
 }
 
@@ -472,6 +545,7 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
         n = put(&mut out, n, &DECODE[i].kernels());
         i += 1;
     }
+    n = put(&mut out, n, &GROUPED_DECODE.kernels());
     out[n] = PREDECODE_TOKENS.entry;
     out[n + 1] = GROUPED_PREPARE.entry;
     assert!(n + 2 == out.len(), "entry count");
