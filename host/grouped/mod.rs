@@ -40,6 +40,7 @@ use cudarc::driver::CudaSlice;
 use nvfp4_kernel::common::DeviceGlobalScales;
 use nvfp4_kernel::grouped::{
     GroupDesc, GroupedHeader, GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT,
+    prepare_shared_bytes,
 };
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::layout::BlockedScales;
@@ -659,7 +660,10 @@ impl GroupedPlan {
                 // Items of the preparation pass: one thread per token row and 64-K slice.
                 let items = prepare.token_rows * (prepare.token_pitch / K_PER_SLICE);
                 let prepare_kernel = &kernels.grouped_prepare;
-                let shared = 4 * (prepare.groups + 1);
+                let shared = prepare_shared_bytes(
+                    prepare.groups,
+                    sm90_registry::GROUPED_PREPARE.entry.threads_per_block,
+                );
                 // SAFETY: the arguments describe buffers checked by the caller against the plan,
                 // and the plan's own buffers; a plain launch (see `DualGemmPlan`'s pre-decoder
                 // for why).

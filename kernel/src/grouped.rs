@@ -254,6 +254,31 @@ pub const STATUS_SCALES_MISALIGNED: u32 = 3;
 /// launch wrote nothing.
 pub const STATUS_SCALES_OUT_OF_RANGE: u32 = 4;
 
+/// 32-bit words of shared scratch per warp in which the preparation pass's table writers
+/// combine their warps' sums.
+pub const TABLE_SCRATCH_WORDS_PER_WARP: u32 = 8;
+
+/// Bytes of that scratch for a CTA of `warps` warps (none for one warp).
+pub const fn table_scratch_bytes(warps: u32) -> u32 {
+    if warps > 1 {
+        4 * TABLE_SCRATCH_WORDS_PER_WARP * warps
+    } else {
+        0
+    }
+}
+
+/// Dynamic shared memory of the Hopper preparation pass for `groups` groups and CTAs of
+/// `threads` threads: the groups' first token rows (`groups + 1` words), then, 16-byte aligned,
+/// the table writers' scratch ([`prepare_scratch_offset`]).
+pub const fn prepare_shared_bytes(groups: u32, threads: u32) -> u32 {
+    prepare_scratch_offset(groups) + table_scratch_bytes(threads / 32)
+}
+
+/// Byte offset of the table writers' scratch in the Hopper preparation pass's shared memory.
+pub const fn prepare_scratch_offset(groups: u32) -> u32 {
+    (4 * (groups + 1)).next_multiple_of(16)
+}
+
 /// Tiles of a group of `rows` tokens and `n` outputs under `tile_m × tile_n` tiles, with
 /// `ceil(k / k_per_stage)` stages each: one [`GroupSchedule`](crate::schedule::GroupSchedule)
 /// without its start.

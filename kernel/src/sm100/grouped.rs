@@ -190,6 +190,6 @@ unsafe fn prepare_pass(args: GroupedPrepareArgs) {
     if groups == 0 || sreg::block_idx_x() != 0 || sreg::thread_idx_x() >= 32 {
         return;
     }
-    // SAFETY: the contract; one full warp.
-    unsafe { prepare::write_tables(&args, groups) };
+    // SAFETY: the contract; one CTA of one warp, which needs no scratch.
+    unsafe { prepare::write_tables(&args, groups, 0) };
 }

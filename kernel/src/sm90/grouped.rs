@@ -4,7 +4,7 @@
 //! section "Grouped GEMM and grouped dual GEMM".
 
 use crate::epilogue::Nvfp4Tile;
-use crate::grouped::{GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS};
+use crate::grouped::{GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, prepare_scratch_offset};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
 use crate::ptx::{fence, mem, reg, smem, sreg, wgmma};
@@ -265,7 +265,7 @@ registry::tiled_entries!(grouped_entries);
 
 macro_rules! prepare_entry {
     ($name:ident) => {
-        /// The preparation pass of a grouped launch (see the module doc): tables by one warp of CTA 0,
+        /// The preparation pass of a grouped launch (see the module doc): tables by CTA 0,
         /// tokens by every thread (grid-stride over (token row, 64-K slice) items). Launched
         /// programmatically after the previous kernel, it waits for it before touching memory.
         ///
@@ -299,9 +299,9 @@ unsafe fn prepare_pass(args: GroupedPrepareArgs) {
         g += sreg::block_dim_x();
     }
     fence::sync_threads();
-    if sreg::block_idx_x() == 0 && sreg::thread_idx_x() < 32 {
-        // SAFETY: the contract.
-        unsafe { prepare::write_tables(&args, groups) };
+    if sreg::block_idx_x() == 0 {
+        // SAFETY: the contract; every thread of CTA 0, its scratch after the starts table.
+        unsafe { prepare::write_tables(&args, groups, starts + prepare_scratch_offset(groups)) };
     }
     // SAFETY: the contract.
     unsafe { decode_tokens(&args, starts, groups) };
