@@ -18,6 +18,10 @@
 //! fp16, or (the NVFP4 entries, gated) as NVFP4 through a shared staging of the row group's
 //! outputs ([`Nvfp4Tile`]): the result does not depend on which CTA comes last, and no second
 //! launch is needed.
+//!
+//! The grouped entries ([`grouped_decode`]) run the same weight stream ([`RowPair`], [`stream`])
+//! for routed decode: one CTA per group and row group over all of K, the preparation pass's
+//! decoded tokens staged window by window ([`stage_tokens`]), no split and no reduction.
 
 use crate::epilogue::{Nvfp4Tile, half_bits, silu};
 use crate::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, STATUS_OK};
