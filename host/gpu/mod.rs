@@ -165,6 +165,14 @@ impl<A> LoadedKernel<A> {
         )?)
     }
 
+    /// [`LoadedKernel::load`], allowing up to `shared_bytes` of dynamic shared memory per block
+    /// (the most any launch of it asks for).
+    fn load_with_shared(module: &Arc<CudaModule>, kernel: Kernel<A>, shared_bytes: u32) -> Result<Self> {
+        let loaded = Self::load(module, kernel)?;
+        loaded.allow_shared_bytes(shared_bytes)?;
+        Ok(loaded)
+    }
+
     /// Allows up to `bytes` of dynamic shared memory per block.
     fn allow_shared_bytes(&self, bytes: u32) -> Result<()> {
         self.function.set_attribute(
@@ -324,11 +332,7 @@ impl Sm90Kernels {
         let mut tiled = Vec::new();
         for entries in sm90_registry::TILED {
             let tile = entries.tile;
-            let load = |kernel| -> Result<LoadedKernel<sm90::DualGemmArgs>> {
-                let kernel = LoadedKernel::load(module, kernel)?;
-                kernel.allow_shared_bytes(tile.shared().total)?;
-                Ok(kernel)
-            };
+            let load = |kernel| LoadedKernel::load_with_shared(module, kernel, tile.shared().total);
             let (dense, dense_nvfp4, dense_plain) = (
                 load(entries.dense)?,
                 load(entries.dense_nvfp4)?,
@@ -337,11 +341,8 @@ impl Sm90Kernels {
             let dense_bf16 = [load(entries.dense_bf16)?, load(entries.dense_plain_bf16)?];
             let grouped = match entries.grouped {
                 Some(grouped) => {
-                    let load = |kernel| -> Result<LoadedKernel<sm90::GroupedArgs>> {
-                        let kernel = LoadedKernel::load(module, kernel)?;
-                        kernel.allow_shared_bytes(tile.grouped_shared().total)?;
-                        Ok(kernel)
-                    };
+                    let load =
+                        |kernel| LoadedKernel::load_with_shared(module, kernel, tile.grouped_shared().total);
                     Some(vec![
                         load(grouped.gated)?,
                         load(grouped.plain)?,
@@ -361,15 +362,14 @@ impl Sm90Kernels {
         }
         let mut decode = Vec::new();
         for entry in sm90_registry::DECODE {
-            let load = |kernel, nvfp4| -> Result<LoadedKernel<sm90::DecodeArgs>> {
-                let kernel = LoadedKernel::load(module, kernel)?;
-                // The most the plans ask for: 16 token rows of the longest split.
-                kernel.allow_shared_bytes(sm90::decode_shared_bytes(
+            // The most the plans ask for: 16 token rows of the longest split.
+            let load = |kernel, nvfp4| {
+                let shared = sm90::decode_shared_bytes(
                     sm90::DECODE_MAX_TOKENS,
                     sm90::DECODE_MAX_STEPS_PER_SPLIT,
                     nvfp4,
-                ))?;
-                Ok(kernel)
+                );
+                LoadedKernel::load_with_shared(module, kernel, shared)
             };
             decode.push((
                 entry.token_tiles,
@@ -382,15 +382,14 @@ impl Sm90Kernels {
                 ],
             ));
         }
-        let load_grouped_decode = |kernel, nvfp4| -> Result<LoadedKernel<sm90::GroupedDecodeArgs>> {
-            let kernel = LoadedKernel::load(module, kernel)?;
-            // 16 token rows of the longest window.
-            kernel.allow_shared_bytes(sm90::decode_shared_bytes(
+        // 16 token rows of the longest window.
+        let load_grouped_decode = |kernel, nvfp4| {
+            let shared = sm90::decode_shared_bytes(
                 sm90::DECODE_MAX_TOKENS,
                 sm90::GROUPED_DECODE_MAX_WINDOW_STEPS,
                 nvfp4,
-            ))?;
-            Ok(kernel)
+            );
+            LoadedKernel::load_with_shared(module, kernel, shared)
         };
         let entries = sm90_registry::GROUPED_DECODE;
         let grouped_decode = [
@@ -493,17 +492,11 @@ impl Sm100Kernels {
         let mut tiled = Vec::new();
         for entries in sm100_registry::TILED {
             let tile = entries.tile;
-            let load = |kernel: Kernel<_>| -> Result<_> {
-                let kernel = LoadedKernel::load(module, kernel)?;
-                kernel.allow_shared_bytes(tile.shared_bytes())?;
-                Ok(kernel)
-            };
-            let (dense, dense_nvfp4) = (load(entries.dense)?, load(entries.dense_nvfp4)?);
-            let load = |kernel| -> Result<LoadedKernel<sm100::GroupedArgs>> {
-                let kernel = LoadedKernel::load(module, kernel)?;
-                kernel.allow_shared_bytes(tile.shared_bytes())?;
-                Ok(kernel)
-            };
+            let (dense, dense_nvfp4) = (
+                LoadedKernel::load_with_shared(module, entries.dense, tile.shared_bytes())?,
+                LoadedKernel::load_with_shared(module, entries.dense_nvfp4, tile.shared_bytes())?,
+            );
+            let load = |kernel| LoadedKernel::load_with_shared(module, kernel, tile.shared_bytes());
             let grouped = Some(vec![load(entries.grouped_gated)?, load(entries.grouped_plain)?]);
             tiled.push(LoadedTile {
                 tile,

@@ -323,17 +323,23 @@ impl DecodeEntry {
     }
 }
 
+/// A decode-size entry (dense or grouped): [`DECODE_WARPS`] warps, `ctas_per_sm` CTAs per SM
+/// (`.minnctapersm`, which sets its register budget).
+const fn decode_size_kernel<A>(name: &'static str, ctas_per_sm: u32) -> Kernel<A> {
+    Kernel::new(name, DECODE_WARPS * 32, Some(ctas_per_sm))
+}
+
 macro_rules! decode_table {
     ($($tiles:literal $name:ident $nvfp4:ident $plain:ident $bf16:ident $plain_bf16:ident;)*) => {
         /// The decode-size kernels, one entry per count of token tiles (`decode_entries!`).
         pub const DECODE: [DecodeEntry; [$($tiles),*].len()] = [$(
             DecodeEntry {
                 token_tiles: $tiles,
-                kernel: Kernel::new(stringify!($name), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
-                nvfp4: Kernel::new(stringify!($nvfp4), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
-                plain: Kernel::new(stringify!($plain), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
-                bf16: Kernel::new(stringify!($bf16), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
-                plain_bf16: Kernel::new(stringify!($plain_bf16), DECODE_WARPS * 32, Some(DECODE_CTAS_PER_SM)),
+                kernel: decode_size_kernel(stringify!($name), DECODE_CTAS_PER_SM),
+                nvfp4: decode_size_kernel(stringify!($nvfp4), DECODE_CTAS_PER_SM),
+                plain: decode_size_kernel(stringify!($plain), DECODE_CTAS_PER_SM),
+                bf16: decode_size_kernel(stringify!($bf16), DECODE_CTAS_PER_SM),
+                plain_bf16: decode_size_kernel(stringify!($plain_bf16), DECODE_CTAS_PER_SM),
             },
         )*];
     };
@@ -386,21 +392,9 @@ macro_rules! grouped_decode_table {
     ($gated:ident $gated_nvfp4:ident $plain:ident) => {
         /// The grouped decode-size kernels (`grouped_decode_entries!`).
         pub const GROUPED_DECODE: GroupedDecodeEntries = GroupedDecodeEntries {
-            gated: Kernel::new(
-                stringify!($gated),
-                DECODE_WARPS * 32,
-                Some(GROUPED_DECODE_CTAS_PER_SM),
-            ),
-            gated_nvfp4: Kernel::new(
-                stringify!($gated_nvfp4),
-                DECODE_WARPS * 32,
-                Some(GROUPED_DECODE_CTAS_PER_SM),
-            ),
-            plain: Kernel::new(
-                stringify!($plain),
-                DECODE_WARPS * 32,
-                Some(GROUPED_DECODE_CTAS_PER_SM),
-            ),
+            gated: decode_size_kernel(stringify!($gated), GROUPED_DECODE_CTAS_PER_SM),
+            gated_nvfp4: decode_size_kernel(stringify!($gated_nvfp4), GROUPED_DECODE_CTAS_PER_SM),
+            plain: decode_size_kernel(stringify!($plain), GROUPED_DECODE_CTAS_PER_SM),
         };
     };
 }
