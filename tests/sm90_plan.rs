@@ -293,3 +293,40 @@ fn fitted_decode_split_keeps_one_wave_splits_and_fits_long_splits_to_residency()
         }
     }
 }
+
+#[test]
+fn grouped_decode_windows_cover_k_evenly_and_fit_their_buffers() {
+    use nvfp4_kernel::sm90::config::{
+        DECODE_MAX_TOKENS, DECODE_TOKEN_TILE, GROUPED_DECODE_MAX_WINDOW_STEPS, MAX_SHARED_BYTES,
+        balanced_window_steps, decode_steps, decode_token_pitch, grouped_decode_buffer_bytes,
+        grouped_decode_shared_bytes, grouped_decode_window_steps,
+    };
+    for k in (64..=32768).step_by(64) {
+        let steps = decode_steps(k);
+        let launch = grouped_decode_window_steps(k);
+        assert!(launch <= GROUPED_DECODE_MAX_WINDOW_STEPS, "k = {k}");
+        // A chunk of `rows` token rows: windows of at most `launch · 16 / rows` steps.
+        for rows in [DECODE_TOKEN_TILE, DECODE_MAX_TOKENS] {
+            let most = launch * (DECODE_MAX_TOKENS / rows);
+            let window = balanced_window_steps(steps, most);
+            assert!(
+                window > 0 && window.is_multiple_of(2) && window <= most,
+                "k = {k}, {rows} rows"
+            );
+            // As few windows as `most` allows, none of them empty.
+            assert_eq!(
+                steps.div_ceil(window),
+                steps.div_ceil(most),
+                "k = {k}, {rows} rows"
+            );
+            assert!(
+                rows * decode_token_pitch(window) <= grouped_decode_buffer_bytes(launch),
+                "k = {k}"
+            );
+        }
+    }
+    for nvfp4 in [false, true] {
+        // Three CTAs per SM.
+        assert!(3 * grouped_decode_shared_bytes(GROUPED_DECODE_MAX_WINDOW_STEPS, nvfp4) <= MAX_SHARED_BYTES);
+    }
+}

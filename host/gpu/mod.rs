@@ -382,13 +382,9 @@ impl Sm90Kernels {
                 ],
             ));
         }
-        // 16 token rows of the longest window.
+        // The token buffers of the longest window.
         let load_grouped_decode = |kernel, nvfp4| {
-            let shared = sm90::decode_shared_bytes(
-                sm90::DECODE_MAX_TOKENS,
-                sm90::GROUPED_DECODE_MAX_WINDOW_STEPS,
-                nvfp4,
-            );
+            let shared = sm90::grouped_decode_shared_bytes(sm90::GROUPED_DECODE_MAX_WINDOW_STEPS, nvfp4);
             LoadedKernel::load_with_shared(module, kernel, shared)
         };
         let entries = sm90_registry::GROUPED_DECODE;

@@ -687,8 +687,7 @@ impl GroupedPlan {
                         window_steps,
                     };
                     let grid = prepare.groups * row_groups;
-                    let shared =
-                        sm90::decode_shared_bytes(sm90::DECODE_MAX_TOKENS, window_steps, epilogue.nvfp4());
+                    let shared = sm90::grouped_decode_shared_bytes(window_steps, epilogue.nvfp4());
                     // SAFETY: as the tiled kernel below: it waits for the preparation pass before
                     // it reads the descriptors, the status and the decoded tokens.
                     return unsafe {

@@ -1,5 +1,6 @@
-//! Asynchronous bulk copies global → shared that complete on an mbarrier (`complete_tx`), and
-//! bulk prefetches into L2.
+//! Asynchronous bulk copies global → shared that complete on an mbarrier (`complete_tx`), bulk
+//! prefetches into L2, and the per-thread asynchronous copies (`cp.async`) that complete in
+//! groups the thread waits for.
 //!
 //! The destination uses the `.shared::cluster` spelling (a CTA's own shared address is valid
 //! there), since `.shared::cta` destinations need PTX 8.6 and the sm_90a module is PTX 8.0.
@@ -67,4 +68,40 @@ pub unsafe fn prefetch_tensor_map(tensor_map: u64) {
 pub unsafe fn prefetch_bulk_l2(src: *const u8, bytes: u32) {
     // SAFETY: guaranteed by the caller.
     unsafe { asm!("cp.async.bulk.prefetch.L2.global [{s}], {n};", s = in(reg64) src, n = in(reg32) bytes) };
+}
+
+/// `cp.async.ca.shared.global` of 4 bytes from global `src` to shared `dst`, or with
+/// `src_bytes = 0` four zero bytes without reading `src`; it joins the thread's next group
+/// ([`async_commit`]).
+///
+/// # Safety
+/// `dst` must be a 4-byte aligned shared address inside the allocation and `src` a 4-byte
+/// aligned global address; `src_bytes` is 0 or 4, and 4 only where `src` is readable.
+#[inline(always)]
+pub unsafe fn async_4(dst: u32, src: *const u32, src_bytes: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!(
+            "cp.async.ca.shared.global [{d}], [{s}], 4, {n};",
+            d = in(reg32) dst,
+            s = in(reg64) src,
+            n = in(reg32) src_bytes,
+        )
+    };
+}
+
+/// `cp.async.commit_group`: closes the thread's group of [`async_4`] copies issued since the
+/// last commit (an empty group if none).
+#[inline(always)]
+pub fn async_commit() {
+    // SAFETY: only closes this thread's group of copies.
+    unsafe { asm!("cp.async.commit_group;") };
+}
+
+/// `cp.async.wait_all`: waits until every copy this thread issued has written shared memory.
+/// Other threads see the bytes after a barrier that follows their writers' waits.
+#[inline(always)]
+pub fn async_wait_all() {
+    // SAFETY: only waits.
+    unsafe { asm!("cp.async.wait_all;") };
 }

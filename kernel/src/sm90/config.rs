@@ -521,17 +521,43 @@ pub struct DecodeArgs {
     pub device_globals: DeviceGlobalScales,
 }
 
-/// Most decode steps per K window of the grouped decode-size kernels: 16 token rows of 12
-/// steps (48 KiB) let four CTAs share an SM.
-pub const GROUPED_DECODE_MAX_WINDOW_STEPS: u32 = 12;
+/// Most decode steps per K window of the grouped decode-size kernels: two buffers of 16 token
+/// rows of 6 steps (48 KiB) let four CTAs share an SM.
+pub const GROUPED_DECODE_MAX_WINDOW_STEPS: u32 = 6;
 
-/// Decode steps per K window of the grouped decode-size kernels for a reduction of `k`: the
-/// windows as few as [`GROUPED_DECODE_MAX_WINDOW_STEPS`] allows and as even as possible, each an
-/// even number of steps (the plain GEMM's two halves take alternate steps from a window's
-/// start).
+/// Token buffers of the grouped decode-size kernels: a window's token rows are copied into one
+/// while the previous window streams from the other.
+pub const GROUPED_DECODE_TOKEN_BUFFERS: u32 = 2;
+
+/// Bytes of one token buffer of the grouped decode-size kernels: [`DECODE_MAX_TOKENS`] rows of
+/// `window_steps` steps.
+pub const fn grouped_decode_buffer_bytes(window_steps: u32) -> u32 {
+    DECODE_MAX_TOKENS * decode_token_pitch(window_steps)
+}
+
+/// Dynamic shared memory of the grouped decode-size kernels: the token buffers, whose first
+/// bytes the output reuses after the last window ([`decode_reused_bytes`]; `nvfp4`: the
+/// NVFP4-output entry).
+pub const fn grouped_decode_shared_bytes(window_steps: u32, nvfp4: bool) -> u32 {
+    let tokens = GROUPED_DECODE_TOKEN_BUFFERS * grouped_decode_buffer_bytes(window_steps);
+    let reused = decode_reused_bytes(nvfp4);
+    if tokens > reused { tokens } else { reused }
+}
+
+/// Decode steps per K window of the grouped decode-size kernels for a reduction of `k` (the
+/// launch's `window_steps`, which sizes the buffers for [`DECODE_MAX_TOKENS`] token rows):
+/// [`balanced_window_steps`] of at most [`GROUPED_DECODE_MAX_WINDOW_STEPS`].
 pub const fn grouped_decode_window_steps(k: u32) -> u32 {
-    let steps = decode_steps(k);
-    let windows = steps.div_ceil(GROUPED_DECODE_MAX_WINDOW_STEPS);
+    balanced_window_steps(decode_steps(k), GROUPED_DECODE_MAX_WINDOW_STEPS)
+}
+
+/// Steps per window of `steps` decode steps in windows of at most `most` (even) steps: the
+/// windows as few as that allows and as even as possible, each an even number of steps (the
+/// plain GEMM's two halves take alternate steps from a window's start). A grouped decode-size
+/// CTA computing `rows` token rows at a time uses windows of at most
+/// `window_steps · DECODE_MAX_TOKENS / rows` steps: 8 rows fill a buffer with twice the steps.
+pub const fn balanced_window_steps(steps: u32, most: u32) -> u32 {
+    let windows = if most == 0 { 0 } else { steps.div_ceil(most) };
     let per_window = if windows == 0 { 2 } else { steps.div_ceil(windows) };
     per_window.next_multiple_of(2)
 }
@@ -539,10 +565,16 @@ pub const fn grouped_decode_window_steps(k: u32) -> u32 {
 const _: () = assert!(
     GROUPED_DECODE_MAX_WINDOW_STEPS.is_multiple_of(2)
         && GROUPED_DECODE_MAX_WINDOW_STEPS <= DECODE_MAX_STEPS_PER_SPLIT
-        && grouped_decode_window_steps(2048) == 8
-        && grouped_decode_window_steps(2880) == 12
-        && grouped_decode_window_steps(7168) == 12
+        && grouped_decode_window_steps(2048) == 6
+        && grouped_decode_window_steps(2880) == 6
+        && grouped_decode_window_steps(7168) == 6
         && grouped_decode_window_steps(64) == 2
+        && balanced_window_steps(decode_steps(2048), 12) == 8
+        && balanced_window_steps(decode_steps(7168), 12) == 12
+        && balanced_window_steps(decode_steps(2880), 12) == 12
+        && DECODE_TOKEN_TILE * decode_token_pitch(2 * GROUPED_DECODE_MAX_WINDOW_STEPS)
+            <= grouped_decode_buffer_bytes(GROUPED_DECODE_MAX_WINDOW_STEPS),
+    "8 token rows of twice the steps fit a buffer"
 );
 
 /// Outputs of one CTA of the grouped decode-size kernels: [`DECODE_GROUP_N`] for the dual GEMM

@@ -21,7 +21,7 @@
 //!
 //! The grouped entries ([`grouped_decode`]) run the same weight stream ([`RowPair`], [`stream`])
 //! for routed decode: one CTA per group and row group over all of K, the preparation pass's
-//! decoded tokens staged window by window ([`stage_tokens`]), no split and no reduction.
+//! decoded tokens copied window by window into two buffers in turn, no split and no reduction.
 
 use crate::epilogue::{Nvfp4Tile, half_bits, silu};
 use crate::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, STATUS_OK};
@@ -31,8 +31,9 @@ use crate::ptx::{copy, cvt, fence, mem, mma, reg, smem, sreg};
 use crate::sm90::config::{
     DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_HALVES_BYTES, DECODE_MAX_TOKENS,
     DECODE_NVFP4_STAGING_OFFSET, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP,
-    DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs, GroupedDecodeArgs, K_PER_SLICE,
-    decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset, grouped_decode_outputs,
+    DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs, GROUPED_DECODE_TOKEN_BUFFERS,
+    GroupedDecodeArgs, K_PER_SLICE, balanced_window_steps, decode_steps, decode_token_pitch,
+    decode_token_tiles, decode_verdict_offset, grouped_decode_buffer_bytes, grouped_decode_outputs,
     stage_block,
 };
 use crate::sm90::registry;
@@ -195,6 +196,15 @@ impl StagedTokens {
         Self {
             lane: smem::base() + g * pitch + 32 * t,
             pitch,
+        }
+    }
+
+    /// The same rows staged `offset` bytes further into shared memory.
+    #[inline(always)]
+    fn shifted(self, offset: u32) -> Self {
+        Self {
+            lane: self.lane + offset,
+            ..self
         }
     }
 
@@ -683,8 +693,7 @@ macro_rules! grouped_decode_entry {
         /// # Safety
         /// Arguments must satisfy [`GroupedDecodeArgs`]' contract, after the preparation pass
         /// of the same launch, with `DECODE_WARPS · 32` threads per CTA and
-        /// `decode_shared_bytes(DECODE_MAX_TOKENS, window_steps, nvfp4)` of dynamic shared
-        /// memory.
+        /// `grouped_decode_shared_bytes(window_steps, nvfp4)` of dynamic shared memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: GroupedDecodeArgs) {
             // SAFETY: forwarded.
@@ -701,9 +710,12 @@ registry::grouped_decode_entries!(grouped_decode_entries);
 /// A CTA owns [`grouped_decode_outputs`] outputs of one group and the whole of K: no split, so
 /// no partial sums and no arrival counters (a grouped launch has thousands of CTAs for an MoE
 /// layer). It takes its group's tokens 16 at a time (one or two token tiles; a group of more
-/// streams its weights once per 16 tokens) and K in windows of `window_steps` steps whose token
-/// rows it copies from the decoded buffer into shared memory (the dense kernel's run layout)
-/// while the window's first weight loads are in flight. Dual GEMM: warp `w + 4` streams the up
+/// streams its weights once per 16 tokens) and K in windows whose token rows it copies from the
+/// decoded buffer into shared memory (the dense kernel's run layout) with asynchronous copies,
+/// into two buffers in turn: a window's rows are on their way while the previous window
+/// streams, so only a chunk's first window waits for its tokens. A buffer holds 16 token rows
+/// of `window_steps` steps, or 8 rows of twice as many (a chunk of at most 8 tokens, MoE decode's
+/// usual case, so takes half the windows). Dual GEMM: warp `w + 4` streams the up
 /// rows of warp `w`'s gate rows and hands its sums over through shared memory; warp `w` writes
 /// `silu(α_gate·g) ⊙ (α_up·u)` as fp16 or (`NVFP4`) as NVFP4 through the staging the dense
 /// kernel uses. Plain GEMM: every warp streams and writes 16 outputs of its own (`α·sum`).
@@ -781,7 +793,6 @@ unsafe fn grouped_decode<const GATED: bool, const NVFP4: bool>(args: GroupedDeco
             desc.k,
             t,
         );
-        let staged = StagedTokens::new(decode_token_pitch(window_steps), g, t);
         let count = (desc.rows - first_token).min(DECODE_MAX_TOKENS);
         let words_per_row = token_pitch / 2;
         let chunk = GroupedChunk {
@@ -792,12 +803,12 @@ unsafe fn grouped_decode<const GATED: bool, const NVFP4: bool>(args: GroupedDeco
         };
         if count > DECODE_TOKEN_TILE {
             // SAFETY: the group's rows and weights (contract).
-            let sums = unsafe { chunk.sums::<2>(&pair, staged, count) };
+            let sums = unsafe { chunk.sums::<2>(&pair, [g, t], count) };
             // SAFETY: as above.
             unsafe { grouped_out::<2, GATED, NVFP4>(descs, group, column0, [first_token, count], sums) };
         } else {
             // SAFETY: as above.
-            let sums = unsafe { chunk.sums::<1>(&pair, staged, count) };
+            let sums = unsafe { chunk.sums::<1>(&pair, [g, t], count) };
             // SAFETY: as above.
             unsafe { grouped_out::<1, GATED, NVFP4>(descs, group, column0, [first_token, count], sums) };
         }
@@ -812,62 +823,95 @@ struct GroupedChunk {
     /// per row.
     rows: *const u32,
     words_per_row: u32,
-    /// Decode steps of the group's K, and per window.
+    /// Decode steps of the group's K, and per window of 16 token rows (the launch's
+    /// `window_steps`, which sizes the token buffers).
     steps: u32,
     window_steps: u32,
 }
 
 impl GroupedChunk {
     /// This warp's sums over all of K for the chunk's `count` (≤ `8 · TILES`) tokens, window by
-    /// window.
+    /// window: window `w` streams from token buffer `w % 2` while the next window's rows are
+    /// copied into the other ([`GroupedChunk::start_copy`]), so only the first window waits for
+    /// its tokens.
     ///
     /// # Safety
-    /// The rows are inside the decoded buffer; `pair`'s rows inside the group's weights.
+    /// The rows are inside the decoded buffer; `pair`'s rows inside the group's weights; the
+    /// CTA's shared memory holds [`GROUPED_DECODE_TOKEN_BUFFERS`] buffers of `window_steps`.
     #[inline(always)]
     unsafe fn sums<const TILES: usize>(
         &self,
         pair: &RowPair,
-        staged: StagedTokens,
+        [g, t]: [u32; 2],
         count: u32,
     ) -> [[f32; 4]; TILES] {
+        let rows = TILES as u32 * DECODE_TOKEN_TILE;
+        let buffer_bytes = grouped_decode_buffer_bytes(self.window_steps);
+        // One token tile fills a buffer with windows twice as long.
+        let window_steps = balanced_window_steps(self.steps, self.window_steps * (DECODE_MAX_TOKENS / rows));
+        let pitch = decode_token_pitch(window_steps);
+        let staged = StagedTokens::new(pitch, g, t);
+        let window_end = |window: u32| (window + window_steps).min(self.steps);
+        // The previous chunk's output is done with the shared memory.
+        fence::sync_threads();
+        // SAFETY: the contract.
+        unsafe { self.start_copy([0, window_end(0)], [rows, pitch], count, 0) };
         let mut sums = [[0f32; 4]; TILES];
-        let mut window = 0;
+        let (mut window, mut buffer) = (0, 0);
         while window < self.steps {
-            let end = (window + self.window_steps).min(self.steps);
-            // The window's first weights are on their way while its tokens are copied.
+            let end = window_end(window);
+            // The window's first weights are on their way while its tokens land.
             // SAFETY: any step may be loaded (past K: the rows' first chunks).
             let chunks = unsafe { pair.load(window) };
-            // The previous window's (or chunk's output's) readers are done with the rows.
+            // This thread's copies of the window have landed; after the barrier every thread's
+            // have, and every warp is done with the other buffer (the previous window).
+            copy::async_wait_all();
             fence::sync_threads();
-            let slices = (end - window) * DECODE_SLICES_PER_STEP;
-            // SAFETY: the CTA's shared memory holds 16 rows of `window_steps` steps.
-            unsafe {
-                stage_tokens(
-                    TILES as u32 * DECODE_TOKEN_TILE,
-                    slices,
-                    staged.pitch,
-                    |token, local_slice, w| {
-                        if token < count {
-                            // Word `w` of the slice's eight 16-byte chunks in the decoded row.
-                            let slice = window * DECODE_SLICES_PER_STEP + local_slice;
-                            let at = token as usize * self.words_per_row as usize
-                                + (slice * 2 * K_PER_SLICE / 4) as usize
-                                + w as usize;
-                            // SAFETY: inside the decoded row (contract).
-                            core::array::from_fn(|p| unsafe { mem::ld_global_b32(self.rows.add(at + 4 * p)) })
-                        } else {
-                            [0; 8]
-                        }
-                    },
-                )
-            };
-            fence::sync_threads();
+            if end < self.steps {
+                let next = [end, window_end(end)];
+                // SAFETY: the contract; the other buffer is no longer read.
+                unsafe { self.start_copy(next, [rows, pitch], count, (1 - buffer) * buffer_bytes) };
+            }
             let steps = [window, end, 1];
+            let tokens = staged.shifted(buffer * buffer_bytes);
             // SAFETY: as above; the window's slices are staged.
-            unsafe { stream::<TILES, true>(pair, chunks, steps, window, staged, &mut sums) };
-            window = end;
+            unsafe { stream::<TILES, true>(pair, chunks, steps, window, tokens, &mut sums) };
+            (window, buffer) = (end, 1 - buffer);
         }
         sums
+    }
+
+    /// Starts copying steps `first..end` of the chunk's first `rows` token rows into the token
+    /// buffer at shared offset `buffer` (`pitch` bytes a row), rows at or past `count` as
+    /// zeros, in the dense kernel's run layout ([`stage_tokens`]): each warp copies one (token row, 64-K slice) at a time,
+    /// lane `i` word `i % 4` of its 16-byte chunk `i / 4` to word `i / 4` of run `i % 4` (the
+    /// reads one 128-byte line, the writes one word per bank). Joins the thread's next copy
+    /// group and closes it.
+    ///
+    /// # Safety
+    /// As [`GroupedChunk::sums`]; `rows` rows of the steps at `pitch` fit a buffer.
+    #[inline(always)]
+    unsafe fn start_copy(&self, [first, end]: [u32; 2], [rows, pitch]: [u32; 2], count: u32, buffer: u32) {
+        let thread = sreg::thread_idx_x();
+        let (warp, lane) = (thread / 32, thread % 32);
+        let slices = end.saturating_sub(first) * DECODE_SLICES_PER_STEP;
+        let lane_at = smem::base() + buffer + 32 * (lane % 4) + 4 * (lane / 4);
+        let mut item = warp;
+        while item < rows * slices {
+            let (token, local_slice) = (item % rows, item / rows);
+            let slice = first * DECODE_SLICES_PER_STEP + local_slice;
+            // Rows past the chunk's tokens read nothing and become zeros (row 0's address
+            // stands in: every chunk has a token).
+            let (row, bytes) = if token < count { (token, 4) } else { (0, 0) };
+            let word =
+                row as usize * self.words_per_row as usize + (slice * 2 * K_PER_SLICE / 4 + lane) as usize;
+            let at = lane_at + token * pitch + local_slice * 2 * K_PER_SLICE;
+            // SAFETY: inside the decoded row (contract) and the buffer (`rows` rows of the
+            // window's slices).
+            unsafe { copy::async_4(at, self.rows.wrapping_add(word), bytes) };
+            item += DECODE_WARPS;
+        }
+        copy::async_commit();
     }
 }
 
