@@ -714,9 +714,9 @@ registry::grouped_decode_entries!(grouped_decode_entries);
 /// decoded buffer into shared memory (the dense kernel's run layout) with asynchronous copies,
 /// into two buffers in turn: a window's rows are on their way while the previous window
 /// streams, so only a chunk's first window waits for its tokens. A buffer holds 16 token rows
-/// of `window_steps` steps, or 8 rows of twice as many (a chunk of at most 8 tokens, MoE decode's
-/// usual case, so takes half the windows). Dual GEMM: warp `w + 4` streams the up
-/// rows of warp `w`'s gate rows and hands its sums over through shared memory; warp `w` writes
+/// of `window_steps` steps, or 8 rows of twice as many (a chunk of at most 8 tokens, MoE
+/// decode's usual case, so takes half the windows). Dual GEMM: warp `w + 4` streams the up rows
+/// of warp `w`'s gate rows and hands its sums over through shared memory; warp `w` writes
 /// `silu(α_gate·g) ⊙ (α_up·u)` as fp16 or (`NVFP4`) as NVFP4 through the staging the dense
 /// kernel uses. Plain GEMM: every warp streams and writes 16 outputs of its own (`α·sum`).
 ///
@@ -883,10 +883,10 @@ impl GroupedChunk {
 
     /// Starts copying steps `first..end` of the chunk's first `rows` token rows into the token
     /// buffer at shared offset `buffer` (`pitch` bytes a row), rows at or past `count` as
-    /// zeros, in the dense kernel's run layout ([`stage_tokens`]): each warp copies one (token row, 64-K slice) at a time,
-    /// lane `i` word `i % 4` of its 16-byte chunk `i / 4` to word `i / 4` of run `i % 4` (the
-    /// reads one 128-byte line, the writes one word per bank). Joins the thread's next copy
-    /// group and closes it.
+    /// zeros, in the dense kernel's run layout ([`stage_tokens`]): each warp copies one (token
+    /// row, 64-K slice) at a time, lane `i` word `i % 4` of its 16-byte chunk `i / 4` to word
+    /// `i / 4` of run `i % 4` (the reads one 128-byte line, the writes one word per bank). Joins
+    /// the thread's next copy group and closes it.
     ///
     /// # Safety
     /// As [`GroupedChunk::sums`]; `rows` rows of the steps at `pitch` fit a buffer.
