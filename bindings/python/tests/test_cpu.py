@@ -190,3 +190,18 @@ def test_quantize_grouped_moves_each_rows_scales_to_its_groups_block(monkeypatch
     assert torch.equal(codes, want)
     with pytest.raises(ValueError, match="scale_rows"):
         nvfp4.nn.quantize_grouped(torch.zeros(rows, k), row_offsets, scale_offsets, 128, None)
+
+    # The same layout from fewer source rows, gathered: layout row i takes row source[i]'s codes.
+    source = torch.tensor([(5 * i) % 40 for i in range(rows)])
+    _, gathered = nvfp4.nn.quantize_grouped(torch.zeros(40, k), row_offsets, scale_offsets, scale_rows, None,
+                                            source_rows=source)
+    codes = ckpt.from_blocked(gathered, scale_rows, k).view(torch.uint8)
+    want = torch.zeros_like(codes)
+    for start, size, scale_start in [(0, 3, 0), (3, 130, 128), (133, 1, 384)]:
+        r = source[start : start + size][:, None]
+        want[scale_start : scale_start + size] = ((r + torch.arange(k // 16)[None, :]) % 97 + 1).to(torch.uint8)
+    assert torch.equal(codes, want)
+    for bad in (source.float(), source[None, :]):
+        with pytest.raises(ValueError, match="source_rows"):
+            nvfp4.nn.quantize_grouped(torch.zeros(40, k), row_offsets, scale_offsets, scale_rows, None,
+                                      source_rows=bad)

@@ -135,3 +135,10 @@ def test_quantize_grouped_places_each_groups_scales_on_its_block(cuda):
     for size, scale_start in [(3, 0), (130, 128), (1, 384)]:
         used[scale_start : scale_start + size] = True
     assert (codes[~used] == 0).all()
+
+    # Gathered source rows (repeats, any order): the same bytes as quantizing the gathered rows.
+    tokens = torch.randn(50, k, device=cuda, generator=g).to(torch.bfloat16)
+    source = torch.randint(0, 50, (sum(sizes),), device=cuda, generator=g)
+    got = nvfp4.nn.quantize_grouped(tokens, row_offsets, scale_offsets, scale_rows, 0.01, source_rows=source)
+    want = nvfp4.nn.quantize_grouped(tokens[source].contiguous(), row_offsets, scale_offsets, scale_rows, 0.01)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1].view(torch.uint8), want[1].view(torch.uint8))

@@ -157,19 +157,36 @@ def grouped_scale_rows(rows: int, groups: int) -> int:
 
 
 def quantize_grouped(x: torch.Tensor, row_offsets: torch.Tensor, scale_offsets: torch.Tensor, scale_rows: int,
-                     global_scale: Optional[float]):
+                     global_scale: Optional[float], source_rows: Optional[torch.Tensor] = None):
     """Quantizes tokens sorted by group (``rows × k``; group ``g`` is rows ``row_offsets[g] ..
     row_offsets[g + 1]``) into the grouped ops' layout: ``(data rows × k/2, scales over
     scale_rows rows)`` with group ``g``'s scale rows from ``scale_offsets[g]`` (a multiple of 128,
     as :func:`nvfp4.grouped_gemm` takes them); other scale rows zero. The offsets stay on the GPU
     (no synchronization: CUDA graphs). One quantization, then the scale rows moved to their
-    groups' blocks by PyTorch ops."""
-    rows, k = x.shape
+    groups' blocks by PyTorch ops.
+
+    ``source_rows`` (optional, a 1-D integer tensor on ``x``'s device, values below
+    ``x.shape[0]``): row ``i`` of the layout is row ``source_rows[i]`` of ``x`` — the same bytes
+    as quantizing ``x[source_rows]`` (the quantization is row by row with a global scale of
+    ``None`` or a number), but each row of ``x`` is quantized once and the packed rows are
+    gathered, not the wider input rows (an MoE layer's routed copies of its tokens)."""
+    k = x.shape[1]
+    if source_rows is None:
+        rows = x.shape[0]
+    else:
+        if source_rows.dim() != 1 or source_rows.dtype not in (torch.int32, torch.int64) \
+                or source_rows.device != x.device:
+            raise ValueError(f"`source_rows`: must be a 1-D int32 or int64 tensor on {x.device} (got "
+                             f"{tuple(source_rows.shape)} {source_rows.dtype} on {source_rows.device})")
+        rows = source_rows.shape[0]
     groups = row_offsets.shape[0] - 1
     if scale_rows < grouped_scale_rows(rows, groups) or scale_rows % 128:
         raise ValueError(f"`scale_rows`: must be a multiple of 128, at least grouped_scale_rows({rows}, {groups}) = "
                          f"{grouped_scale_rows(rows, groups)} (got {scale_rows})")
     data, scales = quantize(x, global_scale)
+    row_codes = from_blocked(scales, x.shape[0], k).view(torch.uint8)
+    if source_rows is not None:
+        data, row_codes = data[source_rows], row_codes[source_rows]
     row = torch.arange(rows, device=x.device, dtype=row_offsets.dtype)
     group = torch.searchsorted(row_offsets[1:], row, right=True).clamp_(max=groups - 1)
     destination = scale_offsets.long()[group] + (row - row_offsets[group]).long()
@@ -179,7 +196,7 @@ def quantize_grouped(x: torch.Tensor, row_offsets: torch.Tensor, scale_offsets: 
     inside = (row < row_offsets[groups]) & (destination >= 0) & (destination < scale_rows)
     destination = torch.where(inside, destination, torch.full_like(destination, scale_rows))
     codes = torch.zeros((scale_rows + 1, k // 16), dtype=torch.uint8, device=x.device)
-    codes[destination] = from_blocked(scales, rows, k).view(torch.uint8)
+    codes[destination] = row_codes
     return data, to_blocked(codes[:scale_rows])
 
 
@@ -191,9 +208,9 @@ class Experts(torch.nn.Module):
     ``w2`` ``E × H × I/2``, their swizzled scales and per-expert global scales (``E`` float32 on
     the GPU). ``input_scale`` (one for all experts' inputs) and ``hidden_scales`` (``E``, for each
     expert's ``h``) are static. The forward pass sorts the routed tokens by expert, quantizes
-    them once into the grouped layout (each expert's scale rows on a 128-row block), runs the
-    grouped dual GEMM writing ``h`` as NVFP4 and the grouped GEMM, and adds each token's
-    weighted outputs: all on the GPU, no host synchronization."""
+    each token once and gathers its packed rows into the grouped layout (each expert's scale
+    rows on a 128-row block), runs the grouped dual GEMM writing ``h`` as NVFP4 and the grouped
+    GEMM, and adds each token's weighted outputs: all on the GPU, no host synchronization."""
 
     def __init__(self, w13, w13_scales, w13_global_scales, w2, w2_scales, w2_global_scales,
                  input_scale: float, hidden_scales: torch.Tensor):
@@ -242,8 +259,9 @@ class Experts(torch.nn.Module):
         padded = (counts + 127) // 128 * 128
         scale_offsets = torch.cat([zero, torch.cumsum(padded, 0)]).int()
         scale_rows = grouped_scale_rows(tokens * top_k, experts)
-        xq, a_sf = quantize_grouped(hidden_states[token_of].contiguous(), row_offsets, scale_offsets, scale_rows,
-                                    self.input_scale)
+        # Each token quantized once, its packed row gathered for each of its experts.
+        xq, a_sf = quantize_grouped(hidden_states, row_offsets, scale_offsets, scale_rows, self.input_scale,
+                                    source_rows=token_of)
         hq, hs = grouped_dual_gemm_nvfp4(xq, self.w13, None, a_sf, self.w13_scales, None, row_offsets, scale_offsets,
                                          self.alpha_gate, self.alpha_up, global_scales=self.hidden_scales)
         y = grouped_gemm(hq, self.w2, hs, self.w2_scales, row_offsets, scale_offsets, self.alpha_down)
