@@ -685,6 +685,15 @@ impl GroupedPlan {
                         groups: prepare.groups,
                         row_groups,
                         window_steps,
+                        warm_up: sm90::GroupedDecodeWarmUp {
+                            gate: prepare.gate,
+                            up: prepare.up,
+                            stride: prepare.weight_stride,
+                            n: prepare.n,
+                            k: prepare.k,
+                            up_row_offset: prepare.up_row_offset,
+                            ctas: gpu.multiprocessors() * sm90_registry::GROUPED_DECODE_CTAS_PER_SM,
+                        },
                     };
                     let grid = prepare.groups * row_groups;
                     let shared = sm90::grouped_decode_shared_bytes(window_steps, epilogue.nvfp4());

@@ -609,6 +609,35 @@ pub struct GroupedDecodeArgs {
     /// Decode steps per K window ([`grouped_decode_window_steps`]), even, at most
     /// [`GROUPED_DECODE_MAX_WINDOW_STEPS`].
     pub window_steps: u32,
+    /// What the first CTAs prefetch into L2 while they wait for the preparation pass.
+    pub warm_up: GroupedDecodeWarmUp,
+}
+
+/// 128-K steps of its weight rows that a grouped decode-size CTA of the first wave prefetches
+/// into L2 before it waits for the preparation pass (which leaves DRAM idle for its ≈ 8 µs).
+pub const GROUPED_DECODE_WARM_UP_STEPS: u32 = 6;
+
+/// The stacked weights of a grouped decode-size launch (contiguous convention) as the host
+/// knows them before the preparation pass has written any descriptor: the first
+/// [`GROUPED_DECODE_WARM_UP_STEPS`] steps of each CTA's weight rows go into L2 while it waits
+/// for that pass (as the dense decode-size kernel's split does before its dependency wait).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GroupedDecodeWarmUp {
+    /// Group 0's gate (or plain) weights, `k / 2` bytes a row.
+    pub gate: u64,
+    /// Group 0's up weights (a concatenated `w13`: the gate weights; ignored by a plain GEMM).
+    pub up: u64,
+    /// Bytes between two groups' weights.
+    pub stride: u64,
+    /// Outputs per group (N).
+    pub n: u32,
+    /// Reduction length (K).
+    pub k: u32,
+    /// Row of `up` that holds output `o`'s up weights, minus `o`.
+    pub up_row_offset: u32,
+    /// CTAs that prefetch: the first `ctas` of the grid (the first wave), 0 for none.
+    pub ctas: u32,
 }
 
 /// Token tiles of the decode-size dual GEMM for `m` tokens.

@@ -32,9 +32,9 @@ use crate::sm90::config::{
     DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_HALVES_BYTES, DECODE_MAX_TOKENS,
     DECODE_NVFP4_STAGING_OFFSET, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP,
     DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs, GROUPED_DECODE_TOKEN_BUFFERS,
-    GroupedDecodeArgs, K_PER_SLICE, balanced_window_steps, decode_steps, decode_token_pitch,
-    decode_token_tiles, decode_verdict_offset, grouped_decode_buffer_bytes, grouped_decode_outputs,
-    stage_block,
+    GROUPED_DECODE_WARM_UP_STEPS, GroupedDecodeArgs, GroupedDecodeWarmUp, K_PER_SLICE, balanced_window_steps,
+    decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset, grouped_decode_buffer_bytes,
+    grouped_decode_outputs, stage_block,
 };
 use crate::sm90::registry;
 use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
@@ -733,6 +733,7 @@ unsafe fn grouped_decode<const GATED: bool, const NVFP4: bool>(args: GroupedDeco
         groups,
         row_groups,
         window_steps,
+        warm_up,
     } = args;
     if row_groups == 0 || window_steps == 0 {
         return; // never with a valid launch; also proves the divisions cannot panic
@@ -742,6 +743,10 @@ unsafe fn grouped_decode<const GATED: bool, const NVFP4: bool>(args: GroupedDeco
         return;
     }
     fence::launch_dependents();
+    if sreg::block_idx_x() < warm_up.ctas {
+        // SAFETY: the launch contract: the group's stacked weights.
+        unsafe { warm_up_weights::<GATED>(&warm_up, group, row_group * grouped_decode_outputs(GATED)) };
+    }
     // The preparation pass wrote the descriptors and the status.
     fence::grid_dependency_wait();
     const STATUS_WORD: usize = core::mem::offset_of!(GroupedHeader, status) / 4;
@@ -813,6 +818,45 @@ unsafe fn grouped_decode<const GATED: bool, const NVFP4: bool>(args: GroupedDeco
             unsafe { grouped_out::<1, GATED, NVFP4>(descs, group, column0, [first_token, count], sums) };
         }
         first_token += DECODE_MAX_TOKENS;
+    }
+}
+
+/// The first [`GROUPED_DECODE_WARM_UP_STEPS`] steps of this lane's two weight rows of the row
+/// group from output `column0` of group `group` into L2 (quad lane 0; a plain CTA's rows past N
+/// skipped), from the stacked weights' addresses, before the dependency wait. Only a hint: it
+/// changes no load's result, and a group without tokens has its first steps read for nothing.
+///
+/// # Safety
+/// `warm_up` describes the launch's weights and `group` is one of its groups.
+#[inline(always)]
+unsafe fn warm_up_weights<const GATED: bool>(warm_up: &GroupedDecodeWarmUp, group: u32, column0: u32) {
+    let thread = sreg::thread_idx_x();
+    let (warp, lane) = (thread / 32, thread % 32);
+    if lane % 4 != 0 {
+        return;
+    }
+    let gate = warp < DECODE_WARPS_PER_MATRIX;
+    let matrix_warp = if GATED {
+        warp % DECODE_WARPS_PER_MATRIX
+    } else {
+        warp
+    };
+    let own_row = column0 + matrix_warp * DECODE_ROWS_PER_WARP;
+    if own_row >= warm_up.n {
+        return;
+    }
+    let (base, row_shift) = if gate || !GATED {
+        (warm_up.gate, 0)
+    } else {
+        (warm_up.up, warm_up.up_row_offset)
+    };
+    let row_bytes = warm_up.k / 2;
+    let bytes = (GROUPED_DECODE_WARM_UP_STEPS * DECODE_BLOCKS_PER_STEP * 8).min(row_bytes);
+    for row in [own_row + lane / 4, own_row + lane / 4 + 8] {
+        let at = base + group as u64 * warm_up.stride + (row_shift + row) as u64 * row_bytes as u64;
+        // SAFETY: the start of a row of the group's weights (contract), 16-byte aligned (`k / 2`
+        // is a multiple of 32), `bytes` (a multiple of 16) within the row.
+        unsafe { copy::prefetch_bulk_l2(at as *const u8, bytes) };
     }
 }
 
