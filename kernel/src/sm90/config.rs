@@ -732,7 +732,7 @@ pub const fn padded_k(k: u32) -> u32 {
     k.div_ceil(K_PER_STAGE) * K_PER_STAGE
 }
 
-/// Arguments of the grouped persistent kernels (`sm90::registry::GroupedEntries`).
+/// Arguments of the grouped persistent kernels (`sm90::registry::TiledEntries::grouped`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GroupedArgs {

@@ -176,29 +176,43 @@ pub struct TiledEntries {
     /// The dense (plain) GEMM writing bf16.
     pub dense_plain_bf16: Kernel<DualGemmArgs>,
     /// The grouped dual GEMM and the grouped (plain) GEMM, if the tile has them.
-    pub grouped: Option<GroupedEntries>,
+    pub grouped: Option<GroupedEntries<GroupedArgs>>,
 }
 
-/// The grouped kernels of one tile.
-#[derive(Clone, Copy, Debug)]
-pub struct GroupedEntries {
+/// The three grouped kernels of a tile, or of the grouped decode-size kernels (`A`: their
+/// arguments).
+#[derive(Debug)]
+pub struct GroupedEntries<A> {
     /// The grouped dual GEMM.
-    pub gated: Kernel<GroupedArgs>,
+    pub gated: Kernel<A>,
     /// The grouped dual GEMM writing NVFP4 (the descriptors' `out_scales`).
-    pub gated_nvfp4: Kernel<GroupedArgs>,
-    /// The grouped GEMM.
-    pub plain: Kernel<GroupedArgs>,
+    pub gated_nvfp4: Kernel<A>,
+    /// The grouped (plain) GEMM.
+    pub plain: Kernel<A>,
 }
 
-impl GroupedEntries {
-    /// The kernel of `epilogue` (none writes bf16).
-    pub const fn kernel(&self, epilogue: TileEpilogue) -> Option<Kernel<GroupedArgs>> {
+impl<A> Clone for GroupedEntries<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A> Copy for GroupedEntries<A> {}
+
+impl<A> GroupedEntries<A> {
+    /// The kernel of `epilogue`, if it has one (no grouped kernel writes bf16).
+    pub const fn kernel(&self, epilogue: TileEpilogue) -> Option<Kernel<A>> {
         match epilogue {
             TileEpilogue::Gated => Some(self.gated),
             TileEpilogue::GatedNvfp4 => Some(self.gated_nvfp4),
             TileEpilogue::Plain => Some(self.plain),
             TileEpilogue::GatedBf16 | TileEpilogue::PlainBf16 => None,
         }
+    }
+
+    /// Every kernel of the entry.
+    pub const fn kernels(&self) -> [Kernel<A>; 3] {
+        [self.gated, self.gated_nvfp4, self.plain]
     }
 }
 
@@ -359,39 +373,11 @@ pub const fn decode(token_tiles: u32, epilogue: TileEpilogue) -> Option<Kernel<D
     None
 }
 
-/// The grouped decode-size kernels: `DECODE_WARPS` warps, [`GROUPED_DECODE_CTAS_PER_SM`] CTAs
-/// per SM.
-#[derive(Clone, Copy, Debug)]
-pub struct GroupedDecodeEntries {
-    /// The grouped dual GEMM.
-    pub gated: Kernel<GroupedDecodeArgs>,
-    /// The grouped dual GEMM writing NVFP4.
-    pub gated_nvfp4: Kernel<GroupedDecodeArgs>,
-    /// The grouped plain GEMM.
-    pub plain: Kernel<GroupedDecodeArgs>,
-}
-
-impl GroupedDecodeEntries {
-    /// The kernel of `epilogue`, if it has one (no grouped kernel writes bf16).
-    pub const fn kernel(&self, epilogue: TileEpilogue) -> Option<Kernel<GroupedDecodeArgs>> {
-        match epilogue {
-            TileEpilogue::Gated => Some(self.gated),
-            TileEpilogue::GatedNvfp4 => Some(self.gated_nvfp4),
-            TileEpilogue::Plain => Some(self.plain),
-            TileEpilogue::GatedBf16 | TileEpilogue::PlainBf16 => None,
-        }
-    }
-
-    /// Every kernel of the entry.
-    pub const fn kernels(&self) -> [Kernel<GroupedDecodeArgs>; 3] {
-        [self.gated, self.gated_nvfp4, self.plain]
-    }
-}
-
 macro_rules! grouped_decode_table {
     ($gated:ident $gated_nvfp4:ident $plain:ident) => {
-        /// The grouped decode-size kernels (`grouped_decode_entries!`).
-        pub const GROUPED_DECODE: GroupedDecodeEntries = GroupedDecodeEntries {
+        /// The grouped decode-size kernels (`grouped_decode_entries!`): `DECODE_WARPS` warps,
+        /// [`GROUPED_DECODE_CTAS_PER_SM`] CTAs per SM.
+        pub const GROUPED_DECODE: GroupedEntries<GroupedDecodeArgs> = GroupedEntries {
             gated: decode_size_kernel(stringify!($gated), GROUPED_DECODE_CTAS_PER_SM),
             gated_nvfp4: decode_size_kernel(stringify!($gated_nvfp4), GROUPED_DECODE_CTAS_PER_SM),
             plain: decode_size_kernel(stringify!($plain), GROUPED_DECODE_CTAS_PER_SM),
