@@ -121,6 +121,12 @@ pub const fn partial_slot_bytes(tile: Tile) -> u32 {
     CONSUMER_WARPGROUPS * WARPGROUP_THREADS * (tile.tokens / 2) * 4
 }
 
+/// Bytes between two token rows of the tiled kernels' 16-bit epilogue staging (fp16 or bf16
+/// C, `Tile::shared`): a plain tile's [`PLAIN_TILE_N`] outputs and 16 bytes more, so that the
+/// four token rows of one warp's staging store (quad lanes `t`, tokens `2t + e`) start 8 banks
+/// apart and never conflict. The gated tiles use the first half of each row.
+pub const EPILOGUE_STAGING_PITCH: u32 = 2 * PLAIN_TILE_N + 16;
+
 /// Largest dynamic shared memory per block on sm_90.
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 
@@ -141,6 +147,8 @@ pub struct SharedPlan {
     pub raw_tokens: u32,
     /// Raw token-scale stages, `RAW_STAGES × scale_groups × 2048` bytes.
     pub raw_scales: u32,
+    /// The 16-bit epilogue's staging: `tokens` rows of [`EPILOGUE_STAGING_PITCH`] bytes.
+    pub staging: u32,
     /// mbarriers: full/empty of the raw ring, then full/empty of the decoded ring (8 bytes each).
     pub barriers: u32,
     /// The launch's ticket: its CTA's start position and epoch (`schedule::Ticket`), 8 bytes.
@@ -204,7 +212,7 @@ impl Tile {
 
     /// The dense dual GEMM's shared-memory plan.
     pub const fn shared(&self) -> SharedPlan {
-        Self::plan(
+        self.plan(
             DECODED_STAGES * self.decoded_slice_bytes(),
             RAW_STAGES * self.raw_token_bytes(),
             RAW_STAGES * self.raw_scale_bytes(),
@@ -214,7 +222,7 @@ impl Tile {
 
     /// A grouped kernel's shared-memory plan: pre-decoded tokens only, and the schedule table.
     pub const fn grouped_shared(&self) -> SharedPlan {
-        Self::plan(
+        self.plan(
             DECODED_STAGES * self.decoded_slice_bytes(),
             0,
             0,
@@ -223,21 +231,25 @@ impl Tile {
     }
 
     const fn plan(
+        &self,
         decoded_bytes: u32,
         raw_token_bytes: u32,
         raw_scale_bytes: u32,
         table_bytes: u32,
     ) -> SharedPlan {
+        let staging_bytes = self.tokens * EPILOGUE_STAGING_PITCH;
         let decoded = 0;
         let raw_tokens = decoded + decoded_bytes;
         let raw_scales = raw_tokens + raw_token_bytes;
-        let barriers = raw_scales + raw_scale_bytes;
+        let staging = raw_scales + raw_scale_bytes;
+        let barriers = staging + staging_bytes;
         let ticket = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
         let groups = (ticket + 8).next_multiple_of(16);
         SharedPlan {
             decoded,
             raw_tokens,
             raw_scales,
+            staging,
             barriers,
             ticket,
             groups,
