@@ -82,3 +82,19 @@ pub fn max_u32(v: u32) -> u32 {
     unsafe { asm!("redux.sync.max.u32 {o}, {v}, 0xffffffff;", o = out(reg32) out, v = in(reg32) v) };
     out
 }
+
+/// `vote.sync.all.pred` over the full warp: whether `predicate` holds in every lane (all 32
+/// lanes must call it together).
+#[inline(always)]
+pub fn all(predicate: bool) -> bool {
+    let out: u32;
+    // SAFETY: a full-warp vote; the callers keep the warp converged.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; vote.sync.all.pred q, p, 0xffffffff; selp.u32 {o}, 1, 0, q; }}",
+            v = in(reg32) predicate as u32,
+            o = out(reg32) out,
+        )
+    };
+    out != 0
+}

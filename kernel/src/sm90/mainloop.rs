@@ -1117,13 +1117,18 @@ unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
     if work.aborting {
         return false; // test support: a stopped launch's reducers give up (nothing written)
     }
-    // One thread polls (an acquire at GPU scope), the barrier passes what it saw on to the
-    // other consumer threads; the partial sums are then read from L2.
-    if thread == 0 {
+    // The first consumer warp polls, lane `i` the flags of segments 1 + i, 33 + i, … (acquires
+    // at GPU scope), so that every flag costs the same round trip rather than one after the
+    // other (≈ 0.5 µs each on an H100); the barrier passes what they saw on to the other
+    // consumer threads, which then read the partial sums from L2.
+    if thread < 32 {
         let epoch = work.epoch();
-        for index in REDUCER_SEGMENT + 1..segment.count {
+        let mut index = REDUCER_SEGMENT + 1 + thread;
+        while !warp::all(index >= segment.count) {
             // SAFETY: the slot's flag; its segment publishes its slot before the flag.
-            while unsafe { mem::ld_acquire_gpu_u32(flag(index)) } != epoch {}
+            if index < segment.count && unsafe { mem::ld_acquire_gpu_u32(flag(index)) } == epoch {
+                index += 32;
+            }
         }
     }
     fence::named_barrier::<FIXUP_BARRIER, CONSUMER_THREADS>();
