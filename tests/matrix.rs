@@ -228,8 +228,14 @@ fn reported_reproducers_give_typed_errors_or_documented_panics() {
         );
     }
     // `grid_size` with no tiles or no SMs.
-    assert!(matches!(grid_size(0, 1, 132), Err(Error::InvalidArgument { .. })));
-    assert!(matches!(grid_size(4, 1, 0), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        grid_size(nvfp4_kernel::sm90::config::Tile { tokens: 128 }, 0, 1, 132),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        grid_size(nvfp4_kernel::sm90::config::Tile { tokens: 128 }, 4, 1, 0),
+        Err(Error::InvalidArgument { .. })
+    ));
     // A scale layout whose size overflows: `checked_len` says so, `len` panics (documented).
     let huge = BlockedScales::new(1, 1 << 62);
     assert_eq!(huge.checked_len(), None);

@@ -54,7 +54,7 @@ proptest! {
 
     #[test]
     fn grid_size_gives_a_typed_error_or_a_grid_within_the_multiprocessors(tiles in 0u32..5000, stages in 0u32..64, sms in prop_oneof![0u32..300, Just(u32::MAX)]) {
-        match grid_size(tiles, stages, sms) {
+        match grid_size(nvfp4_kernel::sm90::config::Tile { tokens: 128 }, tiles, stages, sms) {
             Ok(grid) => prop_assert!(grid >= 1 && grid <= sms && grid <= tiles * stages),
             Err(e) => prop_assert!(typed(&e), "{e:?}"),
         }

@@ -20,7 +20,9 @@ fn sm90_tiles_cover_small_m_in_one_tile_and_large_m_with_128() {
 
 #[test]
 fn sm90_predecoded_tiles_load_one_decoded_slice_per_tma_box_and_keep_no_raw_ring() {
-    use nvfp4_kernel::sm90::config::{K_PER_SLICE, PREDECODED_MIN_TOKENS};
+    use nvfp4_kernel::sm90::config::{
+        EPILOGUE_STAGING_PITCH, K_PER_SLICE, PLAIN_TILE_N, PREDECODED_MIN_TOKENS,
+    };
     let mut predecoded = 0;
     for tile in TILES {
         let plan = tile.shared();
@@ -32,10 +34,13 @@ fn sm90_predecoded_tiles_load_one_decoded_slice_per_tma_box_and_keep_no_raw_ring
             assert_eq!(K_PER_SLICE * 2 * tile.tokens, tile.decoded_slice_bytes());
             assert!(tile.tokens <= 256 && K_PER_SLICE * 2 == 128);
             assert_eq!(plan.raw_scales, plan.raw_tokens, "no raw token stages");
-            assert_eq!(plan.barriers, plan.raw_scales, "no raw scale stages");
+            assert_eq!(plan.staging, plan.raw_scales, "no raw scale stages");
         } else {
-            assert!(plan.raw_scales > plan.raw_tokens && plan.barriers > plan.raw_scales);
+            assert!(plan.raw_scales > plan.raw_tokens && plan.staging > plan.raw_scales);
         }
+        // The 16-bit epilogue's staging: a plain tile's 128 outputs per token row.
+        assert_eq!(plan.barriers - plan.staging, tile.tokens * EPILOGUE_STAGING_PITCH);
+        assert!(EPILOGUE_STAGING_PITCH >= 2 * PLAIN_TILE_N && plan.staging.is_multiple_of(16));
     }
     assert!(predecoded >= 1, "the largest tile pre-decodes its tokens");
     assert!(TILES[TILES.len() - 1].predecoded_tokens() && !TILES[0].predecoded_tokens());
@@ -85,11 +90,13 @@ fn sm90_k_order_gives_every_block_of_a_stage_one_slice_and_lane_and_each_lane_wh
 fn sm90_geometry_keeps_whole_tiles_when_waves_are_full_and_splits_k_otherwise() {
     // (m, n, k, CTAs, whole tiles per CTA)
     let cases = [
-        (256, 4096, 7168, 128, true),  // 128 tiles: one 97 % wave
-        (512, 4096, 7168, 128, true),  // 256 tiles: two 97 % waves
-        (256, 3072, 4096, 132, false), // 96 tiles: 73 % → stream-K
-        (512, 3072, 7168, 132, false), // 192 tiles: 73 % → stream-K
-        (1, 4096, 7168, 128, false),   // 64 tiles: 48 % → stream-K, half a tile per CTA
+        (256, 4096, 7168, 128, true), // 128 tiles: one 97 % wave
+        (512, 4096, 7168, 128, true), // 256 tiles: two 97 % waves
+        // 96 and 192 tiles: 73 % waves → stream-K, on 128 CTAs (fewer split tiles than on 132;
+        // H100, perf log entry 57: 0.98× and 0.96× the time on 132)
+        (256, 3072, 4096, 128, false),
+        (512, 3072, 7168, 128, false),
+        (1, 4096, 7168, 128, false), // 64 tiles: 48 % → stream-K, half a tile per CTA
     ];
     for (m, n, k, ctas, whole) in cases {
         let g = Sm90Geometry::new(DualGemmShape { m, n, k }, 132).unwrap();
@@ -227,12 +234,41 @@ fn grid_size_is_an_error_for_zero_tiles_stages_or_multiprocessors_and_for_overfl
     use nvfp4::dual_gemm::grid_size;
     for (tiles, stages, sms) in [(0, 1, 132), (4, 1, 0), (4, 0, 132), (1 << 20, 1 << 12, 132)] {
         assert!(
-            matches!(grid_size(tiles, stages, sms), Err(Error::InvalidArgument { .. })),
+            matches!(
+                grid_size(
+                    nvfp4_kernel::sm90::config::Tile { tokens: 128 },
+                    tiles,
+                    stages,
+                    sms
+                ),
+                Err(Error::InvalidArgument { .. })
+            ),
             "{tiles} × {stages} on {sms}"
         );
     }
-    assert_eq!(grid_size(128, 28, 132).unwrap(), 128);
-    assert_eq!(grid_size(1, 1, 132).unwrap(), 1);
+    assert_eq!(
+        grid_size(nvfp4_kernel::sm90::config::Tile { tokens: 128 }, 128, 28, 132).unwrap(),
+        128
+    );
+    assert_eq!(
+        grid_size(nvfp4_kernel::sm90::config::Tile { tokens: 128 }, 1, 1, 132).unwrap(),
+        1
+    );
+}
+
+#[test]
+fn few_tiles_take_whole_64_token_tiles_where_the_stream_k_fix_up_costs_more() {
+    // Measured on an H100 (perf log entry 57): the plain GEMM at 128×7168×2048 took 19.7 µs as
+    // 56 tiles of 128 tokens split over 126 CTAs and 16.9 µs as 112 whole 64-token tiles; at
+    // 128×4096×7168, 32 tiles of 128 tokens in four segments each (25.5 µs) stay as they were.
+    let plain = |m, n, k| Sm90Geometry::for_op(DualGemmShape { m, n, k }, 132, false).unwrap();
+    let few = plain(128, 7168, 2048);
+    assert_eq!((few.tile.tokens, few.grid, few.tiles.len()), (64, 112, 112));
+    let split = plain(128, 4096, 7168);
+    assert_eq!((split.tile.tokens, split.grid), (128, 128));
+    // Full waves of whole tiles stay whole (data-parallel), as before the model weighed fix-ups.
+    let waves = plain(1024, 18432, 7168);
+    assert_eq!((waves.tile.tokens, waves.grid), (128, 128));
 }
 
 #[test]

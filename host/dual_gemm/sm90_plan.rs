@@ -2,10 +2,10 @@
 //! stream-K split, grid), the decode-size kernel's K split, and the token pre-decoding step.
 
 use nvfp4_kernel::launch::TensorMap;
-use nvfp4_kernel::schedule::{StreamK, TileGrid, UniformTiles};
+use nvfp4_kernel::schedule::{REDUCER_SEGMENT, StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
-    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, K_PER_SLICE, K_PER_STAGE, Tile, decode_steps,
-    padded_k, tile_n,
+    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, K_PER_SLICE, K_PER_STAGE, SLICES_PER_STAGE,
+    Tile, decode_steps, padded_k, tile_n,
 };
 use nvfp4_kernel::sm90::registry as sm90_registry;
 
@@ -61,28 +61,33 @@ impl Sm90Geometry {
         let stages = k32.div_ceil(K_PER_STAGE);
         let mut best: Option<(u64, Self)> = None;
         let narrow = sm90_registry::grouped_tile_for(m32);
-        for tile in [narrow, sm90_registry::WIDEST_TILE] {
+        // Beside the narrowest tile that covers M (else the 128-token one): the 256-token tile
+        // where M needs more than one, and the 64-token tile beside a 128-token one (twice the
+        // tiles, each slice half the tensor work: whole tiles where there are few).
+        let half = Tile { tokens: 64 };
+        let mut candidates = vec![narrow];
+        if m32 > narrow.tokens {
+            candidates.push(sm90_registry::WIDEST_TILE);
+        }
+        if narrow.tokens > half.tokens {
+            candidates.push(half);
+        }
+        for tile in candidates {
             let wide = tile == sm90_registry::WIDEST_TILE;
-            if wide && m32 <= narrow.tokens {
-                continue; // one narrower tile already covers M
-            }
             let tiles = TileGrid::new(m32, n32, tile.tokens, tile_n(gated))
                 .ok_or_else(|| too_large("m × n", "more than 2^32 tiles"))?;
             let space = UniformTiles::new(tiles.len(), stages)
                 .filter(|s| (s.tiles as u64) * (s.stages as u64) <= KERNEL_INDEX_LIMIT)
                 .ok_or_else(|| too_large("m × n × k", "tiles × K-stages ≥ 2^31"))?;
-            let data_parallel = nvfp4_kernel::schedule::data_parallel_ctas(tiles.len(), multiprocessors);
-            if wide && data_parallel.is_none() {
-                continue; // split wide tiles were slower (perf log entry 29)
-            }
-            let grid = grid_size(tiles.len(), stages, multiprocessors)?;
-            let split = StreamK::new(space, grid, 0);
-            let cost = stream_k_cost(&split) as u64 * slice_clocks(tile) as u64;
+            // Split wide tiles were slower (perf log entry 29): whole ones only.
+            let Some((cost, grid)) = schedule(tile, tiles.len(), stages, multiprocessors, !wide)? else {
+                continue;
+            };
             let geometry = Self {
                 tile,
                 tiles,
                 grid,
-                split,
+                split: StreamK::new(space, grid, 0),
                 shared_bytes: tile.shared().total,
             };
             if best.as_ref().is_none_or(|(fastest, _)| cost < *fastest) {
@@ -116,11 +121,11 @@ impl Sm90Geometry {
 /// search is quadratic in this).
 pub const MAX_MULTIPROCESSORS: u32 = 1024;
 
-/// Clocks a CTA spends per 64-K slice beyond its tensor work, fitted to one H100 run (perf log
-/// entry 29): at 512×4096×7168, both plans data-parallel on 128 CTAs, 128-token tiles (224
-/// slices per CTA) took 102.3 µs and 256-token tiles (112 slices) 87.8 µs, a ratio of 1.65
-/// per slice, where the tensor work alone doubles.
-const SLICE_OVERHEAD_CLOCKS: u32 = 270;
+/// Clocks a CTA spends per 64-K slice beyond its tensor work. Fitted to H100 runs: per-CTA
+/// timelines (perf log entry 57) put a 64-token stage at 0.71 of a 128-token one (1.09 against
+/// 1.53 µs), which 360 matches; the 256-token tile's slice is then 1.58 times the 128-token
+/// one (entry 29 measured 1.65 with whole tiles at 512×4096×7168).
+const SLICE_OVERHEAD_CLOCKS: u32 = 360;
 
 /// Estimated clocks of one 64-K slice of `tile`: the tensor work (2 consumer warpgroups × 64
 /// rows × T tokens × 64 K at 2048 fp16 FMA per clock, = 4·T) and [`SLICE_OVERHEAD_CLOCKS`].
@@ -128,35 +133,87 @@ fn slice_clocks(tile: Tile) -> u32 {
     4 * tile.tokens + SLICE_OVERHEAD_CLOCKS
 }
 
-/// What a split segment costs its CTA on top of its own K-stages, in stages (see
-/// `stream_k_cost`).
-const SEGMENT_COST_STAGES: u32 = 1;
+/// What a tile's end costs its CTAs besides the stages, in clocks, fitted to per-CTA timelines
+/// of the tiled kernels on an H100 (each role's `%globaltimer` at a segment's end; perf log
+/// entry 57): a CTA whose segment ends a split tile elsewhere *publishes* its partial sums
+/// (stores, release, flag: ≈ 1.5 µs for 32 KiB, 2 µs for 64 KiB), the reducer waits for that,
+/// polls the flags and reads each other segment's partial sums (≈ 1.3 µs per 64 KiB), and the
+/// CTA that finishes a tile writes it (≈ 0.5 µs per 64 KiB of accumulators, all CTAs at once).
+/// Per 32 KiB of a partial-sum slot (`partial_slot_bytes`) where a cost grows with it.
+struct TileEndCosts;
 
-/// The slowest CTA of a stream-K split under a cost model: its stages plus
-/// [`SEGMENT_COST_STAGES`] per split segment (the fix-up and, for a CTA's later segment, the
-/// pipeline restart; per-CTA traces at M = 1 on an H100, stages of ≈ 2.1 k clocks, showed
-/// ≈ 1.5–2 k clocks for a segment that stores its partial sums and ≈ 2.5 k for the reducer).
-fn stream_k_cost(split: &StreamK<UniformTiles>) -> u32 {
+impl TileEndCosts {
+    /// Publishing partial sums: stores, the release fence, the flag.
+    const PUBLISH: u64 = 1800;
+    /// … and per 32 KiB of them.
+    const PUBLISH_PER_32_KIB: u64 = 900;
+    /// The reducer's poll of the flags (one round trip for all: the first warp polls them all).
+    const POLL: u64 = 900;
+    /// Reading and adding one other segment's partial sums, per 32 KiB.
+    const REDUCE_PER_32_KIB: u64 = 1170;
+    /// The epilogue of a finished tile, per 32 KiB of accumulators.
+    const EPILOGUE_PER_32_KIB: u64 = 450;
+
+    /// Clocks of `per_32_kib` for the partial sums of `tile`.
+    fn scaled(per_32_kib: u64, tile: Tile) -> u64 {
+        per_32_kib * sm90::partial_slot_bytes(tile) as u64 / 32768
+    }
+
+    /// A segment's end: publishing, reducing `count − 1` partial sums, or nothing (a whole tile);
+    /// and the epilogue when the segment finishes its tile.
+    fn segment(tile: Tile, index: u32, count: u32) -> u64 {
+        let publish = Self::PUBLISH + Self::scaled(Self::PUBLISH_PER_32_KIB, tile);
+        let epilogue = Self::scaled(Self::EPILOGUE_PER_32_KIB, tile);
+        match (count, index) {
+            (1, _) => epilogue,
+            (_, REDUCER_SEGMENT) => {
+                publish
+                    + Self::POLL
+                    + (count - 1) as u64 * Self::scaled(Self::REDUCE_PER_32_KIB, tile)
+                    + epilogue
+            }
+            _ => publish,
+        }
+    }
+}
+
+/// Modelled clocks of the slowest CTA of `split` for `tile`: its stages at [`slice_clocks`]
+/// and its segments' ends ([`TileEndCosts`]).
+fn schedule_clocks(split: &StreamK<UniformTiles>, tile: Tile) -> u64 {
+    let stage = (SLICES_PER_STAGE * slice_clocks(tile)) as u64;
     (0..split.ctas)
         .map(|cta| {
             split
                 .segments(cta)
-                .map(|s| s.stages + if s.count > 1 { SEGMENT_COST_STAGES } else { 0 })
-                .sum::<u32>()
+                .map(|s| s.stages as u64 * stage + TileEndCosts::segment(tile, s.index, s.count))
+                .sum::<u64>()
         })
         .max()
         .unwrap_or(0)
 }
 
-/// CTAs for `tiles × stages` work on `multiprocessors` SMs: whole tiles per CTA (data-parallel)
-/// when full waves of tiles keep at least 90 % of the SMs busy and the CTAs divide the tiles
-/// evenly ([`nvfp4_kernel::schedule::data_parallel_ctas`]); otherwise an equal stream-K share each for
-/// the number of CTAs, from 7/8 of the SMs to all of them, whose slowest CTA
-/// (`stream_k_cost`) is fastest (the most CTAs among equals). At M = 1, N = 4096, K = 7168 on
-/// 132 SMs that is 128 CTAs of one half-tile each instead of 132 CTAs whose shares straddle
-/// tiles. Zero tiles, stages or SMs, more than [`MAX_MULTIPROCESSORS`] SMs, or more than 2^31
-/// iterations, are errors.
-pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
+/// CTAs for `tiles × stages` work of `tile` on `multiprocessors` SMs, and their modelled clocks
+/// ([`schedule_clocks`]): the cheapest of whole tiles per CTA — one wave of `tiles` CTAs when
+/// the tiles fit on the SMs, or full waves that keep at least 90 % of them busy
+/// ([`nvfp4_kernel::schedule::data_parallel_ctas`]) — and an equal stream-K share each for any
+/// number of CTAs from 7/8 of the SMs to all of them (the most CTAs among equals). At
+/// 128×7168×2048 (56 tiles of 128 tokens, 8 stages) that is 112 whole 64-token tiles; at
+/// 128×4096×7168 (32 tiles of 28 stages), four segments a tile on 128 CTAs. Zero tiles, stages
+/// or SMs, more than [`MAX_MULTIPROCESSORS`] SMs, or more than 2^31 iterations, are errors.
+pub fn grid_size(tile: Tile, tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
+    let schedule = schedule(tile, tiles, stages, multiprocessors, true)?;
+    Ok(schedule.map_or(multiprocessors, |(_, grid)| grid))
+}
+
+/// [`grid_size`] with its modelled clocks; only whole tiles per CTA unless `stream_k` (None:
+/// the tiles do not make whole waves).
+fn schedule(
+    tile: Tile,
+    tiles: u32,
+    stages: u32,
+    multiprocessors: u32,
+    stream_k: bool,
+) -> Result<Option<(u64, u32)>> {
     for (arg, value) in [
         ("tiles", tiles),
         ("stages", stages),
@@ -181,16 +238,25 @@ pub fn grid_size(tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
             total,
         ));
     }
+    let space = UniformTiles { tiles, stages };
+    let cost = |ctas: u32| schedule_clocks(&StreamK::new(space, ctas, 0), tile);
+    // Full waves of whole tiles are taken as they are (measured: 128 tiles on 132 SMs 66.7 µs,
+    // split over 132 CTAs 73.2 µs); fewer tiles than SMs are weighed against stream-K.
     if let Some(ctas) = nvfp4_kernel::schedule::data_parallel_ctas(tiles, multiprocessors) {
-        return Ok(ctas);
+        return Ok(Some((cost(ctas), ctas)));
     }
+    let whole_tiles = (tiles < multiprocessors).then_some(tiles);
     let most = (total as u32).min(multiprocessors);
     let fewest = (most - most / 8).max(1);
-    let cost = |ctas: u32| stream_k_cost(&StreamK::new(UniformTiles { tiles, stages }, ctas, 0));
-    Ok((fewest..=most)
+    let shares = (fewest..=most)
         .rev()
-        .min_by_key(|&ctas| cost(ctas))
-        .unwrap_or(most))
+        .filter(|_| stream_k)
+        .map(|ctas| (cost(ctas), ctas));
+    Ok(whole_tiles
+        .map(|ctas| (cost(ctas), ctas))
+        .into_iter()
+        .chain(shares)
+        .min_by_key(|&(clocks, ctas)| (clocks, u32::MAX - ctas)))
 }
 
 /// The device state and K split of a decode-size Hopper plan.
