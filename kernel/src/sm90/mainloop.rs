@@ -1120,12 +1120,22 @@ unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
     // The first consumer warp polls, lane `i` the flags of segments 1 + i, 33 + i, … (acquires
     // at GPU scope), so that every flag costs the same round trip rather than one after the
     // other (≈ 0.5 µs each on an H100); the barrier passes what they saw on to the other
-    // consumer threads, which then read the partial sums from L2.
-    if thread < 32 {
+    // consumer threads, which then read the partial sums from L2. The 256-token tile, which
+    // the dense plan never splits, keeps one polling thread: the warp's loop changed its
+    // register allocation and cost 2–4 % at 512–4096 tokens.
+    if ACC > 64 {
+        if thread == 0 {
+            let epoch = work.epoch();
+            for index in REDUCER_SEGMENT + 1..segment.count {
+                // SAFETY: the slot's flag; its segment publishes its slot before the flag.
+                while unsafe { mem::ld_acquire_gpu_u32(flag(index)) } != epoch {}
+            }
+        }
+    } else if thread < 32 {
         let epoch = work.epoch();
         let mut index = REDUCER_SEGMENT + 1 + thread;
         while !warp::all(index >= segment.count) {
-            // SAFETY: the slot's flag; its segment publishes its slot before the flag.
+            // SAFETY: as above.
             if index < segment.count && unsafe { mem::ld_acquire_gpu_u32(flag(index)) } == epoch {
                 index += 32;
             }
