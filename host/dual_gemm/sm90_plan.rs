@@ -192,21 +192,22 @@ fn schedule_clocks(split: &StreamK<UniformTiles>, tile: Tile) -> u64 {
         .unwrap_or(0)
 }
 
-/// CTAs for `tiles × stages` work of `tile` on `multiprocessors` SMs, and their modelled clocks
-/// ([`schedule_clocks`]): the cheapest of whole tiles per CTA — one wave of `tiles` CTAs when
-/// the tiles fit on the SMs, or full waves that keep at least 90 % of them busy
-/// ([`nvfp4_kernel::schedule::data_parallel_ctas`]) — and an equal stream-K share each for any
-/// number of CTAs from 7/8 of the SMs to all of them (the most CTAs among equals). At
-/// 128×7168×2048 (56 tiles of 128 tokens, 8 stages) that is 112 whole 64-token tiles; at
-/// 128×4096×7168 (32 tiles of 28 stages), four segments a tile on 128 CTAs. Zero tiles, stages
-/// or SMs, more than [`MAX_MULTIPROCESSORS`] SMs, or more than 2^31 iterations, are errors.
+/// CTAs for `tiles × stages` work of `tile` on `multiprocessors` SMs: full waves of whole tiles
+/// per CTA when they keep at least 90 % of the SMs busy
+/// ([`nvfp4_kernel::schedule::data_parallel_ctas`]); otherwise the cheapest, by modelled clocks
+/// (the slowest CTA's stages and tile ends, fitted to H100 timelines), of one wave of whole
+/// tiles (when there are fewer tiles than SMs) and an equal stream-K share each for any number
+/// of CTAs from 7/8 of the SMs to all of them (the most CTAs among equals). At 128×7168×2048 with
+/// 64-token tiles that is 112 whole tiles; at 128×4096×7168 with 128-token tiles, four segments
+/// a tile on 128 CTAs. Zero tiles, stages or SMs, more than [`MAX_MULTIPROCESSORS`] SMs, or more
+/// than 2^31 iterations, are errors.
 pub fn grid_size(tile: Tile, tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
     let schedule = schedule(tile, tiles, stages, multiprocessors, true)?;
     Ok(schedule.map_or(multiprocessors, |(_, grid)| grid))
 }
 
-/// [`grid_size`] with its modelled clocks; only whole tiles per CTA unless `stream_k` (None:
-/// the tiles do not make whole waves).
+/// [`grid_size`] with its modelled clocks (`schedule_clocks`); only whole tiles per CTA unless
+/// `stream_k` (None: the tiles make no whole waves).
 fn schedule(
     tile: Tile,
     tiles: u32,
