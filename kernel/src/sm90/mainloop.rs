@@ -1194,9 +1194,10 @@ fn release_previous(shared: &Shared, position: &RingPosition<DECODED_STAGES>) {
 ///
 /// Each thread stages its values as 16-bit words in `staging` (token rows of
 /// [`config::EPILOGUE_STAGING_PITCH`] bytes), then the consumer threads copy the tile's
-/// existing tokens and outputs to C in 16-byte runs: a warp's 2-byte stores straight from the
-/// accumulator fragment touched four rows of C each (eight store instructions per 16 bytes of
-/// C), which took ≈ 1.8 µs per 128 × 128 tile on an H100, longer than a 64-K slice.
+/// existing tokens and outputs to C in 16-byte runs, whole rows of C per warp instruction.
+/// Storing straight from the accumulator fragment took a 2-byte store per value, each warp
+/// instruction writing 16 bytes into each of four rows of C: ≈ 1.8 µs per 128 × 128 tile on an
+/// H100, longer than a 64-K slice.
 ///
 /// # Safety
 /// All consumer threads call it together; `staging` is the consumers' own (`Shared::staging`);
