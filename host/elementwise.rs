@@ -1,12 +1,92 @@
-//! Element-wise ops on the GPU: `silu(gate) ⊙ up` on fp16 / bf16 vectors, the last step of the
-//! unfused gate/up projection that the benchmarks compare against.
+//! Element-wise ops on the GPU:
+//! * `silu(gate) ⊙ up` on fp16 / bf16 vectors, the last step of the unfused gate/up projection
+//!   that the benchmarks compare against;
+//! * the Mixture-of-Experts combine ([`Gpu::moe_combine_f16`], [`combine_reference`]): each
+//!   token's router-weighted sum of its experts' output rows, read from the grouped GEMM's
+//!   expert-sorted output, in one pass (deterministic: slot order, f32, no atomics).
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
-use nvfp4_kernel::common::SiluMulArgs;
+use nvfp4_kernel::common::{CombineArgs, SiluMulArgs};
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, LoadedKernel};
+use crate::gpu::buffer::check_device_address;
+use crate::gpu::{Gpu, HalfFormat, LoadedKernel};
+
+/// The sizes of a Mixture-of-Experts combine: `tokens` outputs of `width` values, each the sum
+/// over its `top_k` slots of `weight · row`, the rows taken from `rows` expert output rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CombineShape {
+    /// Expert output rows (the grouped GEMM's `row_offsets[G]`).
+    pub rows: usize,
+    /// Tokens (output rows).
+    pub tokens: usize,
+    /// Expert slots per token.
+    pub top_k: usize,
+    /// Values per row (a positive multiple of 8).
+    pub width: usize,
+}
+
+impl CombineShape {
+    /// Checks the kernel's limits: `width` a positive multiple of 8, `top_k ≥ 1`, and the
+    /// counts it indexes with 32 bits.
+    pub fn validate(&self) -> Result<()> {
+        if self.width == 0 || !self.width.is_multiple_of(8) {
+            return Err(Error::invalid(
+                "width",
+                "must be a positive multiple of 8",
+                self.width,
+            ));
+        }
+        if self.top_k == 0 {
+            return Err(Error::invalid("top_k", "must be at least 1", self.top_k));
+        }
+        let limit = 1usize << 31;
+        if self.rows >= limit || self.tokens.saturating_mul(self.top_k) >= limit {
+            return Err(Error::invalid(
+                "rows, tokens × top_k",
+                "must be below 2^31",
+                format!("{}, {} × {}", self.rows, self.tokens, self.top_k),
+            ));
+        }
+        if self.tokens.saturating_mul(self.width) / 8 >= limit {
+            return Err(Error::invalid(
+                "tokens × width",
+                "must be below 2^34",
+                format!("{} × {}", self.tokens, self.width),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The combine on the CPU, the kernel's arithmetic: `out[t·width + c] = Σ_j weights[t·top_k +
+/// j] · rows[sources[t·top_k + j]·width + c]`, fused multiply-adds in f32 in slot order from
+/// 0; a source outside `0..rows` adds nothing. Returned unrounded (f32).
+pub fn combine_reference(shape: CombineShape, rows: &[f16], sources: &[i32], weights: &[f32]) -> Vec<f32> {
+    let CombineShape {
+        rows: row_count,
+        tokens,
+        top_k,
+        width,
+    } = shape;
+    let mut out = vec![0f32; tokens * width];
+    for t in 0..tokens {
+        let sum = &mut out[t * width..(t + 1) * width];
+        for j in 0..top_k {
+            let source = sources[t * top_k + j];
+            if source < 0 || source as usize >= row_count {
+                continue;
+            }
+            let row = &rows[source as usize * width..(source as usize + 1) * width];
+            let weight = weights[t * top_k + j];
+            for (s, v) in sum.iter_mut().zip(row) {
+                *s = weight.mul_add(v.to_f32(), *s);
+            }
+        }
+    }
+    out
+}
 
 impl Gpu {
     /// `out = silu(gate) ⊙ up` element-wise on fp16 buffers of one length (a multiple of 8),
@@ -70,6 +150,145 @@ impl Gpu {
             kernel.launch(
                 stream,
                 self.grid_stride_blocks(kernel, (len / 8) as u32),
+                0,
+                &args,
+                false,
+            )
+        }
+    }
+
+    /// The Mixture-of-Experts combine into fp16 `out` (`tokens × width`): `out[t] = Σ_j
+    /// weights[t·top_k + j] · rows[sources[t·top_k + j]]` (see [`combine_reference`]), with
+    /// `rows` the experts' fp16 output rows (`row_count × width`, for example the grouped
+    /// GEMM's expert-sorted output), `sources` and `weights` `tokens × top_k`; `tokens` and
+    /// `width` follow from the buffers' lengths. A source outside `0..row_count` (say −1 for a
+    /// slot whose expert ran on another GPU) adds nothing. Stream-ordered.
+    pub fn moe_combine_f16(
+        &self,
+        rows: &CudaSlice<f16>,
+        sources: &CudaSlice<i32>,
+        weights: &CudaSlice<f32>,
+        top_k: usize,
+        out: &mut CudaSlice<f16>,
+    ) -> Result<()> {
+        self.launch_combine(HalfFormat::F16, rows, sources, weights, top_k, out)
+    }
+
+    /// [`Self::moe_combine_f16`] into bf16 `out`.
+    pub fn moe_combine_bf16(
+        &self,
+        rows: &CudaSlice<f16>,
+        sources: &CudaSlice<i32>,
+        weights: &CudaSlice<f32>,
+        top_k: usize,
+        out: &mut CudaSlice<bf16>,
+    ) -> Result<()> {
+        self.launch_combine(HalfFormat::Bf16, rows, sources, weights, top_k, out)
+    }
+
+    fn launch_combine<T: cudarc::driver::DeviceRepr>(
+        &self,
+        format: HalfFormat,
+        rows: &CudaSlice<f16>,
+        sources: &CudaSlice<i32>,
+        weights: &CudaSlice<f32>,
+        top_k: usize,
+        out: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        if top_k == 0 || !sources.len().is_multiple_of(top_k) {
+            return Err(Error::invalid(
+                "sources",
+                "must hold tokens × top_k entries (top_k ≥ 1)",
+                format!("{} entries, top_k {top_k}", sources.len()),
+            ));
+        }
+        let tokens = sources.len() / top_k;
+        if weights.len() != sources.len() {
+            return Err(Error::BufferLength {
+                arg: "weights",
+                expected: sources.len(),
+                got: weights.len(),
+            });
+        }
+        if tokens == 0 {
+            return Ok(());
+        }
+        if !out.len().is_multiple_of(tokens) {
+            return Err(Error::invalid(
+                "out",
+                "must hold tokens × width values",
+                format!("{} values for {tokens} tokens", out.len()),
+            ));
+        }
+        let width = out.len() / tokens;
+        if width == 0 || !rows.len().is_multiple_of(width) {
+            return Err(Error::invalid(
+                "rows",
+                "must hold whole rows of the output's width",
+                format!("{} values, width {width}", rows.len()),
+            ));
+        }
+        let shape = CombineShape {
+            rows: rows.len() / width,
+            tokens,
+            top_k,
+            width,
+        };
+        let stream = self.stream();
+        let (rows, _rows) = rows.device_ptr(stream);
+        let (sources, _sources) = sources.device_ptr(stream);
+        let (weights, _weights) = weights.device_ptr(stream);
+        let (out, _out) = out.device_ptr_mut(stream);
+        // SAFETY: the buffers hold the sizes of `shape` (checked above) and live until the
+        // launch has run (their guards).
+        unsafe { self.moe_combine_raw(shape, rows, sources, weights, format, out) }
+    }
+
+    /// [`Self::moe_combine_f16`] on caller-owned memory: `rows` (`shape.rows × width` fp16,
+    /// 16-byte aligned), `sources` (i32) and `weights` (f32), `tokens × top_k` each (4-byte
+    /// aligned), `out` (`tokens × width` of `format`, 16-byte aligned). Stream-ordered.
+    ///
+    /// # Safety
+    /// The addresses are device memory of this GPU's context with those sizes, not written by
+    /// other work until the kernel completes (`out` not read either).
+    pub unsafe fn moe_combine_raw(
+        &self,
+        shape: CombineShape,
+        rows: u64,
+        sources: u64,
+        weights: u64,
+        format: HalfFormat,
+        out: u64,
+    ) -> Result<()> {
+        shape.validate()?;
+        if shape.tokens == 0 {
+            return Ok(());
+        }
+        check_device_address("rows", rows, 16)?;
+        check_device_address("sources", sources, 4)?;
+        check_device_address("weights", weights, 4)?;
+        check_device_address("out", out, 16)?;
+        let kernel = &self.kernels.combine[match format {
+            HalfFormat::F16 => 0,
+            HalfFormat::Bf16 => 1,
+        }];
+        let args = CombineArgs {
+            rows: rows as *const u32,
+            sources: sources as *const i32,
+            weights: weights as *const f32,
+            out: out as *mut u32,
+            row_count: shape.rows as u32,
+            tokens: shape.tokens as u32,
+            top_k: shape.top_k as u32,
+            width: shape.width as u32,
+        };
+        let vectors = (shape.tokens * shape.width / 8) as u32;
+        // SAFETY: the caller's buffers hold the shape's sizes (contract), which fit the
+        // kernel's 32-bit indices (validated).
+        unsafe {
+            kernel.launch(
+                self.stream(),
+                self.grid_stride_blocks(kernel, vectors),
                 0,
                 &args,
                 false,

@@ -742,6 +742,132 @@ fn bf16_output_is_the_fp16_output_rounded_to_bf16() {
     );
 }
 
+/// `count` random finite fp16 values over the whole exponent range, both signs, some zeros.
+fn full_range_f16(count: usize, rng: &mut Rng) -> Vec<f16> {
+    (0..count)
+        .map(|_| {
+            let bits = rng.next_u64() as u16;
+            let v = f16::from_bits(bits);
+            if v.is_finite() && !bits.is_multiple_of(17) {
+                v
+            } else {
+                f16::ZERO
+            }
+        })
+        .collect()
+}
+
+fn moe_combine_matches_the_cpu_reference_bit_for_bit() {
+    use nvfp4::elementwise::{CombineShape, combine_reference};
+    let Some(gpu) = common::gpu_or_skip() else {
+        return;
+    };
+    let stream = gpu.stream().clone();
+    let mut rng = Rng::new(41);
+    // (expert rows, tokens, top_k, width): slots in one and in two rounds of loads, odd sizes.
+    for (row_count, tokens, top_k, width) in [
+        (37usize, 11usize, 3usize, 72usize),
+        (50, 9, 6, 8),
+        (700, 130, 8, 520),
+    ] {
+        let shape = CombineShape {
+            rows: row_count,
+            tokens,
+            top_k,
+            width,
+        };
+        let rows = full_range_f16(row_count * width, &mut rng);
+        // Mostly valid sources; −1 (an expert elsewhere) and past-the-end ones add nothing.
+        let sources: Vec<i32> = (0..tokens * top_k)
+            .map(|i| match i % 13 {
+                5 => -1,
+                9 => (row_count + i) as i32,
+                _ => (rng.next_u64() % row_count as u64) as i32,
+            })
+            .collect();
+        let weights: Vec<f32> = (0..tokens * top_k)
+            .map(|i| {
+                if i % 11 == 3 {
+                    0.0
+                } else {
+                    rng.next_f32() * 4.0 - 2.0
+                }
+            })
+            .collect();
+        let reference = combine_reference(shape, &rows, &sources, &weights);
+        assert!(
+            reference.iter().any(|x| x.abs() > 1.0),
+            "a zero result proves nothing"
+        );
+        let (rows_d, sources_d, weights_d) = (
+            stream.clone_htod(&rows).unwrap(),
+            stream.clone_htod(&sources).unwrap(),
+            stream.clone_htod(&weights).unwrap(),
+        );
+        let mut out16 = stream
+            .clone_htod(&vec![f16::from_bits(0x7e01); tokens * width])
+            .unwrap();
+        gpu.moe_combine_f16(&rows_d, &sources_d, &weights_d, top_k, &mut out16)
+            .unwrap();
+        let mut out_bf = stream
+            .clone_htod(&vec![bf16::from_bits(0x7fc1); tokens * width])
+            .unwrap();
+        gpu.moe_combine_bf16(&rows_d, &sources_d, &weights_d, top_k, &mut out_bf)
+            .unwrap();
+        let want16: Vec<u16> = reference.iter().map(|&x| f16::from_f32(x).to_bits()).collect();
+        let want_bf: Vec<u16> = reference.iter().map(|&x| bf16::from_f32(x).to_bits()).collect();
+        let got16: Vec<u16> = stream
+            .clone_dtoh(&out16)
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect();
+        let got_bf: Vec<u16> = stream
+            .clone_dtoh(&out_bf)
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect();
+        let what = format!("combine {shape:?}");
+        assert_same_bits(&format!("{what} fp16"), &got16, &want16, f16_is_nan);
+        assert_same_bits(&format!("{what} bf16"), &got_bf, &want_bf, bf16_is_nan);
+    }
+    // Typed errors, nothing launched.
+    let rows = stream.clone_htod(&vec![f16::ONE; 16 * 8]).unwrap();
+    let sources = stream.clone_htod(&vec![0i32; 6]).unwrap();
+    let weights = stream.clone_htod(&vec![1f32; 6]).unwrap();
+    let mut out = stream.clone_htod(&vec![f16::ZERO; 3 * 8]).unwrap();
+    let short = stream.clone_htod(&vec![1f32; 5]).unwrap();
+    let mut odd = stream.clone_htod(&vec![f16::ZERO; 3 * 12]).unwrap();
+    for (case, err) in [
+        (
+            "top_k 0",
+            gpu.moe_combine_f16(&rows, &sources, &weights, 0, &mut out),
+        ),
+        (
+            "top_k 4 of 6 sources",
+            gpu.moe_combine_f16(&rows, &sources, &weights, 4, &mut out),
+        ),
+        (
+            "5 weights",
+            gpu.moe_combine_f16(&rows, &sources, &short, 2, &mut out),
+        ),
+        (
+            "width 12",
+            gpu.moe_combine_f16(&rows, &sources, &weights, 2, &mut odd),
+        ),
+    ] {
+        assert!(
+            matches!(
+                err,
+                Err(Error::InvalidArgument { .. } | Error::BufferLength { .. })
+            ),
+            "{case}: {err:?}"
+        );
+    }
+    println!("MoE combine: 3 shapes, fp16 and bf16 output, bit-identical to the CPU reference");
+}
+
 test_main!(
     compute_capability_selects_the_kernel_architecture,
     opening_a_gpu_without_a_driver_is_a_typed_error,
@@ -752,4 +878,5 @@ test_main!(
     caller_owned_memory_on_a_borrowed_stream_runs_every_op_and_captures_in_a_graph,
     device_global_scales_give_the_host_global_scales_results_bit_for_bit,
     bf16_output_is_the_fp16_output_rounded_to_bf16,
+    moe_combine_matches_the_cpu_reference_bit_for_bit,
 );

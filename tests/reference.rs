@@ -106,3 +106,44 @@ fn check_rejects_mismatched_lengths() {
         Err(Error::BufferLength { arg: "out", .. })
     ));
 }
+
+#[test]
+fn moe_combine_reference_computes_a_hand_checked_case() {
+    use nvfp4::elementwise::{CombineShape, combine_reference};
+    // Three expert rows of width 8; token 0 takes rows 2 and 0, token 1 row 1 and a slot whose
+    // expert ran elsewhere (−1) and one past the rows (3): both add nothing.
+    let rows: Vec<f16> = (0..24).map(|i| f16::from_f32(i as f32)).collect();
+    let shape = CombineShape {
+        rows: 3,
+        tokens: 2,
+        top_k: 3,
+        width: 8,
+    };
+    let out = combine_reference(
+        shape,
+        &rows,
+        &[2, 0, 0, 1, -1, 3],
+        &[0.5, 2.0, 0.0, -1.0, 7.0, 9.0],
+    );
+    let want: Vec<f32> = (0..8)
+        .map(|c| 0.5 * (16 + c) as f32 + 2.0 * c as f32)
+        .chain((0..8).map(|c| -((8 + c) as f32)))
+        .collect();
+    assert_eq!(out, want);
+    assert!(shape.validate().is_ok());
+    for bad in [
+        CombineShape { width: 12, ..shape },
+        CombineShape { width: 0, ..shape },
+        CombineShape { top_k: 0, ..shape },
+        CombineShape {
+            tokens: 1 << 30,
+            top_k: 2,
+            ..shape
+        },
+    ] {
+        assert!(
+            matches!(bad.validate(), Err(Error::InvalidArgument { .. })),
+            "{bad:?}"
+        );
+    }
+}

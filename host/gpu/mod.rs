@@ -24,7 +24,7 @@ use cudarc::driver::sys::CUdevice_attribute::{
 };
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
-use nvfp4_kernel::common::{AmaxArgs, DequantizeArgs, OccupyArgs, QuantizeArgs, SiluMulArgs};
+use nvfp4_kernel::common::{AmaxArgs, CombineArgs, DequantizeArgs, OccupyArgs, QuantizeArgs, SiluMulArgs};
 use nvfp4_kernel::grouped::GroupedPrepareArgs;
 use nvfp4_kernel::launch::Kernel;
 use nvfp4_kernel::registry;
@@ -273,6 +273,8 @@ pub(crate) struct Kernels {
     pub dequantize_bf16: LoadedKernel<DequantizeArgs>,
     pub silu_mul_f16: LoadedKernel<SiluMulArgs>,
     pub silu_mul_bf16: LoadedKernel<SiluMulArgs>,
+    /// The Mixture-of-Experts combine into fp16 and bf16 (in that order).
+    pub combine: [LoadedKernel<CombineArgs>; 2],
     /// Quantization and amax kernels for f32, f16 and bf16 input (in that order).
     pub quantize: Vec<LoadedKernel<QuantizeArgs>>,
     pub amax: Vec<LoadedKernel<AmaxArgs>>,
@@ -556,6 +558,10 @@ impl Gpu {
             dequantize_bf16: LoadedKernel::load(&module, registry::DEQUANTIZE[1])?,
             silu_mul_f16: LoadedKernel::load(&module, registry::SILU_MUL[0])?,
             silu_mul_bf16: LoadedKernel::load(&module, registry::SILU_MUL[1])?,
+            combine: [
+                LoadedKernel::load(&module, registry::COMBINE[0])?,
+                LoadedKernel::load(&module, registry::COMBINE[1])?,
+            ],
             quantize: load_all(&module, &registry::QUANTIZE)?,
             amax: load_all(&module, &registry::AMAX)?,
             occupy: LoadedKernel::load(&module, registry::OCCUPY)?,

@@ -72,6 +72,31 @@ pub struct SiluMulArgs {
     pub len: u32,
 }
 
+/// Arguments of the Mixture-of-Experts combine (`crate::elementwise`): `out[t] = Σ_j
+/// weights[t·top_k + j] · rows[sources[t·top_k + j]]` for `j` in `0..top_k`, in that order, in
+/// f32.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CombineArgs {
+    /// The experts' output rows (fp16), `row_count × width`, 16-byte aligned.
+    pub rows: *const u32,
+    /// The source row of each (token, slot), `tokens × top_k` (i32); one outside
+    /// `0..row_count` (−1 for a slot whose expert ran elsewhere) contributes nothing.
+    pub sources: *const i32,
+    /// The router weight of each (token, slot), `tokens × top_k` (f32).
+    pub weights: *const f32,
+    /// Output, `tokens × width` (fp16 or bf16, as the entry's name says), 16-byte aligned.
+    pub out: *mut u32,
+    /// Rows in `rows`.
+    pub row_count: u32,
+    /// Tokens (output rows).
+    pub tokens: u32,
+    /// Slots per token.
+    pub top_k: u32,
+    /// Values per row (a multiple of 8; `tokens · width / 8` below 2³¹).
+    pub width: u32,
+}
+
 /// The words of the quantizer's non-finite check, in this order (u64 each): the running value
 /// (`u64::MAX − i` for the smallest index `i` of a non-finite input seen, 0 for none), the last
 /// launch's result in the same code, and the count of CTAs that finished (in the low half).

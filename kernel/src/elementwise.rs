@@ -1,13 +1,15 @@
-//! Element-wise `out = silu(gate) · up` on fp16 or bf16 vectors: the epilogue of the unfused
-//! baseline (two library GEMMs, then this kernel) that benchmarks compare against.
-//!
-//! One thread per 8 elements (16-byte loads and stores) in a grid-stride loop; math in f32 with
-//! the same SiLU as the fused kernels. Parameters: `gate`, `up`, `out` (16-byte aligned), `len`
-//! (a multiple of 8).
+//! Element-wise kernels on fp16 / bf16 rows, one thread per 8 values (16-byte loads and
+//! stores) in a grid-stride loop, math in f32:
+//! * `out = silu(gate) · up` on vectors: the epilogue of the unfused baseline (two library
+//!   GEMMs, then this kernel) that benchmarks compare against, with the fused kernels' SiLU.
+//!   Parameters: `gate`, `up`, `out` (16-byte aligned), `len` (a multiple of 8).
+//! * the Mixture-of-Experts combine ([`CombineArgs`]): each token's router-weighted sum of its
+//!   experts' fp16 output rows, gathered from the grouped GEMM's expert-sorted rows; each
+//!   thread adds its 8 values of the token's slots in slot order (deterministic, no atomics).
 
-use crate::common::SiluMulArgs;
+use crate::common::{CombineArgs, SiluMulArgs};
 use crate::epilogue::silu;
-use crate::ptx::{cvt, mem, sreg};
+use crate::ptx::{cvt, float, mem, sreg};
 use crate::registry;
 
 /// Widens and narrows one 16-bit element type.
@@ -82,3 +84,102 @@ macro_rules! silu_mul_entries {
 }
 
 registry::silu_mul_entries!(silu_mul_entries);
+
+/// Slots of a token whose rows one thread loads before it adds any of them.
+const COMBINE_SLOTS_IN_FLIGHT: usize = 4;
+
+/// The combine (see [`CombineArgs`]) into `E` values.
+///
+/// # Safety
+/// The buffers of [`CombineArgs`] with its sizes; `tokens · top_k` and `tokens · width / 8`
+/// below 2³¹.
+#[inline(always)]
+unsafe fn combine<E: Element>(args: CombineArgs) {
+    let CombineArgs {
+        rows,
+        sources,
+        weights,
+        out,
+        row_count,
+        tokens,
+        top_k,
+        width,
+    } = args;
+    let vectors_per_row = width / 8;
+    if vectors_per_row == 0 {
+        return; // never with a valid launch; also proves the divisions cannot panic
+    }
+    let words_per_row = (width / 2) as usize;
+    let total = tokens * vectors_per_row;
+    let stride = sreg::grid_dim_x() * sreg::block_dim_x();
+    let mut v = sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x();
+    while v < total {
+        let (token, vector) = (v / vectors_per_row, v % vectors_per_row);
+        let mut sum = [0f32; 8];
+        let mut first = 0;
+        while first < top_k {
+            // The slots' sources first, then up to COMBINE_SLOTS_IN_FLIGHT rows at once (each
+            // row load waits only for its own source); a missing slot adds 0 · 0.
+            let mut source = [u32::MAX; COMBINE_SLOTS_IN_FLIGHT];
+            for (i, source) in source.iter_mut().enumerate() {
+                let slot = first + i as u32;
+                if slot < top_k {
+                    // SAFETY: token · top_k + slot < tokens · top_k.
+                    *source = unsafe {
+                        mem::ld_global_nc_b32(sources.add((token * top_k + slot) as usize) as *const u32)
+                    };
+                }
+            }
+            let mut weight = [0f32; COMBINE_SLOTS_IN_FLIGHT];
+            let mut values = [[0u32; 4]; COMBINE_SLOTS_IN_FLIGHT];
+            for i in 0..COMBINE_SLOTS_IN_FLIGHT {
+                if source[i] < row_count {
+                    let at = (token * top_k + first) as usize + i;
+                    // SAFETY: the slot exists (a missing one kept u32::MAX); its source names a
+                    // row of `rows`, whose vector `vector` is inside it.
+                    unsafe {
+                        weight[i] = f32::from_bits(mem::ld_global_nc_b32(weights.add(at) as *const u32));
+                        values[i] = mem::ld_global_nc_v4_b32(
+                            rows.add(source[i] as usize * words_per_row + 4 * vector as usize),
+                        );
+                    }
+                }
+            }
+            for i in 0..COMBINE_SLOTS_IN_FLIGHT {
+                for (w, word) in values[i].iter().enumerate() {
+                    sum[2 * w] = float::fma_rn(weight[i], F16::widen(*word), sum[2 * w]);
+                    sum[2 * w + 1] = float::fma_rn(weight[i], F16::widen(*word >> 16), sum[2 * w + 1]);
+                }
+            }
+            first += COMBINE_SLOTS_IN_FLIGHT as u32;
+        }
+        let packed: [u32; 4] =
+            core::array::from_fn(|w| E::narrow(sum[2 * w]) as u32 | (E::narrow(sum[2 * w + 1]) as u32) << 16);
+        // SAFETY: token < tokens: the vector is inside `out`'s row.
+        unsafe {
+            mem::st_global_v4_b32(
+                out.add(token as usize * words_per_row + 4 * vector as usize),
+                packed,
+            )
+        };
+        v += stride;
+    }
+}
+
+macro_rules! combine_entries {
+    ($($element:ident $name:ident;)*) => {$(
+        /// The Mixture-of-Experts combine of fp16 expert rows into the output type the entry's
+        /// name says (see [`CombineArgs`]).
+        ///
+        /// # Safety
+        /// The buffers and sizes of [`CombineArgs`]; `tokens · top_k` and `tokens · width / 8`
+        /// below 2³¹.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: CombineArgs) {
+            // SAFETY: forwarded contract.
+            unsafe { combine::<$element>(args) }
+        }
+    )*};
+}
+
+registry::combine_entries!(combine_entries);

@@ -7,7 +7,7 @@
 //!
 //! Pure: compiled for the host too.
 
-use crate::common::{AmaxArgs, DequantizeArgs, OccupyArgs, QuantizeArgs, SiluMulArgs};
+use crate::common::{AmaxArgs, CombineArgs, DequantizeArgs, OccupyArgs, QuantizeArgs, SiluMulArgs};
 use crate::launch::{EntryPoint, Kernel};
 use crate::{sm90, sm100};
 
@@ -34,6 +34,19 @@ macro_rules! silu_mul_entries {
 }
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use silu_mul_entries;
+
+/// The Mixture-of-Experts combine of fp16 expert rows into fp16 / bf16 tokens
+/// (`crate::elementwise`): `output_element entry;`.
+macro_rules! combine_entries {
+    ($callback:ident) => {
+        $callback! {
+            F16 nvfp4_moe_combine_f16;
+            Bf16 nvfp4_moe_combine_bf16;
+        }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use combine_entries;
 
 /// Quantization and amax of f32 / f16 / bf16 values (`crate::quantize`):
 /// `element quantize_entry amax_entry;`.
@@ -83,6 +96,13 @@ macro_rules! silu_mul_table {
 }
 silu_mul_entries!(silu_mul_table);
 
+macro_rules! combine_table {
+    ($($t:tt)*) => {
+        pair_table!(CombineArgs, "The Mixture-of-Experts combine into fp16, bf16 (in that order).", COMBINE; $($t)*);
+    };
+}
+combine_entries!(combine_table);
+
 macro_rules! quantize_table {
     ($($element:ident $quantize:ident $amax:ident;)*) => {
         /// Quantization of f32, f16, bf16 values (in that order).
@@ -105,7 +125,8 @@ macro_rules! single_kernel {
 /// unavailable to other kernels.
 pub const OCCUPY: Kernel<OccupyArgs> = Kernel::new(occupy_entry!(single_kernel), 32, None);
 
-const COMMON_COUNT: usize = DEQUANTIZE.len() + SILU_MUL.len() + QUANTIZE.len() + AMAX.len() + 1;
+const COMMON_COUNT: usize =
+    DEQUANTIZE.len() + SILU_MUL.len() + COMBINE.len() + QUANTIZE.len() + AMAX.len() + 1;
 
 const fn common_entry_points() -> [EntryPoint; COMMON_COUNT] {
     let mut out = [OCCUPY.entry; COMMON_COUNT];
@@ -119,6 +140,12 @@ const fn common_entry_points() -> [EntryPoint; COMMON_COUNT] {
     i = 0;
     while i < SILU_MUL.len() {
         out[n] = SILU_MUL[i].entry;
+        n += 1;
+        i += 1;
+    }
+    i = 0;
+    while i < COMBINE.len() {
+        out[n] = COMBINE[i].entry;
         n += 1;
         i += 1;
     }

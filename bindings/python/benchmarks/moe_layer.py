@@ -1,9 +1,9 @@
 """µs per Mixture-of-Experts layer (the experts of one MoE block: gate/up, SwiGLU, down, the
 router-weighted combine), NVFP4 (``nvfp4.nn.Experts``: sort by expert, one quantization into the
-grouped layout, the grouped dual GEMM writing NVFP4, the grouped GEMM) against the same layer in
-bfloat16 with ``torch._grouped_mm`` (same sort and combine), both captured in CUDA graphs and
-replayed with the L2 cache flushed before each replay; routing random (softmax top-k of random
-logits), as in ``benches/grouped``.
+grouped layout, the grouped dual GEMM writing NVFP4, the grouped GEMM, ``nvfp4.moe_combine``)
+against the same layer in bfloat16 with ``torch._grouped_mm`` as Hugging Face transformers runs
+it, both captured in CUDA graphs and replayed with the L2 cache flushed before each replay;
+routing random (softmax top-k of random logits), as in ``benches/grouped``.
 
     python bindings/python/benchmarks/moe_layer.py [--tokens 64,4096] [--models deepseek-v3,qwen3-30b,gpt-oss-120b]
 """
@@ -25,22 +25,25 @@ MODELS = {
 
 
 def bf16_layer(w13_t, w2_t, intermediate):
-    """The bfloat16 layer: ``w13_t`` ``E × H × 2I`` and ``w2_t`` ``E × I × H`` (transposed views)."""
+    """The bfloat16 layer: ``w13_t`` ``E × H × 2I`` and ``w2_t`` ``E × I × H`` (transposed views),
+    as Hugging Face transformers' ``grouped_mm`` experts run it (5.x,
+    ``integrations/moe.py``): sort by expert, gather, ``torch._grouped_mm``, SiLU·up,
+    ``torch._grouped_mm``, router weights, the inverse permutation and a sum over the top-k."""
 
     def layer(x, top_k_index, top_k_weights):
         tokens, top_k = top_k_index.shape
         expert_of = top_k_index.reshape(-1)
         order = torch.argsort(expert_of, stable=True)
-        token_of = order // top_k
         counts = torch.zeros(w13_t.shape[0], dtype=torch.int32, device=x.device)
         counts.scatter_add_(0, expert_of, torch.ones_like(expert_of, dtype=torch.int32))
         ends = torch.cumsum(counts, 0, dtype=torch.int32)
-        gate_up = torch._grouped_mm(x[token_of], w13_t, offs=ends)
+        gate_up = torch._grouped_mm(x[order // top_k], w13_t, offs=ends)
         gate, up = gate_up.split(intermediate, dim=1)
         y = torch._grouped_mm(F.silu(gate) * up, w2_t, offs=ends)
-        out = torch.zeros((tokens, x.shape[1]), dtype=torch.float32, device=x.device)
-        out.index_add_(0, token_of, y.float() * top_k_weights.reshape(-1)[order, None].float())
-        return out.to(x.dtype)
+        weighted = y * top_k_weights.reshape(-1)[order, None]
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(order.shape[0], device=x.device)
+        return weighted[inverse].view(tokens, top_k, -1).sum(dim=1).to(x.dtype)
 
     return layer
 

@@ -264,6 +264,37 @@ fn dequantize(
     .map(|()| None)
 }
 
+/// Enqueues the Mixture-of-Experts combine (`Gpu::moe_combine_raw`): `out[t] = Σ_j
+/// weights[t, j] · rows[sources[t, j]]`, with `rows` the experts' float16 output rows, `sources`
+/// int32 and `weights` float32 `tokens × top_k`, `out` `tokens × width` float16 or bfloat16.
+#[pyfunction]
+fn moe_combine(stream: u64, rows: Tensor, sources: Tensor, weights: Tensor, out: Tensor) -> PyResult<()> {
+    let [row_count, width] = tensors::matrix("rows", &rows, "float16", [None, None]).map_err(rejected)?;
+    let [tokens, top_k] = tensors::matrix("sources", &sources, "int32", [None, None]).map_err(rejected)?;
+    tensors::matrix("weights", &weights, "float32", [Some(tokens), Some(top_k)]).map_err(rejected)?;
+    let format = tensors::output("out", &out, [tokens, width], None).map_err(rejected)?;
+    let shape = nvfp4::elementwise::CombineShape {
+        rows: row_count,
+        tokens,
+        top_k,
+        width,
+    };
+    let device = tensors::device(&[
+        ("rows", Some(&rows)),
+        ("sources", Some(&sources)),
+        ("weights", Some(&weights)),
+        ("out", Some(&out)),
+    ])
+    .map_err(rejected)?;
+    with_device(device, stream, |d| {
+        // SAFETY: the tensors were checked above (shapes, dtypes, contiguity, one device).
+        unsafe {
+            d.gpu
+                .moe_combine_raw(shape, rows.0, sources.0, weights.0, format, out.0)
+        }
+    })
+}
+
 /// An fp16 or bf16 output view of `len` values at `address`.
 ///
 /// # Safety
@@ -934,6 +965,7 @@ fn _nvfp4(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(first_non_finite, module)?)?;
     module.add_function(wrap_pyfunction!(grouped_status, module)?)?;
     module.add_function(wrap_pyfunction!(dequantize, module)?)?;
+    module.add_function(wrap_pyfunction!(moe_combine, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm_nvfp4, module)?)?;
     module.add_function(wrap_pyfunction!(gemm, module)?)?;

@@ -208,6 +208,28 @@ pub fn output(arg: &str, t: &Tensor, shape: [usize; 2], dtype: Option<&str>) -> 
     Ok(format)
 }
 
+/// A contiguous 2-D tensor of `dtype` (`shape`'s `None` dimensions free); returns its dims.
+pub fn matrix(arg: &str, t: &Tensor, dtype: &str, shape: [Option<usize>; 2]) -> Checked<[usize; 2]> {
+    if t.dtype() != dtype {
+        return fail(arg, format!("must be {dtype}"), &t.3);
+    }
+    let dims = t.dims::<2>(arg, "must be 2-D")?;
+    if dims
+        .iter()
+        .zip(shape)
+        .any(|(&d, want)| want.is_some_and(|w| w != d))
+    {
+        let want = shape.map(|d| d.map_or("any".to_string(), |d| d.to_string()));
+        return fail(
+            arg,
+            format!("must have shape ({}, {})", want[0], want[1]),
+            tuple(t.shape()),
+        );
+    }
+    t.expect_contiguous(arg, "must be contiguous")?;
+    Ok(dims)
+}
+
 /// Stacked packed weights `groups × rows × k/2`; returns `(groups, rows)`.
 pub fn stacked(
     arg: &str,

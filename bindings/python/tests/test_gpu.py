@@ -408,6 +408,32 @@ def test_separate_grouped_ops_batched_gemm_and_gemv_match_the_reference(cuda):
     torch.testing.assert_close(y, want, **TOLERANCE)
 
 
+def test_moe_combine_matches_the_weighted_sum_of_each_tokens_rows(cuda):
+    g = torch.Generator(device=cuda).manual_seed(8)
+    rows, tokens, top_k, width = 300, 40, 6, 264
+    y = (torch.randn(rows, width, device=cuda, generator=g) * 100).half()
+    sources = torch.randint(0, rows, (tokens, top_k), device=cuda, generator=g, dtype=torch.int32)
+    sources[::7, 2] = -1  # an expert elsewhere: adds nothing
+    sources[3, 5] = rows  # past the rows: adds nothing
+    weights = torch.rand(tokens, top_k, device=cuda, generator=g)
+    taken = (sources >= 0) & (sources < rows)
+    picked = y.double()[sources.clamp(0, rows - 1).long()] * (weights.double() * taken)[..., None]
+    want = picked.sum(1)
+    for dtype in (torch.float16, torch.bfloat16):
+        got = nvfp4.moe_combine(y, sources, weights, dtype=dtype)
+        assert got.dtype == dtype and got.shape == (tokens, width)
+        step = 2.0**-10 if dtype == torch.float16 else 2.0**-7
+        torch.testing.assert_close(got.double(), want, rtol=step, atol=1e-3)
+    out = torch.full((tokens, width), float("nan"), dtype=torch.bfloat16, device=cuda)
+    assert nvfp4.moe_combine(y, sources, weights, out=out) is out and not out.isnan().any()
+    with pytest.raises(ValueError, match="`weights`"):
+        nvfp4.moe_combine(y, sources, weights.half())
+    with pytest.raises(ValueError, match="`sources`"):
+        nvfp4.moe_combine(y, sources.long(), weights)
+    with pytest.raises(ValueError, match="`rows`"):
+        nvfp4.moe_combine(y[:, :260], sources, weights)
+
+
 def test_torch_compile_of_an_mlp_block(cuda):
     g = torch.Generator(device=cuda).manual_seed(6)
     t, h, i = 32, 512, 256
@@ -446,6 +472,8 @@ def test_opcheck_passes_for_every_op(cuda):
         # bfloat16 output.
         (torch.ops.nvfp4.dual_gemm.default, (a[0], b1[0], b2[0], a[1], b1[1], b2[1], 0.1, 0.1, None, None, torch.bfloat16)),
         (torch.ops.nvfp4.gemm.default, (a[0], b1[0], a[1], b1[1], 0.1, None, torch.bfloat16)),
+        (torch.ops.nvfp4.moe_combine.default, (x.half(), torch.tensor([[3, 0], [-1, 63]], dtype=torch.int32, device=cuda),
+                                               torch.rand(2, 2, device=cuda), torch.bfloat16)),
     ]
     for op, args in cases:
         torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))

@@ -98,3 +98,19 @@ pub fn all(predicate: bool) -> bool {
     };
     out != 0
 }
+
+/// `vote.sync.ballot.b32` over the full warp: bit `i` set where lane `i`'s `predicate` holds
+/// (all 32 lanes must call it together).
+#[inline(always)]
+pub fn ballot(predicate: bool) -> u32 {
+    let out: u32;
+    // SAFETY: a full-warp vote; the callers keep the warp converged.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; vote.sync.ballot.b32 {o}, p, 0xffffffff; }}",
+            v = in(reg32) predicate as u32,
+            o = out(reg32) out,
+        )
+    };
+    out
+}

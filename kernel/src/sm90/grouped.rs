@@ -7,7 +7,7 @@ use crate::epilogue::Nvfp4Tile;
 use crate::grouped::{GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, prepare_scratch_offset};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
-use crate::ptx::{fence, mem, reg, smem, sreg, wgmma};
+use crate::ptx::{fence, mem, reg, smem, sreg, warp, wgmma};
 use crate::schedule::{GroupSchedule, GroupTable, GroupedTiles, StreamK, TileSpan};
 use crate::sm90::config::{self, GroupedArgs, K_PER_SLICE, Tile, padded_k, tile_n};
 use crate::sm90::mainloop::{
@@ -15,7 +15,7 @@ use crate::sm90::mainloop::{
     WeightStage, Work,
 };
 use crate::sm90::registry;
-use crate::sm90::tokens::decode_slice;
+use crate::sm90::tokens::{decode_slice_chunks, store_warp_slices};
 
 /// The schedule table in shared memory: the header at `base`, group `g`'s record at
 /// `base + 16·(HEADER_RECORDS + g)`.
@@ -324,9 +324,11 @@ unsafe fn group_start(args: &GroupedPrepareArgs, g: u32, groups: u32) -> u32 {
     }
 }
 
-/// Every thread: decodes its (token row, 64-K slice) items of the token buffer. Rows past the
-/// last group, slices past a group's K (rounded up to a stage), and contiguous-convention rows
-/// whose scale row falls outside A's scales (invalid offsets: the header says so) are skipped.
+/// Every thread: decodes its (token row, 64-K slice) items of the token buffer, grid-stride by
+/// whole warps (item `i` is the buffer's bytes `128·i ..`; a warp's 32 items are stored in whole
+/// lines by [`store_warp_slices`]). Rows past the last group, slices past a group's K (rounded
+/// up to a stage), and contiguous-convention rows whose scale row falls outside A's scales
+/// (invalid offsets: the header says so) are skipped.
 #[inline(always)]
 unsafe fn decode_tokens(args: &GroupedPrepareArgs, starts: u32, groups: u32) {
     let slices_per_row = args.token_pitch / K_PER_SLICE;
@@ -336,76 +338,91 @@ unsafe fn decode_tokens(args: &GroupedPrepareArgs, starts: u32, groups: u32) {
     let total = args.token_rows * slices_per_row;
     // SAFETY: inside the starts table.
     let end_of_groups = unsafe { smem::ld_b32(starts + 4 * groups) };
+    let lane = sreg::thread_idx_x() % 32;
     let stride = sreg::grid_dim_x() * sreg::block_dim_x();
-    let mut item = sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x();
-    while item < total {
+    // The warp's first item: the loop runs warp-uniformly (every lane takes the shuffles).
+    let mut first = sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x() - lane;
+    while first < total {
+        let item = first + lane;
         let (row, slice) = (item / slices_per_row, item % slices_per_row);
-        item += stride;
-        if row >= end_of_groups {
-            continue;
-        }
-        // The last group whose first row is at most `row`.
-        let (mut low, mut high) = (0, groups);
-        while high - low > 1 {
-            let middle = low + (high - low) / 2;
-            // SAFETY: middle < groups.
-            if unsafe { smem::ld_b32(starts + 4 * middle) } <= row {
-                low = middle;
-            } else {
-                high = middle;
-            }
-        }
-        let g = low;
-        // SAFETY: inside the starts table.
-        let local = row.wrapping_sub(unsafe { smem::ld_b32(starts + 4 * g) });
-        let out = args
-            .tokens
-            .wrapping_add((row as usize * args.token_pitch as usize + (slice * K_PER_SLICE) as usize) / 2);
-        if args.separate_convention != 0 {
-            // SAFETY: g < groups.
-            let e = unsafe { &*args.separate.add(g as usize) };
-            if local >= e.rows || slice >= padded_k(e.k) / K_PER_SLICE {
-                continue;
-            }
-            let data = (e.a as *const u8).wrapping_add(local as usize * (e.k as usize / 2));
-            let layout = BlockedScales::new(e.rows as usize, e.k as usize);
-            // SAFETY: the group's row and scales exist (host-validated sizes); the item's 128
-            // bytes are inside the token buffer.
-            unsafe {
-                decode_slice(
-                    data,
-                    e.a_scales as *const u8,
-                    layout,
-                    local as usize,
-                    e.k,
-                    slice,
-                    out,
-                )
-            };
+        let source = if item < total && row < end_of_groups {
+            // SAFETY: the contract; row below the groups' end.
+            unsafe { token_source(args, starts, groups, row, slice) }
         } else {
-            // SAFETY: g < groups: inside the scale offsets.
-            let scale_row =
-                unsafe { mem::ld_global_b32(args.scale_offsets.add(g as usize)) }.wrapping_add(local);
-            if scale_row >= args.scale_rows_capacity || local >= (1 << 31) {
-                continue;
-            }
-            let data = args.a.wrapping_add(row as usize * (args.k as usize / 2));
-            let layout = BlockedScales::new(args.scale_rows_capacity as usize, args.k as usize);
-            // SAFETY: row < end_of_groups ≤ … the host sized A for `rows_capacity` rows and
-            // checks row < rows_capacity below; the scale row is inside A's scales.
-            if row < args.rows_capacity {
-                unsafe {
-                    decode_slice(
-                        data,
-                        args.a_scales,
-                        layout,
-                        scale_row as usize,
-                        args.k,
-                        slice,
-                        out,
-                    )
-                };
-            }
+            None
+        };
+        let written = warp::ballot(source.is_some());
+        if written != 0 {
+            let chunks = match source {
+                // SAFETY: the source's row and scales are readable (token_source).
+                Some(s) => unsafe {
+                    decode_slice_chunks(s.data, s.scales, s.layout, s.scale_row, s.k, slice)
+                },
+                None => Default::default(),
+            };
+            // SAFETY: every written item is below `total`: inside the token buffer.
+            unsafe { store_warp_slices(args.tokens, first, lane, chunks, |slot| written >> slot & 1 != 0) };
         }
+        first += stride;
+    }
+}
+
+/// Where a token row's packed values and scale codes are: [`decode_slice_chunks`]'s arguments.
+struct TokenSource {
+    data: *const u8,
+    scales: *const u8,
+    layout: BlockedScales,
+    scale_row: usize,
+    k: u32,
+}
+
+/// The source of token row `row` (below the groups' end) for its slice `slice`, or `None` where
+/// the item is skipped (see [`decode_tokens`]).
+#[inline(always)]
+unsafe fn token_source(
+    args: &GroupedPrepareArgs,
+    starts: u32,
+    groups: u32,
+    row: u32,
+    slice: u32,
+) -> Option<TokenSource> {
+    // The last group whose first row is at most `row`.
+    let (mut low, mut high) = (0, groups);
+    while high - low > 1 {
+        let middle = low + (high - low) / 2;
+        // SAFETY: middle < groups.
+        if unsafe { smem::ld_b32(starts + 4 * middle) } <= row {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    let g = low;
+    // SAFETY: inside the starts table.
+    let local = row.wrapping_sub(unsafe { smem::ld_b32(starts + 4 * g) });
+    if args.separate_convention != 0 {
+        // SAFETY: g < groups.
+        let e = unsafe { &*args.separate.add(g as usize) };
+        // The group's row and scales exist (host-validated sizes).
+        (local < e.rows && slice < padded_k(e.k) / K_PER_SLICE).then(|| TokenSource {
+            data: (e.a as *const u8).wrapping_add(local as usize * (e.k as usize / 2)),
+            scales: e.a_scales as *const u8,
+            layout: BlockedScales::new(e.rows as usize, e.k as usize),
+            scale_row: local as usize,
+            k: e.k,
+        })
+    } else {
+        // SAFETY: g < groups: inside the scale offsets.
+        let scale_row = unsafe { mem::ld_global_b32(args.scale_offsets.add(g as usize)) }.wrapping_add(local);
+        // The host sized A for `rows_capacity` rows and its scales for `scale_rows_capacity`.
+        (scale_row < args.scale_rows_capacity && local < (1 << 31) && row < args.rows_capacity).then(|| {
+            TokenSource {
+                data: args.a.wrapping_add(row as usize * (args.k as usize / 2)),
+                scales: args.a_scales,
+                layout: BlockedScales::new(args.scale_rows_capacity as usize, args.k as usize),
+                scale_row: scale_row as usize,
+                k: args.k,
+            }
+        })
     }
 }

@@ -104,25 +104,40 @@ pub unsafe fn decode_slice_block(
     }
 }
 
-/// [`decode_slice_chunks`], stored at `out` (128 bytes, 16-byte aligned).
+/// Stores the decoded slices of a warp's 32 consecutive items (lane `i` holds item `first + i`'s
+/// [`decode_slice_chunks`]; item `j`'s 128 bytes at `out + 128·j`), those of the lanes `i` for
+/// which `written(i)` holds. After a transpose among each 8 lanes ([`transpose_chunks_of_8_lanes`])
+/// every store instruction writes 4 whole 128-byte lines; stored straight from each thread,
+/// every store instruction wrote 16 bytes of each of 32 lines and the writers were L2-bound
+/// (12 µs for the pre-decoder at M = 512, K = 7168). Staging in shared memory instead halved
+/// that, but cost the small dense shapes ≈ 1–2 µs, likely through the shared-memory carve-out
+/// change between the pre-decoder and the GEMMs.
 ///
 /// # Safety
-/// As [`decode_slice_chunks`]; `out` is writable.
+/// All 32 lanes call it together (warp-uniform control flow); `out + 128·(first + i)` is
+/// writable and 16-byte aligned for every lane `i` that `written` names.
 #[inline(always)]
-pub unsafe fn decode_slice(
-    data: *const u8,
-    scales: *const u8,
-    layout: BlockedScales,
-    scale_row: usize,
-    k: u32,
-    slice: u32,
+pub unsafe fn store_warp_slices(
     out: *mut u32,
+    first: u32,
+    lane: u32,
+    mut chunks: [[u32; 4]; CHUNKS_PER_SLICE as usize],
+    written: impl Fn(u32) -> bool,
 ) {
-    // SAFETY: forwarded.
-    let chunks = unsafe { decode_slice_chunks(data, scales, layout, scale_row, k, slice) };
-    for (pair, chunk) in chunks.iter().enumerate() {
-        // SAFETY: inside the slice's 128 bytes.
-        unsafe { mem::st_global_v4_b32(out.add(4 * pair), *chunk) };
+    transpose_chunks_of_8_lanes(&mut chunks, lane);
+    // Lane 8g + i now holds chunk i of the warp's items 8g .. 8g + 7; round r stores item
+    // 8g + r's chunk.
+    let group_first = lane / 8 * 8;
+    let chunk = (lane % 8) as usize;
+    for (r, words) in chunks.iter().enumerate() {
+        let slot = group_first + r as u32;
+        if written(slot) {
+            let item = (first + slot) as usize;
+            // SAFETY: the contract above.
+            unsafe {
+                mem::st_global_v4_b32(out.add(item * 4 * CHUNKS_PER_SLICE as usize + 4 * chunk), *words)
+            };
+        }
     }
 }
 
@@ -160,12 +175,7 @@ macro_rules! predecode_entry {
         /// ([`padded_k`]`(k)` fp16) holds its `j`-th 64-K slice at bytes `128·j .. 128·j + 128`, zeros
         /// past K. One thread per (row, slice), grid-stride by whole warps; the threads of a slice pair
         /// (`2h`, `2h + 1`) read the interleaved halves of the same 64 packed bytes. A warp's 32 items
-        /// are 4 KiB of `out` in one piece; after a transpose among each 8 lanes
-        /// ([`transpose_chunks_of_8_lanes`]) every store instruction writes 4 whole 128-byte lines.
-        /// (Stored straight from each thread, every store instruction wrote 16 bytes of each of 32
-        /// lines: the kernel was L2-bound, 12 µs at M = 512, K = 7168. Staging in shared memory instead
-        /// halved that, but cost the small shapes ≈ 1–2 µs, likely through the shared-memory carve-out
-        /// change between it and the GEMMs.) It lets the dual GEMM that follows start early
+        /// are 4 KiB of `out` in one piece, stored by [`store_warp_slices`] in whole lines. It lets the dual GEMM that follows start early
         /// (programmatic dependent launch) and, should it be launched that way itself, waits for the
         /// previous kernel before it touches memory.
         ///
@@ -212,23 +222,8 @@ macro_rules! predecode_entry {
                         )
                     };
                 }
-                transpose_chunks_of_8_lanes(&mut chunks, lane);
-                // Lane 8g + i now holds chunk i of the warp's items 8g .. 8g + 7; round r stores item
-                // 8g + r's chunk: 4 whole lines per instruction.
-                let group_first = first + lane / 8 * 8;
-                let chunk = (lane % 8) as usize;
-                for (r, words) in chunks.iter().enumerate() {
-                    let item = group_first + r as u32;
-                    if item < total {
-                        // SAFETY: the item's 128 bytes are inside `out`.
-                        unsafe {
-                            mem::st_global_v4_b32(
-                                out.add(item as usize * 4 * CHUNKS_PER_SLICE as usize + 4 * chunk),
-                                *words,
-                            )
-                        };
-                    }
-                }
+                // SAFETY: the contract above: the written items (those below `total`) are inside `out`.
+                unsafe { store_warp_slices(out, first, lane, chunks, |slot| first + slot < total) };
                 first += stride;
             }
         }

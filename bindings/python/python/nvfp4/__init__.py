@@ -37,6 +37,7 @@ from . import _nvfp4
 __all__ = [
     "quantize",
     "dequantize",
+    "moe_combine",
     "dual_gemm",
     "dual_gemm_nvfp4",
     "gemm",
@@ -212,6 +213,50 @@ def dequantize(data, scales, global_scale: Optional[float] = None, dtype=torch.f
         torch.ops.nvfp4.dequantize_out(data, scales, global_scale, out)
         return out
     return torch.ops.nvfp4.dequantize(data, scales, global_scale, dtype)
+
+
+# --- Mixture-of-Experts combine --------------------------------------------------------------------
+
+
+def _moe_combine_out(rows: torch.Tensor, sources: torch.Tensor, weights: torch.Tensor, out: torch.Tensor) -> None:
+    _nvfp4.moe_combine(_stream_of(rows), _meta("rows", rows), _meta("sources", sources), _meta("weights", weights),
+                       _meta("out", out))
+
+
+torch.library.custom_op("nvfp4::moe_combine_out", _moe_combine_out, mutates_args=("out",))
+
+
+@torch.library.custom_op("nvfp4::moe_combine", mutates_args=())
+def _moe_combine_op(rows: torch.Tensor, sources: torch.Tensor, weights: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    out = torch.empty((sources.shape[0], rows.shape[1]), dtype=dtype, device=rows.device)
+    _moe_combine_out(rows, sources, weights, out)
+    return out
+
+
+@_moe_combine_op.register_fake
+def _(rows, sources, weights, dtype):
+    return rows.new_empty((sources.shape[0], rows.shape[1]), dtype=dtype)
+
+
+def moe_combine(rows, sources, weights, dtype=torch.float16, out=None):
+    """The router-weighted sum of each token's expert outputs, in one pass: ``out[t] = Σ_j
+    weights[t, j] · rows[sources[t, j]]`` (float32 sums in slot order, then ``dtype``, float16 or
+    bfloat16). ``rows``: the experts' float16 output rows (say the grouped GEMM's, sorted by
+    expert); ``sources`` (int32) and ``weights`` (float32): ``tokens × top_k``, the row of each
+    token's ``j``-th expert and its router weight; a source outside ``rows`` (-1 for an expert on
+    another GPU) adds nothing."""
+    if _eager():
+        if out is None:
+            for arg, t in (("rows", rows), ("sources", sources)):
+                if not isinstance(t, torch.Tensor) or t.dim() != 2:
+                    _fail(arg, "must be a 2-D torch.Tensor", getattr(t, "shape", type(t).__name__))
+            out = torch.empty((sources.shape[0], rows.shape[1]), dtype=dtype, device=rows.device)
+        _moe_combine_out(rows, sources, weights, out)
+        return out
+    if out is not None:
+        torch.ops.nvfp4.moe_combine_out(rows, sources, weights, out)
+        return out
+    return torch.ops.nvfp4.moe_combine(rows, sources, weights, dtype)
 
 
 # --- dual GEMM and GEMM -------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Optional
 
 import torch
 
-from . import dual_gemm_nvfp4, gemm, grouped_dual_gemm_nvfp4, grouped_gemm, quantize, scale_shape
+from . import dual_gemm_nvfp4, gemm, grouped_dual_gemm_nvfp4, grouped_gemm, moe_combine, quantize, scale_shape
 from .layout import from_blocked, to_blocked
 
 # The largest magnitude NVFP4 represents with a block scale of 448 (e4m3's largest): 6 · 448.
@@ -210,7 +210,8 @@ class Experts(torch.nn.Module):
     expert's ``h``) are static. The forward pass sorts the routed tokens by expert, quantizes
     each token once and gathers its packed rows into the grouped layout (each expert's scale
     rows on a 128-row block), runs the grouped dual GEMM writing ``h`` as NVFP4 and the grouped
-    GEMM, and adds each token's weighted outputs: all on the GPU, no host synchronization."""
+    GEMM, and adds each token's weighted outputs in one pass (:func:`nvfp4.moe_combine`): all on
+    the GPU, no host synchronization."""
 
     def __init__(self, w13, w13_scales, w13_global_scales, w2, w2_scales, w2_global_scales,
                  input_scale: float, hidden_scales: torch.Tensor):
@@ -264,11 +265,13 @@ class Experts(torch.nn.Module):
                                     source_rows=token_of)
         hq, hs = grouped_dual_gemm_nvfp4(xq, self.w13, None, a_sf, self.w13_scales, None, row_offsets, scale_offsets,
                                          self.alpha_gate, self.alpha_up, global_scales=self.hidden_scales)
-        y = grouped_gemm(hq, self.w2, hs, self.w2_scales, row_offsets, scale_offsets, self.alpha_down)
-        weighted = y.float() * top_k_weights.reshape(-1)[order, None].float()
-        out = torch.zeros((tokens, h), dtype=torch.float32, device=y.device)
-        out.index_add_(0, token_of, weighted)
-        return out.to(hidden_states.dtype)
+        # Every row of y is some group's (no zero fill needed).
+        y = grouped_gemm(hq, self.w2, hs, self.w2_scales, row_offsets, scale_offsets, self.alpha_down,
+                         out=torch.empty((tokens * top_k, h), dtype=torch.float16, device=hidden_states.device))
+        # Row of y holding each (token, slot): the inverse of the sort.
+        sources = torch.empty_like(order, dtype=torch.int32)
+        sources[order] = torch.arange(order.shape[0], dtype=torch.int32, device=order.device)
+        return moe_combine(y, sources.view(tokens, top_k), top_k_weights.float(), dtype=hidden_states.dtype)
 
 
 __all__ = ["Linear", "SwiGLUMLP", "Experts", "quantize_experts", "quantize_grouped", "grouped_scale_rows",
