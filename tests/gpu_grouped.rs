@@ -938,11 +938,43 @@ fn a_batch_in_single_allocations_runs_as_one_separate_launch_on_raw_views() {
     }
 }
 
+/// Every tiled token tile of the grouped kernels, chosen through the plan's `tokens_per_group`,
+/// on groups smaller than, equal to and a little or a lot larger than the tile (partial last
+/// tiles, empty groups).
+fn every_token_tile_matches_the_reference_on_groups_around_its_size() {
+    let Some(gpu) = grouped_gpu_or_skip() else {
+        return;
+    };
+    let rows = [300, 0, 256, 1, 513, 17, 129, 64];
+    let shapes = vec![(320, 576); rows.len()];
+    let mut failures = Vec::new();
+    for dual in [false, true] {
+        let groups = random_groups(&rows, &shapes, dual, Distribution::FullRange, 90);
+        let capacity = rows.iter().sum::<usize>() + 9;
+        for tokens_per_group in [32, 64, 128] {
+            failures.extend(run_contiguous_planned(
+                &gpu,
+                &format!("dual {dual}, tokens per group {tokens_per_group}"),
+                &groups,
+                capacity,
+                if dual {
+                    UpWeights::Concatenated
+                } else {
+                    UpWeights::Separate
+                },
+                Some(tokens_per_group),
+            ));
+        }
+    }
+    assert_no_failures(failures);
+}
+
 test_main!(
     grouped_gemm_matches_the_reference_on_the_benchmark_cases_in_both_conventions,
     separate_convention_takes_n_and_k_that_differ_between_groups,
     grouped_dual_gemm_matches_the_reference_on_moe_layers_with_separate_and_concatenated_up_weights,
     groups_without_rows_first_middle_and_last_and_odd_sizes,
+    every_token_tile_matches_the_reference_on_groups_around_its_size,
     moe_decode_with_256_groups_of_0_to_5_rows_and_skewed_prefill_sizes,
     grouped_decode_kernel_matches_the_reference_on_groups_of_any_size,
     one_group_and_the_dense_gemm_match_the_reference,
