@@ -868,6 +868,92 @@ fn moe_combine_matches_the_cpu_reference_bit_for_bit() {
     println!("MoE combine: 3 shapes, fp16 and bf16 output, bit-identical to the CPU reference");
 }
 
+/// The grouped-layout gather against a host placement of the same bytes: each output row is its
+/// source row's packed bytes (zeros for a source past the matrix), each group's scale rows start
+/// at its scale offset, every other scale byte is zero; groups empty, partial and past the
+/// rows; the output poisoned first.
+fn gather_grouped_places_rows_and_scale_rows_bit_for_bit() {
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    use nvfp4::grouped::GatherShape;
+    let Some(gpu) = common::gpu_or_skip() else {
+        return;
+    };
+    let stream = gpu.stream().clone();
+    let mut rng = Rng::new(57);
+    let (count, k) = (45usize, 320usize);
+    let m = random_matrix(count, k, Distribution::FullRange, &mut rng).unwrap();
+    let device = gpu.upload(&m).unwrap();
+    // Groups of 3, 0, 130 and 1 rows, two rows in no group; sources with repeats, one past the end.
+    let row_offsets: Vec<u32> = vec![0, 3, 3, 133, 134];
+    let scale_offsets: Vec<u32> = vec![0, 128, 128, 384, 512];
+    let rows = 136usize;
+    let scale_rows = 640usize;
+    let mut sources: Vec<u32> = (0..rows as u32).map(|i| (7 * i + 3) % count as u32).collect();
+    sources[5] = count as u32 + 2;
+    let (out_layout, in_layout) = (BlockedScales::new(scale_rows, k), BlockedScales::new(count, k));
+    let mut want_data = vec![0u8; rows * k / 2];
+    let mut want_scales = vec![0u8; out_layout.len()];
+    for (i, &s) in sources.iter().enumerate() {
+        if (s as usize) < count {
+            want_data[i * k / 2..(i + 1) * k / 2]
+                .copy_from_slice(&m.data()[s as usize * k / 2..(s as usize + 1) * k / 2]);
+        }
+    }
+    for g in 0..4 {
+        for local in 0..(row_offsets[g + 1] - row_offsets[g]) as usize {
+            let s = sources[row_offsets[g] as usize + local] as usize;
+            if s >= count {
+                continue;
+            }
+            for col in 0..k / 16 {
+                want_scales[out_layout.offset(scale_offsets[g] as usize + local, col)] =
+                    m.scales()[in_layout.offset(s, col)];
+            }
+        }
+    }
+    let sources_d = stream.clone_htod(&sources).unwrap();
+    let (row_offsets_d, scale_offsets_d) = (
+        stream.clone_htod(&row_offsets).unwrap(),
+        stream.clone_htod(&scale_offsets).unwrap(),
+    );
+    let mut out_data = stream.clone_htod(&vec![0xA5u8; rows * k / 2]).unwrap();
+    let mut out_scales = stream.clone_htod(&vec![0xA5u8; out_layout.len()]).unwrap();
+    let shape = GatherShape {
+        source_rows: count,
+        rows,
+        groups: 4,
+        scale_rows,
+        k,
+    };
+    {
+        let view = device.view(&stream);
+        let (s, _s) = sources_d.device_ptr(&stream);
+        let (r, _r) = row_offsets_d.device_ptr(&stream);
+        let (o, _o) = scale_offsets_d.device_ptr(&stream);
+        let (d, _d) = out_data.device_ptr_mut(&stream);
+        let (c, _c) = out_scales.device_ptr_mut(&stream);
+        // SAFETY: every buffer holds the shape's sizes and lives past the synchronizing copies below.
+        unsafe { gpu.gather_grouped_raw(shape, view.data_address(), view.scales_address(), s, r, o, d, c) }
+            .unwrap();
+    }
+    assert_eq!(stream.clone_dtoh(&out_data).unwrap(), want_data, "packed rows");
+    assert_eq!(stream.clone_dtoh(&out_scales).unwrap(), want_scales, "scale rows");
+    for bad in [
+        GatherShape { k: 40, ..shape },
+        GatherShape {
+            scale_rows: 600,
+            ..shape
+        },
+        GatherShape { groups: 0, ..shape },
+    ] {
+        assert!(
+            matches!(bad.validate(), Err(Error::InvalidArgument { .. })),
+            "{bad:?}"
+        );
+    }
+    println!("grouped-layout gather: {rows} rows from {count} in 4 groups, bit for bit the host placement");
+}
+
 test_main!(
     compute_capability_selects_the_kernel_architecture,
     opening_a_gpu_without_a_driver_is_a_typed_error,
@@ -879,4 +965,5 @@ test_main!(
     device_global_scales_give_the_host_global_scales_results_bit_for_bit,
     bf16_output_is_the_fp16_output_rounded_to_bf16,
     moe_combine_matches_the_cpu_reference_bit_for_bit,
+    gather_grouped_places_rows_and_scale_rows_bit_for_bit,
 );

@@ -24,7 +24,9 @@ use cudarc::driver::sys::CUdevice_attribute::{
 };
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
-use nvfp4_kernel::common::{AmaxArgs, CombineArgs, DequantizeArgs, OccupyArgs, QuantizeArgs, SiluMulArgs};
+use nvfp4_kernel::common::{
+    AmaxArgs, CombineArgs, DequantizeArgs, GatherGroupedArgs, OccupyArgs, QuantizeArgs, SiluMulArgs,
+};
 use nvfp4_kernel::grouped::GroupedPrepareArgs;
 use nvfp4_kernel::launch::Kernel;
 use nvfp4_kernel::registry;
@@ -275,6 +277,8 @@ pub(crate) struct Kernels {
     pub silu_mul_bf16: LoadedKernel<SiluMulArgs>,
     /// The Mixture-of-Experts combine into fp16 and bf16 (in that order).
     pub combine: [LoadedKernel<CombineArgs>; 2],
+    /// The grouped-layout gather.
+    pub gather_grouped: LoadedKernel<GatherGroupedArgs>,
     /// Quantization and amax kernels for f32, f16 and bf16 input (in that order).
     pub quantize: Vec<LoadedKernel<QuantizeArgs>>,
     pub amax: Vec<LoadedKernel<AmaxArgs>>,
@@ -562,6 +566,7 @@ impl Gpu {
                 LoadedKernel::load(&module, registry::COMBINE[0])?,
                 LoadedKernel::load(&module, registry::COMBINE[1])?,
             ],
+            gather_grouped: LoadedKernel::load(&module, registry::GATHER_GROUPED)?,
             quantize: load_all(&module, &registry::QUANTIZE)?,
             amax: load_all(&module, &registry::AMAX)?,
             occupy: LoadedKernel::load(&module, registry::OCCUPY)?,

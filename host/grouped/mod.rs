@@ -58,9 +58,11 @@ use crate::matrix::NvFp4Matrix;
 use crate::rules::{KERNEL_INDEX_LIMIT, StreamKState, check_dimension, set_a_collector};
 
 mod contiguous;
+mod gather;
 mod separate;
 
 pub use contiguous::{ContiguousAddresses, ContiguousInputs, ContiguousNvFp4Out, ContiguousTokens};
+pub use gather::GatherShape;
 pub use separate::SeparateGroup;
 use separate::separate_table_bytes;
 

@@ -97,6 +97,40 @@ pub struct CombineArgs {
     pub width: u32,
 }
 
+/// Arguments of the grouped-layout gather (`crate::gather`): row `i` of the output is row
+/// `source_rows[i]` of an NVFP4 matrix (packed codes and scale codes, bytes unchanged), and each
+/// group's scale rows start at its `scale_offsets` entry — the layout the grouped ops take.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GatherGroupedArgs {
+    /// The source matrix's packed rows, `source_count × k / 2` bytes, 8-byte aligned.
+    pub data: *const u8,
+    /// Its blocked scales (the `source_count × k` layout), 4-byte aligned.
+    pub scales: *const u8,
+    /// The source row of each output row (`rows` u32); null: row `i` is source row `i`. A
+    /// source at or past `source_count` gives a row of zeros.
+    pub source_rows: *const u32,
+    /// `groups + 1` row offsets (non-decreasing; group `g` is output rows
+    /// `row_offsets[g] .. row_offsets[g + 1]`).
+    pub row_offsets: *const u32,
+    /// `groups + 1` scale offsets: group `g`'s first scale row (rows of no group are zeros).
+    pub scale_offsets: *const u32,
+    /// Packed output rows, `rows × k / 2` bytes, 8-byte aligned.
+    pub out_data: *mut u8,
+    /// Blocked output scales (the `scale_rows × k` layout), 4-byte aligned.
+    pub out_scales: *mut u8,
+    /// Rows of the source matrix.
+    pub source_count: u32,
+    /// Output rows.
+    pub rows: u32,
+    /// Groups (at least 1).
+    pub groups: u32,
+    /// Rows of the output scale layout.
+    pub scale_rows: u32,
+    /// K (a multiple of 16; both layouts' bytes and `rows · k / 16` below 2³¹).
+    pub k: u32,
+}
+
 /// The words of the quantizer's non-finite check, in this order (u64 each): the running value
 /// (`u64::MAX − i` for the smallest index `i` of a non-finite input seen, 0 for none), the last
 /// launch's result in the same code, and the count of CTAs that finished (in the low half).

@@ -7,7 +7,9 @@
 //!
 //! Pure: compiled for the host too.
 
-use crate::common::{AmaxArgs, CombineArgs, DequantizeArgs, OccupyArgs, QuantizeArgs, SiluMulArgs};
+use crate::common::{
+    AmaxArgs, CombineArgs, DequantizeArgs, GatherGroupedArgs, OccupyArgs, QuantizeArgs, SiluMulArgs,
+};
 use crate::launch::{EntryPoint, Kernel};
 use crate::{sm90, sm100};
 
@@ -61,6 +63,15 @@ macro_rules! quantize_entries {
 }
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use quantize_entries;
+
+/// The grouped-layout gather of an NVFP4 matrix's rows (`crate::gather`).
+macro_rules! gather_grouped_entry {
+    ($callback:ident) => {
+        $callback! { nvfp4_gather_grouped }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use gather_grouped_entry;
 
 /// The test-support kernel that occupies multiprocessors (`crate::testing`).
 macro_rules! occupy_entry {
@@ -121,12 +132,16 @@ macro_rules! single_kernel {
     };
 }
 
+/// The grouped-layout gather (`crate::gather`).
+pub const GATHER_GROUPED: Kernel<GatherGroupedArgs> =
+    Kernel::new(gather_grouped_entry!(single_kernel), BLOCK_THREADS, None);
+
 /// Test support: one block per multiprocessor it is given spins until released, to make SMs
 /// unavailable to other kernels.
 pub const OCCUPY: Kernel<OccupyArgs> = Kernel::new(occupy_entry!(single_kernel), 32, None);
 
 const COMMON_COUNT: usize =
-    DEQUANTIZE.len() + SILU_MUL.len() + COMBINE.len() + QUANTIZE.len() + AMAX.len() + 1;
+    DEQUANTIZE.len() + SILU_MUL.len() + COMBINE.len() + QUANTIZE.len() + AMAX.len() + 2;
 
 const fn common_entry_points() -> [EntryPoint; COMMON_COUNT] {
     let mut out = [OCCUPY.entry; COMMON_COUNT];
@@ -156,6 +171,8 @@ const fn common_entry_points() -> [EntryPoint; COMMON_COUNT] {
         n += 2;
         i += 1;
     }
+    out[n] = GATHER_GROUPED.entry;
+    n += 1;
     assert!(n + 1 == COMMON_COUNT, "entry count");
     out
 }

@@ -295,6 +295,77 @@ fn moe_combine(stream: u64, rows: Tensor, sources: Tensor, weights: Tensor, out:
     })
 }
 
+/// Enqueues the grouped-layout gather (`Gpu::gather_grouped_raw`): output row `i` is row
+/// `source_rows[i]` (int32; `None`: row `i`) of the NVFP4 matrix `data` / `scales`, each group's
+/// scale rows placed from its `scale_offsets` entry in `out_scales` (2-D swizzled, its rows a
+/// multiple of 128), other scale rows zero.
+#[pyfunction]
+#[pyo3(signature = (stream, data, scales, source_rows, row_offsets, scale_offsets, out_data, out_scales))]
+#[allow(clippy::too_many_arguments)]
+fn gather_grouped(
+    stream: u64,
+    data: Tensor,
+    scales: Tensor,
+    source_rows: Option<Tensor>,
+    row_offsets: Tensor,
+    scale_offsets: Tensor,
+    out_data: Tensor,
+    out_scales: Tensor,
+) -> PyResult<()> {
+    let (count, k) = tensors::packed("data", &data, None, None).map_err(rejected)?;
+    let scales_at = tensors::scales("scales", &scales, count, k).map_err(rejected)?;
+    let (rows, _) = tensors::packed("out_data", &out_data, None, Some(k)).map_err(rejected)?;
+    let scale_rows = out_scales.1.first().map_or(0, |&r| r.max(0) as usize);
+    let out_scales_at = tensors::scales("out_scales", &out_scales, scale_rows, k).map_err(rejected)?;
+    let groups = row_offsets.1.first().map_or(0, |&g| (g.max(1) - 1) as usize);
+    let row_offsets_at = tensors::offsets("row_offsets", &row_offsets, groups).map_err(rejected)?;
+    let scale_offsets_at = tensors::offsets("scale_offsets", &scale_offsets, groups).map_err(rejected)?;
+    let source_at = match &source_rows {
+        Some(t) => {
+            let [n] = tensors::vector("source_rows", t, "int32").map_err(rejected)?;
+            if n != rows {
+                return Err(rejected(Rejection(format!(
+                    "`source_rows`: must hold one source per output row ({rows}) (got {n})"
+                ))));
+            }
+            t.0
+        }
+        None => 0,
+    };
+    let shape = nvfp4::grouped::GatherShape {
+        source_rows: count,
+        rows,
+        groups,
+        scale_rows,
+        k,
+    };
+    let device = tensors::device(&[
+        ("data", Some(&data)),
+        ("scales", Some(&scales)),
+        ("source_rows", source_rows.as_ref()),
+        ("row_offsets", Some(&row_offsets)),
+        ("scale_offsets", Some(&scale_offsets)),
+        ("out_data", Some(&out_data)),
+        ("out_scales", Some(&out_scales)),
+    ])
+    .map_err(rejected)?;
+    with_device(device, stream, |d| {
+        // SAFETY: the tensors were checked above (shapes, dtypes, contiguity, one device).
+        unsafe {
+            d.gpu.gather_grouped_raw(
+                shape,
+                data.0,
+                scales_at,
+                source_at,
+                row_offsets_at,
+                scale_offsets_at,
+                out_data.0,
+                out_scales_at,
+            )
+        }
+    })
+}
+
 /// An fp16 or bf16 output view of `len` values at `address`.
 ///
 /// # Safety
@@ -966,6 +1037,7 @@ fn _nvfp4(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(grouped_status, module)?)?;
     module.add_function(wrap_pyfunction!(dequantize, module)?)?;
     module.add_function(wrap_pyfunction!(moe_combine, module)?)?;
+    module.add_function(wrap_pyfunction!(gather_grouped, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm_nvfp4, module)?)?;
     module.add_function(wrap_pyfunction!(gemm, module)?)?;

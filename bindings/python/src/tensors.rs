@@ -208,6 +208,16 @@ pub fn output(arg: &str, t: &Tensor, shape: [usize; 2], dtype: Option<&str>) -> 
     Ok(format)
 }
 
+/// A contiguous 1-D tensor of `dtype`; returns its length.
+pub fn vector(arg: &str, t: &Tensor, dtype: &str) -> Checked<[usize; 1]> {
+    if t.dtype() != dtype {
+        return fail(arg, format!("must be {dtype}"), &t.3);
+    }
+    let dims = t.dims::<1>(arg, "must be 1-D")?;
+    t.expect_contiguous(arg, "must be contiguous")?;
+    Ok(dims)
+}
+
 /// A contiguous 2-D tensor of `dtype` (`shape`'s `None` dimensions free); returns its dims.
 pub fn matrix(arg: &str, t: &Tensor, dtype: &str, shape: [Option<usize>; 2]) -> Checked<[usize; 2]> {
     if t.dtype() != dtype {

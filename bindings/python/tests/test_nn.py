@@ -142,3 +142,44 @@ def test_quantize_grouped_places_each_groups_scales_on_its_block(cuda):
     got = nvfp4.nn.quantize_grouped(tokens, row_offsets, scale_offsets, scale_rows, 0.01, source_rows=source)
     want = nvfp4.nn.quantize_grouped(tokens[source].contiguous(), row_offsets, scale_offsets, scale_rows, 0.01)
     assert torch.equal(got[0], want[0]) and torch.equal(got[1].view(torch.uint8), want[1].view(torch.uint8))
+
+
+def test_quantize_grouped_moves_each_rows_scales_to_its_groups_block(monkeypatch, cuda):
+    """The grouped-layout gather's placement, the quantizer replaced by one whose scale code of
+    row r, column c is (r + c) % 97 + 1 and whose packed bytes are r % 251."""
+    import nvfp4.checkpoint as ckpt
+    import nvfp4.nn
+
+    def fake_quantize(x, global_scale):
+        rows, k = x.shape
+        codes = ((torch.arange(rows)[:, None] + torch.arange(k // 16)[None, :]) % 97 + 1).to(torch.uint8)
+        data = (torch.arange(rows)[:, None] % 251).to(torch.uint8).expand(rows, k // 2).contiguous()
+        return data.to(cuda), ckpt.to_blocked(codes.view(torch.float8_e4m3fn)).to(cuda)
+
+    monkeypatch.setattr(nvfp4.nn, "quantize", fake_quantize)
+    sizes, k = [3, 0, 130, 1], 64
+    rows = sum(sizes) + 2  # two rows past the last group: in no group
+    row_offsets = torch.tensor([0, 3, 3, 133, 134], dtype=torch.int32, device=cuda)
+    scale_offsets = torch.tensor([0, 128, 128, 384, 512], dtype=torch.int32, device=cuda)
+    scale_rows = nvfp4.nn.grouped_scale_rows(rows, len(sizes))
+    data, scales = nvfp4.nn.quantize_grouped(torch.zeros(rows, k, device=cuda), row_offsets, scale_offsets,
+                                             scale_rows, None)
+    assert torch.equal(data[:, 0].cpu(), (torch.arange(rows) % 251).to(torch.uint8))
+    codes = ckpt.from_blocked(scales.cpu(), scale_rows, k).view(torch.uint8)
+    want = torch.zeros_like(codes)
+    for start, size, scale_start in [(0, 3, 0), (3, 130, 128), (133, 1, 384)]:
+        r = torch.arange(start, start + size)[:, None]
+        want[scale_start : scale_start + size] = ((r + torch.arange(k // 16)[None, :]) % 97 + 1).to(torch.uint8)
+    assert torch.equal(codes, want)
+
+    # The same layout from fewer source rows, gathered: layout row i takes row source[i]'s codes.
+    source = torch.tensor([(5 * i) % 40 for i in range(rows)])
+    data, gathered = nvfp4.nn.quantize_grouped(torch.zeros(40, k, device=cuda), row_offsets, scale_offsets, scale_rows,
+                                               None, source_rows=source.to(cuda))
+    assert torch.equal(data[:, 0].cpu(), (source % 251).to(torch.uint8))
+    codes = ckpt.from_blocked(gathered.cpu(), scale_rows, k).view(torch.uint8)
+    want = torch.zeros_like(codes)
+    for start, size, scale_start in [(0, 3, 0), (3, 130, 128), (133, 1, 384)]:
+        r = source[start : start + size][:, None]
+        want[scale_start : scale_start + size] = ((r + torch.arange(k // 16)[None, :]) % 97 + 1).to(torch.uint8)
+    assert torch.equal(codes, want)

@@ -16,8 +16,8 @@ from typing import Optional
 
 import torch
 
-from . import dual_gemm_nvfp4, gemm, grouped_dual_gemm_nvfp4, grouped_gemm, moe_combine, quantize, scale_shape
-from .layout import from_blocked, to_blocked
+from . import _meta, _nvfp4, _stream_of, dual_gemm_nvfp4, gemm, grouped_dual_gemm_nvfp4, grouped_gemm, moe_combine, \
+    quantize, scale_shape
 
 # The largest magnitude NVFP4 represents with a block scale of 448 (e4m3's largest): 6 · 448.
 _NVFP4_RANGE = 6.0 * 448.0
@@ -162,8 +162,8 @@ def quantize_grouped(x: torch.Tensor, row_offsets: torch.Tensor, scale_offsets: 
     row_offsets[g + 1]``) into the grouped ops' layout: ``(data rows × k/2, scales over
     scale_rows rows)`` with group ``g``'s scale rows from ``scale_offsets[g]`` (a multiple of 128,
     as :func:`nvfp4.grouped_gemm` takes them); other scale rows zero. The offsets stay on the GPU
-    (no synchronization: CUDA graphs). One quantization, then the scale rows moved to their
-    groups' blocks by PyTorch ops.
+    (no synchronization: CUDA graphs). Two kernels: one quantization, then the library's
+    grouped-layout gather (rows copied, scale rows placed on their groups' blocks).
 
     ``source_rows`` (optional, a 1-D integer tensor on ``x``'s device, values below
     ``x.shape[0]``): row ``i`` of the layout is row ``source_rows[i]`` of ``x`` — the same bytes
@@ -184,20 +184,14 @@ def quantize_grouped(x: torch.Tensor, row_offsets: torch.Tensor, scale_offsets: 
         raise ValueError(f"`scale_rows`: must be a multiple of 128, at least grouped_scale_rows({rows}, {groups}) = "
                          f"{grouped_scale_rows(rows, groups)} (got {scale_rows})")
     data, scales = quantize(x, global_scale)
-    row_codes = from_blocked(scales, x.shape[0], k).view(torch.uint8)
-    if source_rows is not None:
-        data, row_codes = data[source_rows], row_codes[source_rows]
-    row = torch.arange(rows, device=x.device, dtype=row_offsets.dtype)
-    group = torch.searchsorted(row_offsets[1:], row, right=True).clamp_(max=groups - 1)
-    destination = scale_offsets.long()[group] + (row - row_offsets[group]).long()
-    # Rows past the last group (which no grouped op reads) and destinations that invalid
-    # offsets would put outside the buffer go to one spare row, dropped below: an index past
-    # the buffer would be a device-side assert.
-    inside = (row < row_offsets[groups]) & (destination >= 0) & (destination < scale_rows)
-    destination = torch.where(inside, destination, torch.full_like(destination, scale_rows))
-    codes = torch.zeros((scale_rows + 1, k // 16), dtype=torch.uint8, device=x.device)
-    codes[destination] = row_codes
-    return data, to_blocked(codes[:scale_rows])
+    out_data = torch.empty((rows, k // 2), dtype=torch.uint8, device=x.device)
+    out_scales = torch.empty(scale_shape(scale_rows, k), dtype=scales.dtype, device=x.device)
+    if source_rows is not None and source_rows.dtype != torch.int32:
+        source_rows = source_rows.int()
+    _nvfp4.gather_grouped(_stream_of(x), _meta("data", data), _meta("scales", scales), _meta("source_rows", source_rows),
+                          _meta("row_offsets", row_offsets), _meta("scale_offsets", scale_offsets),
+                          _meta("out_data", out_data), _meta("out_scales", out_scales))
+    return out_data, out_scales
 
 
 class Experts(torch.nn.Module):
