@@ -3,11 +3,13 @@
 //!   that the benchmarks compare against;
 //! * the Mixture-of-Experts combine ([`Gpu::moe_combine_f16`], [`combine_reference`]): each
 //!   token's router-weighted sum of its experts' output rows, read from the grouped GEMM's
-//!   expert-sorted output, in one pass (deterministic: slot order, f32, no atomics).
+//!   expert-sorted output, in one pass (deterministic: slot order, f32, no atomics);
+//! * the Mixture-of-Experts routing ([`Gpu::moe_route_raw`], [`route_reference`]): the routed
+//!   slots sorted by expert (stably), the grouped ops' offset tables and the combine's sources.
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
-use nvfp4_kernel::common::{CombineArgs, SiluMulArgs};
+use nvfp4_kernel::common::{CombineArgs, ROUTE_MAX_EXPERTS, RouteArgs, SiluMulArgs, route_shared_bytes};
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::check_device_address;
@@ -58,6 +60,74 @@ impl CombineShape {
         }
         Ok(())
     }
+}
+
+/// The sizes of a Mixture-of-Experts routing: `slots` routed slots (tokens × `top_k`) over
+/// `experts` experts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteShape {
+    /// Routed slots (tokens × top_k).
+    pub slots: usize,
+    /// Slots per token.
+    pub top_k: usize,
+    /// Experts (1 ..= 256).
+    pub experts: usize,
+}
+
+impl RouteShape {
+    /// Checks the kernel's limits.
+    pub fn validate(&self) -> Result<()> {
+        if self.top_k == 0 || !self.slots.is_multiple_of(self.top_k) {
+            return Err(Error::invalid(
+                "top_k",
+                "must be at least 1 and divide the slots",
+                format!("{} slots, top_k {}", self.slots, self.top_k),
+            ));
+        }
+        if self.experts == 0 || self.experts > ROUTE_MAX_EXPERTS as usize {
+            return Err(Error::invalid(
+                "experts",
+                format!("must be 1 to {ROUTE_MAX_EXPERTS} for the routing kernel"),
+                self.experts,
+            ));
+        }
+        if self.slots >= 1 << 31 {
+            return Err(Error::invalid("slots", "must be below 2^31", self.slots));
+        }
+        Ok(())
+    }
+}
+
+/// The routing on the CPU: `(token_rows, sources, row_offsets, scale_offsets)` as the kernel
+/// writes them for `expert_of` (one expert per slot; one outside `0..experts` is in no group and
+/// sorts last, its source `u32::MAX`).
+pub fn route_reference(shape: RouteShape, expert_of: &[i64]) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>) {
+    let bin = |e: i64| {
+        if (0..shape.experts as i64).contains(&e) {
+            e as usize
+        } else {
+            shape.experts
+        }
+    };
+    let mut order: Vec<usize> = (0..shape.slots).collect();
+    order.sort_by_key(|&i| bin(expert_of[i])); // stable
+    let token_rows = order.iter().map(|&i| (i / shape.top_k) as u32).collect();
+    let mut sources = vec![u32::MAX; shape.slots];
+    for (row, &i) in order.iter().enumerate() {
+        if bin(expert_of[i]) < shape.experts {
+            sources[i] = row as u32;
+        }
+    }
+    let mut counts = vec![0u32; shape.experts + 1];
+    for &e in expert_of {
+        counts[bin(e)] += 1;
+    }
+    let (mut rows, mut padded) = (vec![0u32], vec![0u32]);
+    for &c in &counts[..shape.experts] {
+        rows.push(rows.last().unwrap() + c);
+        padded.push(padded.last().unwrap() + c.div_ceil(128) * 128);
+    }
+    (token_rows, sources, rows, padded)
 }
 
 /// The combine on the CPU, the kernel's arithmetic: `out[t·width + c] = Σ_j weights[t·top_k +
@@ -293,6 +363,56 @@ impl Gpu {
                 &args,
                 false,
             )
+        }
+    }
+
+    /// The Mixture-of-Experts routing on the GPU, one kernel ([`route_reference`] on the CPU):
+    /// the `shape.slots` slots' experts at `expert_of` (int64, 8-byte aligned; PyTorch's `topk`
+    /// indices) sorted stably by expert into `token_rows` (u32, the token of each sorted row),
+    /// `sources` (u32, each slot's sorted row, `u32::MAX` for a slot of no expert: an expert
+    /// outside `0..experts`, which sorts last and is in no group), and the grouped ops'
+    /// `row_offsets` and `scale_offsets` (`experts + 1` u32 each, the scale offsets each expert's
+    /// rows rounded up to 128). Stream-ordered; deterministic.
+    ///
+    /// # Safety
+    /// The addresses are device memory of this GPU's context with those sizes (4-byte aligned),
+    /// not written by other work until the kernel completes (the outputs not read either).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn moe_route_raw(
+        &self,
+        shape: RouteShape,
+        expert_of: u64,
+        token_rows: u64,
+        sources: u64,
+        row_offsets: u64,
+        scale_offsets: u64,
+    ) -> Result<()> {
+        shape.validate()?;
+        check_device_address("expert_of", expert_of, 8)?;
+        for (arg, address) in [
+            ("token_rows", token_rows),
+            ("sources", sources),
+            ("row_offsets", row_offsets),
+            ("scale_offsets", scale_offsets),
+        ] {
+            check_device_address(arg, address, 4)?;
+        }
+        let args = RouteArgs {
+            expert_of: expert_of as *const u32,
+            token_rows: token_rows as *mut u32,
+            sources: sources as *mut u32,
+            row_offsets: row_offsets as *mut u32,
+            scale_offsets: scale_offsets as *mut u32,
+            slots: shape.slots as u32,
+            top_k: shape.top_k as u32,
+            experts: shape.experts as u32,
+        };
+        // SAFETY: the caller's buffers hold the shape's sizes (contract); one CTA with the
+        // tables' shared memory (at most 34 KiB: no opt-in needed).
+        unsafe {
+            self.kernels
+                .route
+                .launch(self.stream(), 1, route_shared_bytes(args.experts), &args, false)
         }
     }
 }

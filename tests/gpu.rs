@@ -954,6 +954,102 @@ fn gather_grouped_places_rows_and_scale_rows_bit_for_bit() {
     println!("grouped-layout gather: {rows} rows from {count} in 4 groups, bit for bit the host placement");
 }
 
+/// The routing kernel against its CPU reference (a stable sort): small and large slot counts,
+/// 1 to 256 experts, slots of no expert (−1 and past the experts), outputs poisoned first.
+fn moe_route_matches_the_cpu_reference() {
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    use nvfp4::elementwise::{RouteShape, route_reference};
+    let Some(gpu) = common::gpu_or_skip() else {
+        return;
+    };
+    let stream = gpu.stream().clone();
+    let mut rng = Rng::new(77);
+    for (tokens, top_k, experts) in [
+        (64usize, 8usize, 128usize),
+        (4099, 8, 256),
+        (5, 1, 1),
+        (1500, 4, 37),
+    ] {
+        let shape = RouteShape {
+            slots: tokens * top_k,
+            top_k,
+            experts,
+        };
+        let expert_of: Vec<i64> = (0..shape.slots)
+            .map(|i| match i % 101 {
+                7 => -1,
+                50 => experts as i64 + 3,
+                _ => (rng.next_u64() % experts as u64) as i64,
+            })
+            .collect();
+        let want = route_reference(shape, &expert_of);
+        let input = stream.clone_htod(&expert_of).unwrap();
+        let poison = |n: usize| stream.clone_htod(&vec![0xDEAD_BEEFu32; n]).unwrap();
+        let (mut rows, mut sources, mut row_offsets, mut scale_offsets) = (
+            poison(shape.slots),
+            poison(shape.slots),
+            poison(experts + 1),
+            poison(experts + 1),
+        );
+        {
+            let (e, _e) = input.device_ptr(&stream);
+            let (r, _r) = rows.device_ptr_mut(&stream);
+            let (s, _s) = sources.device_ptr_mut(&stream);
+            let (o, _o) = row_offsets.device_ptr_mut(&stream);
+            let (c, _c) = scale_offsets.device_ptr_mut(&stream);
+            // SAFETY: each buffer holds the shape's sizes and outlives the copies below.
+            unsafe { gpu.moe_route_raw(shape, e, r, s, o, c) }.unwrap();
+        }
+        let name = format!("{shape:?}");
+        let valid = want.2[experts] as usize;
+        // Rows of no expert are written too (after the experts'), in slot order.
+        assert_eq!(stream.clone_dtoh(&rows).unwrap(), want.0, "{name}: token rows");
+        assert_eq!(stream.clone_dtoh(&sources).unwrap(), want.1, "{name}: sources");
+        assert_eq!(
+            stream.clone_dtoh(&row_offsets).unwrap(),
+            want.2,
+            "{name}: row offsets"
+        );
+        assert_eq!(
+            stream.clone_dtoh(&scale_offsets).unwrap(),
+            want.3,
+            "{name}: scale offsets"
+        );
+        assert!(
+            valid < shape.slots || shape.slots < 101,
+            "{name}: some slots have no expert"
+        );
+    }
+    for bad in [
+        RouteShape {
+            slots: 16,
+            top_k: 0,
+            experts: 4,
+        },
+        RouteShape {
+            slots: 16,
+            top_k: 3,
+            experts: 4,
+        },
+        RouteShape {
+            slots: 16,
+            top_k: 2,
+            experts: 257,
+        },
+        RouteShape {
+            slots: 16,
+            top_k: 2,
+            experts: 0,
+        },
+    ] {
+        assert!(
+            matches!(bad.validate(), Err(Error::InvalidArgument { .. })),
+            "{bad:?}"
+        );
+    }
+    println!("MoE routing: 4 shapes up to 32792 slots and 256 experts, equal to the stable CPU sort");
+}
+
 test_main!(
     compute_capability_selects_the_kernel_architecture,
     opening_a_gpu_without_a_driver_is_a_typed_error,
@@ -966,4 +1062,5 @@ test_main!(
     bf16_output_is_the_fp16_output_rounded_to_bf16,
     moe_combine_matches_the_cpu_reference_bit_for_bit,
     gather_grouped_places_rows_and_scale_rows_bit_for_bit,
+    moe_route_matches_the_cpu_reference,
 );

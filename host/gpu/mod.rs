@@ -25,7 +25,8 @@ use cudarc::driver::sys::CUdevice_attribute::{
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use nvfp4_kernel::common::{
-    AmaxArgs, CombineArgs, DequantizeArgs, GatherGroupedArgs, OccupyArgs, QuantizeArgs, SiluMulArgs,
+    AmaxArgs, CombineArgs, DequantizeArgs, GatherGroupedArgs, OccupyArgs, QuantizeArgs, RouteArgs,
+    SiluMulArgs,
 };
 use nvfp4_kernel::grouped::GroupedPrepareArgs;
 use nvfp4_kernel::launch::Kernel;
@@ -279,6 +280,8 @@ pub(crate) struct Kernels {
     pub combine: [LoadedKernel<CombineArgs>; 2],
     /// The grouped-layout gather.
     pub gather_grouped: LoadedKernel<GatherGroupedArgs>,
+    /// The Mixture-of-Experts routing.
+    pub route: LoadedKernel<RouteArgs>,
     /// Quantization and amax kernels for f32, f16 and bf16 input (in that order).
     pub quantize: Vec<LoadedKernel<QuantizeArgs>>,
     pub amax: Vec<LoadedKernel<AmaxArgs>>,
@@ -567,6 +570,7 @@ impl Gpu {
                 LoadedKernel::load(&module, registry::COMBINE[1])?,
             ],
             gather_grouped: LoadedKernel::load(&module, registry::GATHER_GROUPED)?,
+            route: LoadedKernel::load(&module, registry::ROUTE)?,
             quantize: load_all(&module, &registry::QUANTIZE)?,
             amax: load_all(&module, &registry::AMAX)?,
             occupy: LoadedKernel::load(&module, registry::OCCUPY)?,

@@ -131,6 +131,45 @@ pub struct GatherGroupedArgs {
     pub k: u32,
 }
 
+/// Arguments of the Mixture-of-Experts routing kernel (`crate::route`): the routed slots
+/// (token `t`'s `j`-th expert is slot `t·top_k + j`) sorted by expert, stably (slot order within
+/// an expert), as the grouped ops and the combine take them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RouteArgs {
+    /// The expert of each slot, `slots` int64 (PyTorch's `topk` indices), 8-byte aligned; one
+    /// outside `0..experts` (an expert on another GPU) sorts after every expert's slots and is
+    /// in no group.
+    pub expert_of: *const u32,
+    /// Out: the token of each sorted row (`slots` u32: slot / top_k).
+    pub token_rows: *mut u32,
+    /// Out: the sorted row of each slot (`slots` u32), u32::MAX for a slot of no expert (the
+    /// combine skips it).
+    pub sources: *mut u32,
+    /// Out: `experts + 1` row offsets (expert `e`'s rows start at entry `e`; the last is the
+    /// number of slots with an expert).
+    pub row_offsets: *mut u32,
+    /// Out: `experts + 1` scale offsets: each expert's rows rounded up to 128, summed.
+    pub scale_offsets: *mut u32,
+    /// Routed slots (tokens × top_k, below 2³¹).
+    pub slots: u32,
+    /// Slots per token (at least 1).
+    pub top_k: u32,
+    /// Experts (1 ..= `ROUTE_MAX_EXPERTS`).
+    pub experts: u32,
+}
+
+/// The most experts the routing kernel sorts by (its shared-memory tables).
+pub const ROUTE_MAX_EXPERTS: u32 = 256;
+/// Threads of the routing kernel's one CTA: the slots it places per round.
+pub const ROUTE_THREADS: u32 = 1024;
+
+/// Shared memory of the routing kernel for `experts` experts: per expert bin (the experts and
+/// one of no expert) its count, its next row and one word per warp.
+pub const fn route_shared_bytes(experts: u32) -> u32 {
+    4 * (experts + 1) * (2 + ROUTE_THREADS / 32)
+}
+
 /// The words of the quantizer's non-finite check, in this order (u64 each): the running value
 /// (`u64::MAX − i` for the smallest index `i` of a non-finite input seen, 0 for none), the last
 /// launch's result in the same code, and the count of CTAs that finished (in the low half).

@@ -18,9 +18,10 @@
 //! kernels (device only).
 //!
 //! Kernels, by module (names in the registries):
-//! * `dequant`, `elementwise`, `quantize`, `gather`, `testing` (both modules): NVFP4 →
-//!   fp16/bf16, `silu(gate) · up` and the Mixture-of-Experts combine, the GPU quantizer and
-//!   amax, the grouped ops' token layout from an NVFP4 matrix, and a test-support kernel.
+//! * `dequant`, `elementwise`, `quantize`, `gather`, `route`, `testing` (both modules): NVFP4
+//!   → fp16/bf16, `silu(gate) · up` and the Mixture-of-Experts combine, the GPU quantizer and
+//!   amax, the grouped ops' token layout from an NVFP4 matrix, the Mixture-of-Experts routing,
+//!   and a test-support kernel.
 //! * `sm90` (sm_90a only): the dense dual GEMM per token tile, its token pre-decoder, the
 //!   decode-size dual GEMM, and the grouped GEMM / grouped dual GEMM per tile with their
 //!   preparation pass.
@@ -59,6 +60,9 @@ pub mod epilogue;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod gather;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod route;
 
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod prepare;

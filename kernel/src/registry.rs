@@ -8,7 +8,8 @@
 //! Pure: compiled for the host too.
 
 use crate::common::{
-    AmaxArgs, CombineArgs, DequantizeArgs, GatherGroupedArgs, OccupyArgs, QuantizeArgs, SiluMulArgs,
+    AmaxArgs, CombineArgs, DequantizeArgs, GatherGroupedArgs, OccupyArgs, QuantizeArgs, ROUTE_THREADS,
+    RouteArgs, SiluMulArgs,
 };
 use crate::launch::{EntryPoint, Kernel};
 use crate::{sm90, sm100};
@@ -73,6 +74,15 @@ macro_rules! gather_grouped_entry {
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use gather_grouped_entry;
 
+/// The Mixture-of-Experts routing (`crate::route`).
+macro_rules! route_entry {
+    ($callback:ident) => {
+        $callback! { nvfp4_moe_route }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use route_entry;
+
 /// The test-support kernel that occupies multiprocessors (`crate::testing`).
 macro_rules! occupy_entry {
     ($callback:ident) => {
@@ -136,12 +146,15 @@ macro_rules! single_kernel {
 pub const GATHER_GROUPED: Kernel<GatherGroupedArgs> =
     Kernel::new(gather_grouped_entry!(single_kernel), BLOCK_THREADS, None);
 
+/// The Mixture-of-Experts routing (`crate::route`): one CTA.
+pub const ROUTE: Kernel<RouteArgs> = Kernel::new(route_entry!(single_kernel), ROUTE_THREADS, None);
+
 /// Test support: one block per multiprocessor it is given spins until released, to make SMs
 /// unavailable to other kernels.
 pub const OCCUPY: Kernel<OccupyArgs> = Kernel::new(occupy_entry!(single_kernel), 32, None);
 
 const COMMON_COUNT: usize =
-    DEQUANTIZE.len() + SILU_MUL.len() + COMBINE.len() + QUANTIZE.len() + AMAX.len() + 2;
+    DEQUANTIZE.len() + SILU_MUL.len() + COMBINE.len() + QUANTIZE.len() + AMAX.len() + 3;
 
 const fn common_entry_points() -> [EntryPoint; COMMON_COUNT] {
     let mut out = [OCCUPY.entry; COMMON_COUNT];
@@ -172,7 +185,8 @@ const fn common_entry_points() -> [EntryPoint; COMMON_COUNT] {
         i += 1;
     }
     out[n] = GATHER_GROUPED.entry;
-    n += 1;
+    out[n + 1] = ROUTE.entry;
+    n += 2;
     assert!(n + 1 == COMMON_COUNT, "entry count");
     out
 }

@@ -366,6 +366,64 @@ fn gather_grouped(
     })
 }
 
+/// Enqueues the Mixture-of-Experts routing (`Gpu::moe_route_raw`): `top_k_index` (int64,
+/// tokens × top_k) sorted stably by expert into `token_rows` (int32, tokens · top_k), `sources`
+/// (int32, tokens × top_k; -1 for a slot of no expert) and the `experts + 1` int32 offsets.
+#[pyfunction]
+fn moe_route(
+    stream: u64,
+    top_k_index: Tensor,
+    token_rows: Tensor,
+    sources: Tensor,
+    row_offsets: Tensor,
+    scale_offsets: Tensor,
+) -> PyResult<()> {
+    let [tokens, top_k] =
+        tensors::matrix("top_k_index", &top_k_index, "int64", [None, None]).map_err(rejected)?;
+    tensors::vector("token_rows", &token_rows, "int32")
+        .and_then(|[n]| {
+            if n == tokens * top_k {
+                Ok(())
+            } else {
+                Err(Rejection(format!(
+                    "`token_rows`: must hold {} rows (got {n})",
+                    tokens * top_k
+                )))
+            }
+        })
+        .map_err(rejected)?;
+    tensors::matrix("sources", &sources, "int32", [Some(tokens), Some(top_k)]).map_err(rejected)?;
+    let [offsets] = tensors::vector("row_offsets", &row_offsets, "int32").map_err(rejected)?;
+    let experts = offsets.saturating_sub(1);
+    tensors::offsets("scale_offsets", &scale_offsets, experts).map_err(rejected)?;
+    let shape = nvfp4::elementwise::RouteShape {
+        slots: tokens * top_k,
+        top_k,
+        experts,
+    };
+    let device = tensors::device(&[
+        ("top_k_index", Some(&top_k_index)),
+        ("token_rows", Some(&token_rows)),
+        ("sources", Some(&sources)),
+        ("row_offsets", Some(&row_offsets)),
+        ("scale_offsets", Some(&scale_offsets)),
+    ])
+    .map_err(rejected)?;
+    with_device(device, stream, |d| {
+        // SAFETY: the tensors were checked above (shapes, dtypes, contiguity, one device).
+        unsafe {
+            d.gpu.moe_route_raw(
+                shape,
+                top_k_index.0,
+                token_rows.0,
+                sources.0,
+                row_offsets.0,
+                scale_offsets.0,
+            )
+        }
+    })
+}
+
 /// An fp16 or bf16 output view of `len` values at `address`.
 ///
 /// # Safety
@@ -1038,6 +1096,7 @@ fn _nvfp4(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(dequantize, module)?)?;
     module.add_function(wrap_pyfunction!(moe_combine, module)?)?;
     module.add_function(wrap_pyfunction!(gather_grouped, module)?)?;
+    module.add_function(wrap_pyfunction!(moe_route, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm_nvfp4, module)?)?;
     module.add_function(wrap_pyfunction!(gemm, module)?)?;

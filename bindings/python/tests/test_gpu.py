@@ -434,6 +434,30 @@ def test_moe_combine_matches_the_weighted_sum_of_each_tokens_rows(cuda):
         nvfp4.moe_combine(y[:, :260], sources, weights)
 
 
+def test_moe_route_is_the_stable_sort_by_expert_with_its_offsets(cuda):
+    g = torch.Generator(device=cuda).manual_seed(9)
+    for tokens, top_k, experts in [(64, 8, 128), (3000, 4, 256), (7, 2, 3)]:
+        index = torch.stack([torch.randperm(experts, device=cuda, generator=g)[:top_k] for _ in range(tokens)])
+        index[1, 0] = -1  # an expert on another GPU: last, in no group, source -1
+        token_rows, sources, row_offsets, scale_offsets = nvfp4.moe_route(index, experts)
+        flat = index.reshape(-1)
+        bins = torch.where(flat < 0, experts, flat)
+        order = torch.argsort(bins, stable=True)
+        assert torch.equal(token_rows.long(), order // top_k)
+        want_sources = torch.empty_like(order)
+        want_sources[order] = torch.arange(order.numel(), device=cuda)
+        want_sources[flat < 0] = -1
+        assert torch.equal(sources.reshape(-1).long(), want_sources)
+        counts = torch.bincount(bins, minlength=experts + 1)[:experts]
+        zero = counts.new_zeros(1)
+        assert torch.equal(row_offsets.long(), torch.cat([zero, counts.cumsum(0)]))
+        assert torch.equal(scale_offsets.long(), torch.cat([zero, ((counts + 127) // 128 * 128).cumsum(0)]))
+    with pytest.raises(ValueError, match="experts"):
+        nvfp4.moe_route(index, 257)
+    with pytest.raises(ValueError, match="`top_k_index`"):
+        nvfp4.moe_route(index.int(), experts)
+
+
 def test_torch_compile_of_an_mlp_block(cuda):
     g = torch.Generator(device=cuda).manual_seed(6)
     t, h, i = 32, 512, 256
@@ -474,6 +498,14 @@ def test_opcheck_passes_for_every_op(cuda):
         (torch.ops.nvfp4.gemm.default, (a[0], b1[0], a[1], b1[1], 0.1, None, torch.bfloat16)),
         (torch.ops.nvfp4.moe_combine.default, (x.half(), torch.tensor([[3, 0], [-1, 63]], dtype=torch.int32, device=cuda),
                                                torch.rand(2, 2, device=cuda), torch.bfloat16)),
+        (torch.ops.nvfp4.moe_route_out.default,
+         (torch.tensor([[3, 0], [1, 3]], device=cuda), torch.empty(4, dtype=torch.int32, device=cuda),
+          torch.empty(2, 2, dtype=torch.int32, device=cuda), torch.empty(5, dtype=torch.int32, device=cuda),
+          torch.empty(5, dtype=torch.int32, device=cuda))),
+        (torch.ops.nvfp4.gather_grouped_out.default,
+         (a[0], a[1], torch.tensor([3, 0, 7], dtype=torch.int32, device=cuda),
+          torch.tensor([0, 1, 3], dtype=torch.int32, device=cuda), torch.tensor([0, 128, 256], dtype=torch.int32, device=cuda),
+          torch.empty(3, 128, dtype=torch.uint8, device=cuda), torch.empty(256, 16, dtype=torch.uint8, device=cuda))),
     ]
     for op, args in cases:
         torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))

@@ -112,3 +112,13 @@ pub unsafe fn st_b16(addr: u32, v: u16) {
     // SAFETY: guaranteed by the caller.
     unsafe { asm!("st.shared.b16 [{p}], {v};", p = in(reg32) addr, v = in(reg16) v) };
 }
+
+/// `red.shared.add.u32`: adds `v` to the 4-byte word at `addr`.
+///
+/// # Safety
+/// `addr` must be a 4-byte aligned shared address inside the allocation.
+#[inline(always)]
+pub unsafe fn red_add_u32(addr: u32, v: u32) {
+    // SAFETY: the caller's.
+    unsafe { asm!("red.shared.add.u32 [{a}], {v};", a = in(reg32) addr, v = in(reg32) v) };
+}

@@ -114,3 +114,13 @@ pub fn ballot(predicate: bool) -> u32 {
     };
     out
 }
+
+/// `match.any.sync.b32` over the full warp: the mask of the lanes whose `v` equals this lane's
+/// (all 32 lanes must call it together).
+#[inline(always)]
+pub fn match_any(v: u32) -> u32 {
+    let out: u32;
+    // SAFETY: a full-warp exchange; the callers keep the warp converged.
+    unsafe { asm!("match.any.sync.b32 {o}, {v}, 0xffffffff;", o = out(reg32) out, v = in(reg32) v) };
+    out
+}

@@ -38,6 +38,8 @@ __all__ = [
     "quantize",
     "dequantize",
     "moe_combine",
+    "moe_route",
+    "gather_grouped",
     "dual_gemm",
     "dual_gemm_nvfp4",
     "gemm",
@@ -257,6 +259,64 @@ def moe_combine(rows, sources, weights, dtype=torch.float16, out=None):
         torch.ops.nvfp4.moe_combine_out(rows, sources, weights, out)
         return out
     return torch.ops.nvfp4.moe_combine(rows, sources, weights, dtype)
+
+
+def _moe_route_out(top_k_index: torch.Tensor, token_rows: torch.Tensor, sources: torch.Tensor,
+                   row_offsets: torch.Tensor, scale_offsets: torch.Tensor) -> None:
+    _nvfp4.moe_route(_stream_of(top_k_index), _meta("top_k_index", top_k_index), _meta("token_rows", token_rows),
+                     _meta("sources", sources), _meta("row_offsets", row_offsets), _meta("scale_offsets", scale_offsets))
+
+
+torch.library.custom_op("nvfp4::moe_route_out", _moe_route_out,
+                        mutates_args=("token_rows", "sources", "row_offsets", "scale_offsets"))
+
+
+def _gather_grouped_out(data: torch.Tensor, scales: torch.Tensor, source_rows: Optional[torch.Tensor],
+                        row_offsets: torch.Tensor, scale_offsets: torch.Tensor, out_data: torch.Tensor,
+                        out_scales: torch.Tensor) -> None:
+    _nvfp4.gather_grouped(_stream_of(data), _meta("data", data), _meta("scales", scales), _meta("source_rows", source_rows),
+                          _meta("row_offsets", row_offsets), _meta("scale_offsets", scale_offsets),
+                          _meta("out_data", out_data), _meta("out_scales", out_scales))
+
+
+torch.library.custom_op("nvfp4::gather_grouped_out", _gather_grouped_out, mutates_args=("out_data", "out_scales"))
+
+
+def gather_grouped(data, scales, source_rows, row_offsets, scale_offsets, out_data, out_scales):
+    """The grouped ops' token layout from an NVFP4 matrix (``data``, ``scales``) in one kernel:
+    row ``i`` of ``out_data`` is row ``source_rows[i]`` (int32, or ``None`` for row ``i``), and
+    group ``g``'s scale rows go to ``out_scales`` from row ``scale_offsets[g]`` (2-D swizzled,
+    its rows a multiple of 128), every other scale row zero; bytes copied, so the result is
+    the gathered rows' quantization bit for bit. No host synchronization."""
+    (_gather_grouped_out if _eager() else torch.ops.nvfp4.gather_grouped_out)(
+        data, scales, source_rows, row_offsets, scale_offsets, out_data, out_scales)
+
+
+# The most experts `moe_route` sorts by (the routing kernel's shared-memory tables).
+ROUTE_MAX_EXPERTS = 256
+
+
+def moe_route(top_k_index, experts: int):
+    """The routing of a Mixture-of-Experts layer in one kernel: the routed slots (token ``t``'s
+    ``j``-th expert is slot ``t·top_k + j``) of ``top_k_index`` (int64, ``tokens × top_k``, as
+    ``torch.topk`` returns it) sorted by expert, stably (slot order within an expert). Returns
+    ``(token_rows, sources, row_offsets, scale_offsets)``: the token of each sorted row (int32,
+    ``tokens·top_k``: ``source_rows`` of :func:`nvfp4.nn.quantize_grouped`), each slot's sorted
+    row (int32, ``tokens × top_k``: ``sources`` of :func:`moe_combine`), and the grouped ops'
+    ``experts + 1`` int32 row and scale offsets (each expert's rows rounded up to 128). An index
+    outside ``0..experts`` (an expert on another GPU) sorts last, in no group, with source -1.
+    ``experts`` at most ``ROUTE_MAX_EXPERTS``; no host synchronization (CUDA graphs)."""
+    if not isinstance(top_k_index, torch.Tensor) or top_k_index.dim() != 2:
+        _fail("top_k_index", "must be a 2-D torch.Tensor", getattr(top_k_index, "shape", type(top_k_index).__name__))
+    tokens, top_k = top_k_index.shape
+    device = top_k_index.device
+    token_rows = torch.empty(tokens * top_k, dtype=torch.int32, device=device)
+    sources = torch.empty((tokens, top_k), dtype=torch.int32, device=device)
+    row_offsets = torch.empty(experts + 1, dtype=torch.int32, device=device)
+    scale_offsets = torch.empty(experts + 1, dtype=torch.int32, device=device)
+    (_moe_route_out if _eager() else torch.ops.nvfp4.moe_route_out)(top_k_index, token_rows, sources, row_offsets,
+                                                                    scale_offsets)
+    return token_rows, sources, row_offsets, scale_offsets
 
 
 # --- dual GEMM and GEMM -------------------------------------------------------------------------
