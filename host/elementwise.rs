@@ -9,7 +9,9 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
-use nvfp4_kernel::common::{CombineArgs, ROUTE_MAX_EXPERTS, RouteArgs, SiluMulArgs, route_shared_bytes};
+/// The most experts the routing kernel ([`Gpu::moe_route_raw`]) sorts by.
+pub use nvfp4_kernel::common::ROUTE_MAX_EXPERTS;
+use nvfp4_kernel::common::{CombineArgs, RouteArgs, SiluMulArgs, route_shared_bytes};
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::check_device_address;

@@ -1088,6 +1088,7 @@ fn scale_shape(rows: usize, k: usize) -> (usize, usize) {
 /// The native module.
 #[pymodule]
 fn _nvfp4(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("ROUTE_MAX_EXPERTS", nvfp4::elementwise::ROUTE_MAX_EXPERTS)?;
     module.add_function(wrap_pyfunction!(driver_available, module)?)?;
     module.add_function(wrap_pyfunction!(device_info, module)?)?;
     module.add_function(wrap_pyfunction!(quantize, module)?)?;

@@ -293,7 +293,7 @@ def gather_grouped(data, scales, source_rows, row_offsets, scale_offsets, out_da
 
 
 # The most experts `moe_route` sorts by (the routing kernel's shared-memory tables).
-ROUTE_MAX_EXPERTS = 256
+ROUTE_MAX_EXPERTS = _nvfp4.ROUTE_MAX_EXPERTS
 
 
 def moe_route(top_k_index, experts: int):
