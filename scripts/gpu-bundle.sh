@@ -2,8 +2,8 @@
 # Builds the test, example and bench binaries here (the GPU machine has no Rust) and bundles them
 # with scripts/gpu-run.sh into .gpu-bundle/ (git-ignored). Then, with the device tool:
 #   run(command="bash .gpu-bundle/run.sh tests|examples|benches|all|sanitize|ab ...", carry=[".gpu-bundle"])
-# Each REV of `--baseline REV` (repeatable) adds that revision's benches (dual_gemm, grouped,
-# quantize) and dual_gemm example, built in a temporary worktree, as .gpu-bundle/baseline/BENCH-REV
+# Each REV of `--baseline REV` (repeatable) adds that revision's benches (dual_gemm, gemm,
+# grouped, quantize) and dual_gemm example, built in a temporary worktree, as .gpu-bundle/baseline/BENCH-REV
 # (for side-by-side timing with `run.sh ab`) and .gpu-bundle/baseline/example-dual_gemm-REV (its
 # reference check: `--m M --n N --k K --check-only`). Only the GPU test binaries (tests/gpu*.rs) are bundled: the
 # others need no GPU, and the bundle must stay under the device tool's 64 MiB.
@@ -52,16 +52,16 @@ for rev in "${baselines[@]}"; do
   (
     cd "$tree"
     export CARGO_TARGET_DIR="${TMPDIR:-/tmp}/nvfp4-baseline-target"
-    cargo bench --no-run --bench dual_gemm --bench grouped --bench quantize --message-format=json-render-diagnostics
+    cargo bench --no-run --bench dual_gemm --bench gemm --bench grouped --bench quantize --message-format=json-render-diagnostics
     cargo build --release --example dual_gemm --message-format=json-render-diagnostics
   ) | executables | while IFS=$'\t' read -r kind name path; do
     case "$kind/$name" in
-      benches/dual_gemm|benches/grouped|benches/quantize) cp "$path" "$bundle/baseline/$name-$rev" ;;
+      benches/dual_gemm|benches/gemm|benches/grouped|benches/quantize) cp "$path" "$bundle/baseline/$name-$rev" ;;
       examples/dual_gemm) cp "$path" "$bundle/baseline/example-dual_gemm-$rev" ;;
     esac
   done
   git worktree remove --force "$tree"
-  for built in dual_gemm grouped quantize example-dual_gemm; do
+  for built in dual_gemm gemm grouped quantize example-dual_gemm; do
     [ -f "$bundle/baseline/$built-$rev" ] || { echo "no $built built at $rev" >&2; exit 1; }
   done
 done

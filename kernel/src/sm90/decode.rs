@@ -37,7 +37,7 @@ use crate::sm90::config::{
     grouped_decode_outputs, stage_block,
 };
 use crate::sm90::registry;
-use crate::sm90::tokens::{decode_slice_block, scaled_pairs};
+use crate::sm90::tokens::{SliceBlock, scaled_pairs};
 
 /// One weight row's 16-byte chunk of a decode step as loaded: the packed codes of two scale
 /// blocks and the word holding their scale codes (zero when the blocks lie past K, so that they
@@ -310,29 +310,76 @@ unsafe fn stream<const TILES: usize, const PAIRED: bool>(
 }
 
 /// Stages `slices` 64-K slices of `token_rows` token rows into shared memory (the CTA's
-/// threads together, one item per (slice, token row), token fastest): a token row holds, per
-/// slice, four 32-byte runs at `pitch` bytes between rows, run `w` the eight pairs of quad lane
-/// `w`'s block (word `w` of the slice's chunks 0..8 in `decode_slice_chunks`), so that a lane
-/// reads them with two 16-byte loads. `run(token, local_slice, w)` gives a run.
+/// threads together): a token row holds, per slice, four 32-byte runs at `pitch` bytes between
+/// rows, run `w` the eight pairs of quad lane `w`'s block (word `w` of the slice's chunks 0..8
+/// in `decode_slice_chunks`), so that a lane reads them with two 16-byte loads.
+/// `block(token, local_slice, w)` loads run `w`'s block for the first `real_rows` rows; the
+/// rows after them are zeros.
+///
+/// `HALVES`: an item is half a row's slice (two runs), both loads in flight before either is
+/// decoded, and the real rows' items come first, so that at M ≤ 8 with splits of up to 8 steps
+/// every thread waits for one round trip of token loads; else an item is a whole slice (token
+/// row fastest), its runs loaded and decoded in turn — two round trips, which the two-tile
+/// entries keep: with half slices their loops spilled (the NVFP4 entry) or ran up to 5 % slower.
+/// All four runs' loads at once spilled beside the stream's first loads.
 ///
 /// # Safety
-/// `token_rows` rows of `slices` slices at `pitch` fit the kernel's shared memory.
+/// `token_rows` rows of `slices` slices at `pitch` fit the kernel's shared memory;
+/// `real_rows ≤ token_rows`.
 #[inline(always)]
-unsafe fn stage_tokens(token_rows: u32, slices: u32, pitch: u32, run: impl Fn(u32, u32, u32) -> [u32; 8]) {
+unsafe fn stage_tokens<const HALVES: bool>(
+    [real_rows, token_rows]: [u32; 2],
+    slices: u32,
+    pitch: u32,
+    block: impl Fn(u32, u32, u32) -> SliceBlock,
+) {
     // At least 1: the `max` only proves the divisions below cannot panic.
-    let token_rows = token_rows.max(1);
-    let mut item = sreg::thread_idx_x();
-    while item < token_rows * slices {
-        let (token, local_slice) = (item % token_rows, item / token_rows);
-        let at = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE;
-        for w in 0..4 {
-            let pairs = run(token, local_slice, w);
-            // SAFETY: run `w` of the slice's 128 bytes of this token row (contract).
-            unsafe {
-                smem::st_v4(at + 32 * w, [pairs[0], pairs[1], pairs[2], pairs[3]]);
-                smem::st_v4(at + 32 * w + 16, [pairs[4], pairs[5], pairs[6], pairs[7]]);
-            }
+    let (real_rows, token_rows) = (real_rows.max(1), token_rows.max(1));
+    let store = |at: u32, pairs: [u32; 8]| {
+        // SAFETY: a run of a row's slice inside the token rows (contract).
+        unsafe {
+            smem::st_v4(at, [pairs[0], pairs[1], pairs[2], pairs[3]]);
+            smem::st_v4(at + 16, [pairs[4], pairs[5], pairs[6], pairs[7]]);
         }
+    };
+    let mut item = sreg::thread_idx_x();
+    if !HALVES {
+        while item < token_rows * slices {
+            let (token, local_slice) = (item % token_rows, item / token_rows);
+            let at = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE;
+            for w in 0..4 {
+                store(
+                    at + 32 * w,
+                    if token < real_rows {
+                        block(token, local_slice, w).decode()
+                    } else {
+                        [0; 8]
+                    },
+                );
+            }
+            item += sreg::block_dim_x();
+        }
+        return;
+    }
+    let zero_rows = token_rows.saturating_sub(real_rows).max(1);
+    let real_items = real_rows * slices * 2;
+    while item < token_rows * slices * 2 {
+        let real = item < real_items;
+        let index = if real { item } else { item - real_items };
+        let rows = if real { real_rows } else { zero_rows };
+        let (row, rest) = (index % rows, index / rows);
+        let (token, half, local_slice) = (if real { row } else { real_rows + row }, rest % 2, rest / 2);
+        let at = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE + 64 * half;
+        let run = |w: u32| {
+            if real {
+                block(token, local_slice, 2 * half + w)
+            } else {
+                SliceBlock::ZERO
+            }
+        };
+        let (first, second) = (run(0), run(1));
+        store(at, first.decode());
+        store(at + 32, second.decode());
         item += sreg::block_dim_x();
     }
 }
@@ -354,31 +401,28 @@ unsafe fn stage_dense_tokens(
 ) {
     let layout = BlockedScales::new(m as usize, k as usize);
     let slices = (end.saturating_sub(first) * DECODE_SLICES_PER_STEP).max(1);
-    // SAFETY: forwarded.
-    unsafe {
-        stage_tokens(
-            tiles * DECODE_TOKEN_TILE,
-            slices,
-            pitch,
-            |token, local_slice, w| {
-                if token < m {
-                    // SAFETY: A's row `token` and its scales (contract).
-                    unsafe {
-                        decode_slice_block(
-                            a.add(token as usize * (k / 2) as usize),
-                            a_scales,
-                            layout,
-                            token as usize,
-                            k,
-                            first * DECODE_SLICES_PER_STEP + local_slice,
-                            w,
-                        )
-                    }
-                } else {
-                    [0; 8]
-                }
-            },
-        )
+    let token_rows = tiles * DECODE_TOKEN_TILE;
+    let real_rows = m.min(token_rows);
+    let block = |token: u32, local_slice: u32, w: u32| {
+        // SAFETY: A's row `token` < m and its scales (contract).
+        unsafe {
+            SliceBlock::load(
+                a.add(token as usize * (k / 2) as usize),
+                a_scales,
+                layout,
+                token as usize,
+                k,
+                first * DECODE_SLICES_PER_STEP + local_slice,
+                w,
+            )
+        }
+    };
+    // SAFETY (both): forwarded; `stage_tokens` calls `block` for the first `real_rows` (< m)
+    // rows only. Half slices for one token tile (M ≤ 8), whole ones for two (see there).
+    if tiles == 1 {
+        unsafe { stage_tokens::<true>([real_rows, token_rows], slices, pitch, block) }
+    } else {
+        unsafe { stage_tokens::<false>([real_rows, token_rows], slices, pitch, block) }
     }
 }
 

@@ -60,7 +60,7 @@ pub unsafe fn decode_slice_chunks(
     slice: u32,
 ) -> [[u32; 4]; CHUNKS_PER_SLICE as usize] {
     // SAFETY (all four): forwarded.
-    let block = |w: u32| unsafe { decode_slice_block(data, scales, layout, scale_row, k, slice, w) };
+    let block = |w: u32| unsafe { SliceBlock::load(data, scales, layout, scale_row, k, slice, w).decode() };
     // Four named blocks and literal indices: an array of them indexed in a loop went to local
     // memory in the grouped preparation pass.
     let (b0, b1, b2, b3) = (block(0), block(1), block(2), block(3));
@@ -72,35 +72,75 @@ pub unsafe fn decode_slice_chunks(
     chunks
 }
 
-/// Word `w` of every chunk of [`decode_slice_chunks`]: the eight scaled pairs of the scale block
-/// of quad lane `w` ([`stage_block`]) in the token's slice `slice`, zeros past `k`.
-///
-/// # Safety
-/// As [`decode_slice_chunks`].
-#[inline(always)]
-pub unsafe fn decode_slice_block(
-    data: *const u8,
-    scales: *const u8,
-    layout: BlockedScales,
-    scale_row: usize,
-    k: u32,
-    slice: u32,
-    w: u32,
-) -> [u32; 8] {
-    let (stage, j) = (slice / SLICES_PER_STAGE, slice % SLICES_PER_STAGE);
-    let block = stage * BLOCKS_PER_STAGE + stage_block(j, w);
-    // A block past K reads block 0 (always there) and scales it by zero: branch-free, so the
-    // per-block values stay in registers.
-    let exists = block < k / SCALE_BLOCK_K as u32;
-    let column = if exists { block as usize } else { 0 };
-    // SAFETY: the contract above: block `column` is 8 bytes inside the row (8-byte aligned), and
-    // the word holding its scale code (4-aligned, the atom's 4 codes of this row) is inside
-    // `scales`.
-    unsafe {
-        let [lo, hi] = mem::ld_global_nc_v2_b32(data.add(8 * column) as *const u32);
-        let codes = mem::ld_global_nc_b32(scales.add(layout.offset(scale_row, column & !3)) as *const u32);
-        let scale = cvt::e4m3_byte_to_f16x2_broadcast(codes, (column % 4) as u32);
-        scaled_pairs(lo, hi, if exists { scale } else { 0 })
+/// Word `w` of every chunk of [`decode_slice_chunks`] as loaded: the packed codes of the scale
+/// block of quad lane `w` ([`stage_block`]) in a token's slice and the word holding its scale
+/// code. Loading and decoding are separate steps so that a thread puts several blocks' loads
+/// in flight before it decodes the first.
+#[derive(Clone, Copy)]
+pub struct SliceBlock {
+    lo: u32,
+    hi: u32,
+    /// The word holding the block's scale code (the atom's 4 codes of this row).
+    codes: u32,
+    /// The code's byte in `codes`.
+    byte: u32,
+    /// False for a block at or past `k`: it decodes to zeros.
+    exists: bool,
+}
+
+impl SliceBlock {
+    /// A block that decodes to zeros (a token row past the matrix).
+    pub const ZERO: Self = Self {
+        lo: 0,
+        hi: 0,
+        codes: 0,
+        byte: 0,
+        exists: false,
+    };
+
+    /// Loads word `w`'s block of the token's slice `slice` (see [`decode_slice_chunks`] for
+    /// the arguments); a block past `k` reads block 0 and decodes to zeros.
+    ///
+    /// # Safety
+    /// As [`decode_slice_chunks`].
+    #[inline(always)]
+    pub unsafe fn load(
+        data: *const u8,
+        scales: *const u8,
+        layout: BlockedScales,
+        scale_row: usize,
+        k: u32,
+        slice: u32,
+        w: u32,
+    ) -> Self {
+        let (stage, j) = (slice / SLICES_PER_STAGE, slice % SLICES_PER_STAGE);
+        let block = stage * BLOCKS_PER_STAGE + stage_block(j, w);
+        // A block past K reads block 0 (always there) and scales it by zero: branch-free, so
+        // the per-block values stay in registers.
+        let exists = block < k / SCALE_BLOCK_K as u32;
+        let column = if exists { block as usize } else { 0 };
+        // SAFETY: the contract above: block `column` is 8 bytes inside the row (8-byte
+        // aligned), and the word holding its scale code (4-aligned, the atom's 4 codes of this
+        // row) is inside `scales`.
+        unsafe {
+            let [lo, hi] = mem::ld_global_nc_v2_b32(data.add(8 * column) as *const u32);
+            let codes =
+                mem::ld_global_nc_b32(scales.add(layout.offset(scale_row, column & !3)) as *const u32);
+            Self {
+                lo,
+                hi,
+                codes,
+                byte: (column % 4) as u32,
+                exists,
+            }
+        }
+    }
+
+    /// The block's eight scaled pairs ([`scaled_pairs`]), zeros if it does not exist.
+    #[inline(always)]
+    pub fn decode(self) -> [u32; 8] {
+        let scale = cvt::e4m3_byte_to_f16x2_broadcast(self.codes, self.byte);
+        scaled_pairs(self.lo, self.hi, if self.exists { scale } else { 0 })
     }
 }
 
