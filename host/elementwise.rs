@@ -11,7 +11,9 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
 /// The most experts the routing kernel ([`Gpu::moe_route_raw`]) sorts by.
 pub use nvfp4_kernel::common::ROUTE_MAX_EXPERTS;
-use nvfp4_kernel::common::{CombineArgs, RouteArgs, SiluMulArgs, route_shared_bytes};
+use nvfp4_kernel::common::{
+    CombineArgs, RouteArgs, SiluMulArgs, route_count_words, route_ctas, route_shared_bytes,
+};
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::check_device_address;
@@ -97,6 +99,12 @@ impl RouteShape {
             return Err(Error::invalid("slots", "must be below 2^31", self.slots));
         }
         Ok(())
+    }
+
+    /// u32 words of the count table that [`Gpu::moe_route_raw`] needs for this shape (0 when
+    /// one CTA routes all slots: up to 4096).
+    pub fn count_words(&self) -> usize {
+        route_count_words(self.slots as u32, self.experts as u32) as usize
     }
 }
 
@@ -374,11 +382,13 @@ impl Gpu {
     /// `sources` (u32, each slot's sorted row, `u32::MAX` for a slot of no expert: an expert
     /// outside `0..experts`, which sorts last and is in no group), and the grouped ops'
     /// `row_offsets` and `scale_offsets` (`experts + 1` u32 each, the scale offsets each expert's
-    /// rows rounded up to 128). Stream-ordered; deterministic.
+    /// rows rounded up to 128). `counts` is a scratch table of [`RouteShape::count_words`] u32
+    /// (0 for up to 4096 slots, and then unused: may be 0): above that each CTA routes 4096
+    /// slots, after a counting pass. Stream-ordered; deterministic.
     ///
     /// # Safety
     /// The addresses are device memory of this GPU's context with those sizes (4-byte aligned),
-    /// not written by other work until the kernel completes (the outputs not read either).
+    /// not written by other work until the kernels complete (the outputs not read either).
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn moe_route_raw(
         &self,
@@ -388,6 +398,7 @@ impl Gpu {
         sources: u64,
         row_offsets: u64,
         scale_offsets: u64,
+        counts: u64,
     ) -> Result<()> {
         shape.validate()?;
         check_device_address("expert_of", expert_of, 8)?;
@@ -399,6 +410,10 @@ impl Gpu {
         ] {
             check_device_address(arg, address, 4)?;
         }
+        let ctas = route_ctas(shape.slots as u32);
+        if ctas > 1 {
+            check_device_address("counts", counts, 4)?;
+        }
         let args = RouteArgs {
             expert_of: expert_of as *const u32,
             token_rows: token_rows as *mut u32,
@@ -408,13 +423,21 @@ impl Gpu {
             slots: shape.slots as u32,
             top_k: shape.top_k as u32,
             experts: shape.experts as u32,
+            counts: counts as *mut u32,
         };
-        // SAFETY: the caller's buffers hold the shape's sizes (contract); one CTA with the
-        // tables' shared memory (at most 34 KiB: no opt-in needed).
+        let shared = route_shared_bytes(args.experts);
+        // SAFETY: the caller's buffers hold the shape's sizes, the count table included
+        // (contract); the tables' shared memory is at most 34 KiB (no opt-in needed); the
+        // routing launch reads the counts after the counting launch (stream order).
         unsafe {
+            if ctas > 1 {
+                self.kernels
+                    .route_count
+                    .launch(self.stream(), ctas, shared, &args, false)?;
+            }
             self.kernels
                 .route
-                .launch(self.stream(), 1, route_shared_bytes(args.experts), &args, false)
+                .launch(self.stream(), ctas, shared, &args, false)
         }
     }
 }

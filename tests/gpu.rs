@@ -969,6 +969,8 @@ fn moe_route_matches_the_cpu_reference() {
         (4099, 8, 256),
         (5, 1, 1),
         (1500, 4, 37),
+        (1024, 4, 8),
+        (2048, 4, 3),
     ] {
         let shape = RouteShape {
             slots: tokens * top_k,
@@ -985,11 +987,12 @@ fn moe_route_matches_the_cpu_reference() {
         let want = route_reference(shape, &expert_of);
         let input = stream.clone_htod(&expert_of).unwrap();
         let poison = |n: usize| stream.clone_htod(&vec![0xDEAD_BEEFu32; n]).unwrap();
-        let (mut rows, mut sources, mut row_offsets, mut scale_offsets) = (
+        let (mut rows, mut sources, mut row_offsets, mut scale_offsets, mut counts) = (
             poison(shape.slots),
             poison(shape.slots),
             poison(experts + 1),
             poison(experts + 1),
+            poison(shape.count_words().max(1)),
         );
         {
             let (e, _e) = input.device_ptr(&stream);
@@ -997,8 +1000,9 @@ fn moe_route_matches_the_cpu_reference() {
             let (s, _s) = sources.device_ptr_mut(&stream);
             let (o, _o) = row_offsets.device_ptr_mut(&stream);
             let (c, _c) = scale_offsets.device_ptr_mut(&stream);
+            let (n, _n) = counts.device_ptr_mut(&stream);
             // SAFETY: each buffer holds the shape's sizes and outlives the copies below.
-            unsafe { gpu.moe_route_raw(shape, e, r, s, o, c) }.unwrap();
+            unsafe { gpu.moe_route_raw(shape, e, r, s, o, c, n) }.unwrap();
         }
         let name = format!("{shape:?}");
         let valid = want.2[experts] as usize;
@@ -1047,7 +1051,9 @@ fn moe_route_matches_the_cpu_reference() {
             "{bad:?}"
         );
     }
-    println!("MoE routing: 4 shapes up to 32792 slots and 256 experts, equal to the stable CPU sort");
+    println!(
+        "MoE routing: 6 shapes up to 32792 slots (1 to 9 CTAs) and 256 experts, equal to the stable CPU sort"
+    );
 }
 
 test_main!(

@@ -280,8 +280,9 @@ pub(crate) struct Kernels {
     pub combine: [LoadedKernel<CombineArgs>; 2],
     /// The grouped-layout gather.
     pub gather_grouped: LoadedKernel<GatherGroupedArgs>,
-    /// The Mixture-of-Experts routing.
+    /// The Mixture-of-Experts routing, and its counting pass.
     pub route: LoadedKernel<RouteArgs>,
+    pub route_count: LoadedKernel<RouteArgs>,
     /// Quantization and amax kernels for f32, f16 and bf16 input (in that order).
     pub quantize: Vec<LoadedKernel<QuantizeArgs>>,
     pub amax: Vec<LoadedKernel<AmaxArgs>>,
@@ -571,6 +572,7 @@ impl Gpu {
             ],
             gather_grouped: LoadedKernel::load(&module, registry::GATHER_GROUPED)?,
             route: LoadedKernel::load(&module, registry::ROUTE)?,
+            route_count: LoadedKernel::load(&module, registry::ROUTE_COUNT)?,
             quantize: load_all(&module, &registry::QUANTIZE)?,
             amax: load_all(&module, &registry::AMAX)?,
             occupy: LoadedKernel::load(&module, registry::OCCUPY)?,

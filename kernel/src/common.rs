@@ -157,12 +157,40 @@ pub struct RouteArgs {
     pub top_k: u32,
     /// Experts (1 ..= `ROUTE_MAX_EXPERTS`).
     pub experts: u32,
+    /// A launch of more than one CTA ([`route_ctas`]): each CTA's count of each bin (the
+    /// experts and one of no expert), [`route_count_words`] u32 written by the counting kernel
+    /// before the routing kernel reads them. Not read by a launch of one CTA (may be null).
+    pub counts: *mut u32,
 }
 
 /// The most experts the routing kernel sorts by (its shared-memory tables).
 pub const ROUTE_MAX_EXPERTS: u32 = 256;
-/// Threads of the routing kernel's one CTA: the slots it places per round.
+/// Threads of a routing kernel's CTA: the slots it places per round.
 pub const ROUTE_THREADS: u32 = 1024;
+/// Slots of each CTA of a routing launch of more than one CTA: four rounds (a round of 1024
+/// slots took ≈ 3.6 µs in one CTA on an H100, so 32768 slots in one CTA took longer than
+/// PyTorch's sort).
+pub const ROUTE_SLOTS_PER_CTA: u32 = 4 * ROUTE_THREADS;
+
+/// CTAs of the routing launch for `slots` slots: each takes [`ROUTE_SLOTS_PER_CTA`] of them in
+/// slot order (one CTA for all, up to that many).
+pub const fn route_ctas(slots: u32) -> u32 {
+    if slots <= ROUTE_SLOTS_PER_CTA {
+        1
+    } else {
+        slots.div_ceil(ROUTE_SLOTS_PER_CTA)
+    }
+}
+
+/// Words of [`RouteArgs::counts`] for `slots` slots and `experts` experts (0 for one CTA).
+pub const fn route_count_words(slots: u32, experts: u32) -> u64 {
+    let ctas = route_ctas(slots);
+    if ctas == 1 {
+        0
+    } else {
+        ctas as u64 * (experts as u64 + 1)
+    }
+}
 
 /// Shared memory of the routing kernel for `experts` experts: per expert bin (the experts and
 /// one of no expert) its count, its next row and one word per warp.

@@ -80,6 +80,14 @@ macro_rules! route_entry {
         $callback! { nvfp4_moe_route }
     };
 }
+/// The counting pass of a routing launch of more than one CTA (`crate::route`).
+macro_rules! route_count_entry {
+    ($callback:ident) => {
+        $callback! { nvfp4_moe_route_count }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use route_count_entry;
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use route_entry;
 
@@ -146,15 +154,19 @@ macro_rules! single_kernel {
 pub const GATHER_GROUPED: Kernel<GatherGroupedArgs> =
     Kernel::new(gather_grouped_entry!(single_kernel), BLOCK_THREADS, None);
 
-/// The Mixture-of-Experts routing (`crate::route`): one CTA.
+/// The Mixture-of-Experts routing (`crate::route`): one CTA per
+/// [`ROUTE_SLOTS_PER_CTA`](crate::common::ROUTE_SLOTS_PER_CTA) slots.
 pub const ROUTE: Kernel<RouteArgs> = Kernel::new(route_entry!(single_kernel), ROUTE_THREADS, None);
+/// The routing's counting pass (`crate::route`), before a routing launch of more than one CTA.
+pub const ROUTE_COUNT: Kernel<RouteArgs> =
+    Kernel::new(route_count_entry!(single_kernel), ROUTE_THREADS, None);
 
 /// Test support: one block per multiprocessor it is given spins until released, to make SMs
 /// unavailable to other kernels.
 pub const OCCUPY: Kernel<OccupyArgs> = Kernel::new(occupy_entry!(single_kernel), 32, None);
 
 const COMMON_COUNT: usize =
-    DEQUANTIZE.len() + SILU_MUL.len() + COMBINE.len() + QUANTIZE.len() + AMAX.len() + 3;
+    DEQUANTIZE.len() + SILU_MUL.len() + COMBINE.len() + QUANTIZE.len() + AMAX.len() + 4;
 
 const fn common_entry_points() -> [EntryPoint; COMMON_COUNT] {
     let mut out = [OCCUPY.entry; COMMON_COUNT];
@@ -186,7 +198,8 @@ const fn common_entry_points() -> [EntryPoint; COMMON_COUNT] {
     }
     out[n] = GATHER_GROUPED.entry;
     out[n + 1] = ROUTE.entry;
-    n += 2;
+    out[n + 2] = ROUTE_COUNT.entry;
+    n += 3;
     assert!(n + 1 == COMMON_COUNT, "entry count");
     out
 }

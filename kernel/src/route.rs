@@ -4,14 +4,17 @@
 //! the same rows — a row's position decides its tile and stream-K split in the grouped GEMM, so
 //! an unstable order would change results in the last bits from run to run.
 //!
-//! One CTA of [`ROUTE_THREADS`] threads: a histogram of the experts in shared memory, the
-//! offsets by one warp's scans, then rounds of [`ROUTE_THREADS`] slots in slot order: each
-//! slot's rank among its warp's slots of the same expert (`match.any`), each warp's count per
-//! expert in a shared table, a scan of that table per expert across the warps, and each slot's
-//! row = its expert's next row + its warp's base + its rank. Bin `experts` collects the slots
-//! of no expert, after all others.
+//! A CTA of [`ROUTE_THREADS`] threads takes a run of slots in slot order (all of them, up to
+//! [`ROUTE_SLOTS_PER_CTA`]; else that many each, [`route_ctas`]): a histogram of the experts in
+//! shared memory (or, with several CTAs, every CTA's counts from the counting pass, summed, and
+//! the earlier CTAs' counts as this CTA's start in each bin), the offsets by one warp's scans,
+//! then rounds of [`ROUTE_THREADS`] slots in slot order: each slot's rank among its warp's
+//! slots of the same expert (`match.any`), each warp's count per expert in a shared table, a
+//! scan of that table per expert across the warps, and each slot's row = its expert's next row
+//! + its warp's base + its rank. Bin `experts` collects the slots of no expert, after all
+//! others.
 
-use crate::common::{ROUTE_THREADS, RouteArgs};
+use crate::common::{ROUTE_SLOTS_PER_CTA, ROUTE_THREADS, RouteArgs, route_ctas};
 use crate::ptx::{fence, mem, smem, sreg, warp};
 use crate::registry;
 
@@ -30,11 +33,70 @@ unsafe fn bin_of(args: &RouteArgs, i: u32) -> u32 {
     }
 }
 
+/// This CTA's slots: `begin..end` of the launch's.
+#[inline(always)]
+fn own_slots(args: &RouteArgs) -> (u32, u32) {
+    if route_ctas(args.slots) == 1 {
+        return (0, args.slots);
+    }
+    let begin = sreg::block_idx_x() * ROUTE_SLOTS_PER_CTA;
+    (begin, (begin + ROUTE_SLOTS_PER_CTA).min(args.slots))
+}
+
+/// Counts the bins of slots `begin..end` into the shared table `counts` (`bins` words).
+///
+/// # Safety
+/// Every thread of the CTA calls it; `end ≤ slots`; `counts` is `bins` words of shared memory.
+#[inline(always)]
+unsafe fn histogram(args: &RouteArgs, (begin, end): (u32, u32), counts: u32) {
+    let (thread, bins) = (sreg::thread_idx_x(), args.experts + 1);
+    let mut b = thread;
+    while b < bins {
+        // SAFETY: b < bins.
+        unsafe { smem::st_b32(counts + 4 * b, 0) };
+        b += ROUTE_THREADS;
+    }
+    fence::sync_threads();
+    let mut i = begin + thread;
+    while i < end {
+        // SAFETY: i < slots; the bin is at most `experts`.
+        unsafe { smem::red_add_u32(counts + 4 * bin_of(args, i), 1) };
+        i += ROUTE_THREADS;
+    }
+    fence::sync_threads();
+}
+
+/// The counting pass of a launch of more than one CTA: CTA `c`'s count of each bin into
+/// `counts[c · bins + bin]`.
+///
+/// # Safety
+/// [`RouteArgs`]' contract; launched as [`route_ctas`] CTAs of [`ROUTE_THREADS`] threads with
+/// `4 · (experts + 1)` bytes of shared memory or more.
+#[inline(always)]
+unsafe fn count(args: &RouteArgs) {
+    let bins = args.experts + 1;
+    let counts = smem::base();
+    // SAFETY: the contract.
+    unsafe { histogram(args, own_slots(args), counts) };
+    let mut b = sreg::thread_idx_x();
+    while b < bins {
+        // SAFETY: this CTA's row of the count table (contract); b < bins.
+        unsafe {
+            mem::st_global_b32(
+                args.counts.add((sreg::block_idx_x() * bins + b) as usize),
+                smem::ld_b32(counts + 4 * b),
+            )
+        };
+        b += ROUTE_THREADS;
+    }
+}
+
 /// The kernel body (see the module doc).
 ///
 /// # Safety
-/// [`RouteArgs`]' contract; launched as one CTA of [`ROUTE_THREADS`] threads with
-/// `route_shared_bytes(experts)` bytes of shared memory.
+/// [`RouteArgs`]' contract; launched as [`route_ctas`] CTAs of [`ROUTE_THREADS`] threads with
+/// `route_shared_bytes(experts)` bytes of shared memory, after the counting pass when that is
+/// more than one.
 #[inline(always)]
 unsafe fn route(args: &RouteArgs) {
     let (thread, lane, warp_index) = (sreg::thread_idx_x(), sreg::lane_id(), sreg::thread_idx_x() / 32);
@@ -44,21 +106,35 @@ unsafe fn route(args: &RouteArgs) {
     let next = counts + 4 * bins;
     let table = next + 4 * bins;
     let warps = ROUTE_THREADS / 32;
+    let (begin, end) = own_slots(args);
+    let (cta, ctas) = (sreg::block_idx_x(), route_ctas(args.slots));
     // SAFETY (shared accesses below): every address is inside the three tables (bins words
     // each, and `warps` rows of bins words), the launch's shared memory.
-    let mut b = thread;
-    while b < bins {
-        unsafe { smem::st_b32(counts + 4 * b, 0) };
-        b += ROUTE_THREADS;
+    if ctas == 1 {
+        // SAFETY: the contract.
+        unsafe { histogram(args, (begin, end), counts) };
+    } else {
+        // All CTAs' counts summed, and the earlier CTAs' (this CTA's start in each bin) in the
+        // first row of `table` until the offsets are known.
+        let mut b = thread;
+        while b < bins {
+            let (mut total, mut before) = (0, 0);
+            for c in 0..ctas {
+                // SAFETY: CTA c's count of bin b (contract: written by the counting pass).
+                let n = unsafe { mem::ld_global_b32(args.counts.add((c * bins + b) as usize)) };
+                total += n;
+                if c < cta {
+                    before += n;
+                }
+            }
+            unsafe {
+                smem::st_b32(counts + 4 * b, total);
+                smem::st_b32(table + 4 * b, before);
+            }
+            b += ROUTE_THREADS;
+        }
+        fence::sync_threads();
     }
-    fence::sync_threads();
-    let mut i = thread;
-    while i < args.slots {
-        // SAFETY: i < slots.
-        unsafe { smem::red_add_u32(counts + 4 * bin_of(args, i), 1) };
-        i += ROUTE_THREADS;
-    }
-    fence::sync_threads();
     // Offsets: warp 0 scans the bins 32 at a time (rows, and rows rounded up to 128).
     if warp_index == 0 {
         let (mut rows, mut padded) = (0u32, 0u32);
@@ -81,8 +157,10 @@ unsafe fn route(args: &RouteArgs) {
                 // SAFETY: b ≤ experts: inside both offset tables and the next-row table.
                 unsafe {
                     smem::st_b32(next + 4 * b, row);
-                    mem::st_global_b32(args.row_offsets.add(b as usize), row);
-                    mem::st_global_b32(args.scale_offsets.add(b as usize), scale);
+                    if cta == 0 {
+                        mem::st_global_b32(args.row_offsets.add(b as usize), row);
+                        mem::st_global_b32(args.scale_offsets.add(b as usize), scale);
+                    }
                 }
             }
             rows += warp::shuffle_index(row_end, 31);
@@ -91,19 +169,29 @@ unsafe fn route(args: &RouteArgs) {
         }
     }
     fence::sync_threads();
+    if ctas > 1 {
+        // This CTA's rows in each bin start after the earlier CTAs'.
+        let mut b = thread;
+        while b < bins {
+            unsafe {
+                smem::st_b32(
+                    next + 4 * b,
+                    smem::ld_b32(next + 4 * b) + smem::ld_b32(table + 4 * b),
+                )
+            };
+            b += ROUTE_THREADS;
+        }
+        fence::sync_threads();
+    }
     // Rounds of ROUTE_THREADS slots, in slot order.
     // Slots past the end take bin `bins` (counted nowhere); each round loads the next one's.
-    // SAFETY: i < slots.
+    // SAFETY: i < end ≤ slots.
     let load_bin = |i: u32| {
-        if i < args.slots {
-            unsafe { bin_of(args, i) }
-        } else {
-            bins
-        }
+        if i < end { unsafe { bin_of(args, i) } } else { bins }
     };
-    let mut round = 0;
-    let mut next_bin = load_bin(thread);
-    while round < args.slots {
+    let mut round = begin;
+    let mut next_bin = load_bin(begin + thread);
+    while round < end {
         let i = round + thread;
         let bin = next_bin;
         next_bin = load_bin(i + ROUTE_THREADS);
@@ -167,7 +255,8 @@ macro_rules! route_entry {
         /// The Mixture-of-Experts routing (see the module doc).
         ///
         /// # Safety
-        /// [`RouteArgs`]' contract, one CTA of [`ROUTE_THREADS`] threads.
+        /// [`RouteArgs`]' contract, [`route_ctas`] CTAs of [`ROUTE_THREADS`] threads (after the
+        /// counting pass when more than one).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: RouteArgs) {
             // SAFETY: forwarded contract.
@@ -177,3 +266,19 @@ macro_rules! route_entry {
 }
 
 registry::route_entry!(route_entry);
+
+macro_rules! route_count_entry {
+    ($name:ident) => {
+        /// The routing's counting pass (see the module doc).
+        ///
+        /// # Safety
+        /// [`RouteArgs`]' contract, [`route_ctas`] CTAs of [`ROUTE_THREADS`] threads.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: RouteArgs) {
+            // SAFETY: forwarded contract.
+            unsafe { count(&args) }
+        }
+    };
+}
+
+registry::route_count_entry!(route_count_entry);

@@ -368,8 +368,10 @@ fn gather_grouped(
 
 /// Enqueues the Mixture-of-Experts routing (`Gpu::moe_route_raw`): `top_k_index` (int64,
 /// tokens × top_k) sorted stably by expert into `token_rows` (int32, tokens · top_k), `sources`
-/// (int32, tokens × top_k; -1 for a slot of no expert) and the `experts + 1` int32 offsets.
+/// (int32, tokens × top_k; -1 for a slot of no expert) and the `experts + 1` int32 offsets;
+/// `counts` (int32, at least `route_count_words(slots, experts)`) is the kernels' scratch.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
 fn moe_route(
     stream: u64,
     top_k_index: Tensor,
@@ -377,6 +379,7 @@ fn moe_route(
     sources: Tensor,
     row_offsets: Tensor,
     scale_offsets: Tensor,
+    counts: Tensor,
 ) -> PyResult<()> {
     let [tokens, top_k] =
         tensors::matrix("top_k_index", &top_k_index, "int64", [None, None]).map_err(rejected)?;
@@ -401,12 +404,25 @@ fn moe_route(
         top_k,
         experts,
     };
+    tensors::vector("counts", &counts, "int32")
+        .and_then(|[n]| {
+            if n >= shape.count_words() {
+                Ok(())
+            } else {
+                Err(Rejection(format!(
+                    "`counts`: must hold at least {} words (got {n})",
+                    shape.count_words()
+                )))
+            }
+        })
+        .map_err(rejected)?;
     let device = tensors::device(&[
         ("top_k_index", Some(&top_k_index)),
         ("token_rows", Some(&token_rows)),
         ("sources", Some(&sources)),
         ("row_offsets", Some(&row_offsets)),
         ("scale_offsets", Some(&scale_offsets)),
+        ("counts", Some(&counts)),
     ])
     .map_err(rejected)?;
     with_device(device, stream, |d| {
@@ -419,9 +435,21 @@ fn moe_route(
                 sources.0,
                 row_offsets.0,
                 scale_offsets.0,
+                counts.0,
             )
         }
     })
+}
+
+/// `RouteShape::count_words`: the int32 words of `moe_route`'s `counts` scratch.
+#[pyfunction]
+fn route_count_words(slots: usize, experts: usize) -> usize {
+    nvfp4::elementwise::RouteShape {
+        slots,
+        top_k: 1,
+        experts,
+    }
+    .count_words()
 }
 
 /// An fp16 or bf16 output view of `len` values at `address`.
@@ -1098,6 +1126,7 @@ fn _nvfp4(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(moe_combine, module)?)?;
     module.add_function(wrap_pyfunction!(gather_grouped, module)?)?;
     module.add_function(wrap_pyfunction!(moe_route, module)?)?;
+    module.add_function(wrap_pyfunction!(route_count_words, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm_nvfp4, module)?)?;
     module.add_function(wrap_pyfunction!(gemm, module)?)?;

@@ -436,7 +436,8 @@ def test_moe_combine_matches_the_weighted_sum_of_each_tokens_rows(cuda):
 
 def test_moe_route_is_the_stable_sort_by_expert_with_its_offsets(cuda):
     g = torch.Generator(device=cuda).manual_seed(9)
-    for tokens, top_k, experts in [(64, 8, 128), (3000, 4, 256), (7, 2, 3)]:
+    # One CTA up to 4096 slots, then one per 4096 after a counting pass (here up to 8).
+    for tokens, top_k, experts in [(64, 8, 128), (3000, 4, 256), (7, 2, 3), (1024, 4, 60), (4096, 8, 128)]:
         index = torch.stack([torch.randperm(experts, device=cuda, generator=g)[:top_k] for _ in range(tokens)])
         index[1, 0] = -1  # an expert on another GPU: last, in no group, source -1
         token_rows, sources, row_offsets, scale_offsets = nvfp4.moe_route(index, experts)
@@ -456,6 +457,14 @@ def test_moe_route_is_the_stable_sort_by_expert_with_its_offsets(cuda):
         nvfp4.moe_route(index, 257)
     with pytest.raises(ValueError, match="`top_k_index`"):
         nvfp4.moe_route(index.int(), experts)
+    # Above 4096 slots (the last case: 32768) the kernels need their count table: a short one is
+    # refused.
+    words = nvfp4._nvfp4.route_count_words(index.numel(), experts)
+    assert words == -(-index.numel() // 4096) * (experts + 1)
+    outs = [torch.empty(index.numel(), dtype=torch.int32, device=cuda), torch.empty_like(index, dtype=torch.int32),
+            torch.empty(experts + 1, dtype=torch.int32, device=cuda), torch.empty(experts + 1, dtype=torch.int32, device=cuda)]
+    with pytest.raises(ValueError, match="`counts`"):
+        torch.ops.nvfp4.moe_route_out(index, *outs, torch.empty(words - 1, dtype=torch.int32, device=cuda))
 
 
 def test_torch_compile_of_an_mlp_block(cuda):
@@ -501,7 +510,7 @@ def test_opcheck_passes_for_every_op(cuda):
         (torch.ops.nvfp4.moe_route_out.default,
          (torch.tensor([[3, 0], [1, 3]], device=cuda), torch.empty(4, dtype=torch.int32, device=cuda),
           torch.empty(2, 2, dtype=torch.int32, device=cuda), torch.empty(5, dtype=torch.int32, device=cuda),
-          torch.empty(5, dtype=torch.int32, device=cuda))),
+          torch.empty(5, dtype=torch.int32, device=cuda), torch.empty(1, dtype=torch.int32, device=cuda))),
         (torch.ops.nvfp4.gather_grouped_out.default,
          (a[0], a[1], torch.tensor([3, 0, 7], dtype=torch.int32, device=cuda),
           torch.tensor([0, 1, 3], dtype=torch.int32, device=cuda), torch.tensor([0, 128, 256], dtype=torch.int32, device=cuda),

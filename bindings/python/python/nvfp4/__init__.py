@@ -262,13 +262,15 @@ def moe_combine(rows, sources, weights, dtype=torch.float16, out=None):
 
 
 def _moe_route_out(top_k_index: torch.Tensor, token_rows: torch.Tensor, sources: torch.Tensor,
-                   row_offsets: torch.Tensor, scale_offsets: torch.Tensor) -> None:
+                   row_offsets: torch.Tensor, scale_offsets: torch.Tensor, counts: torch.Tensor) -> None:
     _nvfp4.moe_route(_stream_of(top_k_index), _meta("top_k_index", top_k_index), _meta("token_rows", token_rows),
-                     _meta("sources", sources), _meta("row_offsets", row_offsets), _meta("scale_offsets", scale_offsets))
+                     _meta("sources", sources), _meta("row_offsets", row_offsets), _meta("scale_offsets", scale_offsets),
+                     _meta("counts", counts))
 
 
+# `counts` is the kernels' scratch (each CTA's count of each expert, above 4096 slots).
 torch.library.custom_op("nvfp4::moe_route_out", _moe_route_out,
-                        mutates_args=("token_rows", "sources", "row_offsets", "scale_offsets"))
+                        mutates_args=("token_rows", "sources", "row_offsets", "scale_offsets", "counts"))
 
 
 def _gather_grouped_out(data: torch.Tensor, scales: torch.Tensor, source_rows: Optional[torch.Tensor],
@@ -314,8 +316,10 @@ def moe_route(top_k_index, experts: int):
     sources = torch.empty((tokens, top_k), dtype=torch.int32, device=device)
     row_offsets = torch.empty(experts + 1, dtype=torch.int32, device=device)
     scale_offsets = torch.empty(experts + 1, dtype=torch.int32, device=device)
+    counts = torch.empty(max(_nvfp4.route_count_words(tokens * top_k, max(experts, 0)), 1), dtype=torch.int32,
+                         device=device)
     (_moe_route_out if _eager() else torch.ops.nvfp4.moe_route_out)(top_k_index, token_rows, sources, row_offsets,
-                                                                    scale_offsets)
+                                                                    scale_offsets, counts)
     return token_rows, sources, row_offsets, scale_offsets
 
 

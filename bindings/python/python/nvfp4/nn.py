@@ -192,12 +192,6 @@ def quantize_grouped(x: torch.Tensor, row_offsets: torch.Tensor, scale_offsets: 
     return out_data, out_scales
 
 
-# Routed slots up to which `Experts` routes with the library's one-CTA kernel (`moe_route`):
-# measured on an H100 (CUDA graphs) 10 µs against PyTorch's 50 µs at 512 slots, 62 against 85
-# at 16384, but 119 against 83 at 32768 (the kernel places 1024 slots a round).
-_ROUTE_KERNEL_MAX_SLOTS = 16384
-
-
 class Experts(torch.nn.Module):
     """The experts of a Mixture-of-Experts layer: expert ``e`` computes ``down_e(silu(gate_e(x)) ⊙
     up_e(x))``, and each token's output is the router-weighted sum over its top-k experts.
@@ -207,8 +201,8 @@ class Experts(torch.nn.Module):
     the GPU). ``input_scale`` (one for all experts' inputs) and ``hidden_scales`` (``E``, for each
     expert's ``h``) are static. The forward pass sorts the routed tokens by expert, quantizes
     each token once and gathers its packed rows into the grouped layout (each expert's scale
-    rows on a 128-row block; up to ``nvfp4.ROUTE_MAX_EXPERTS`` experts and 16384 routed slots the
-    routing is one kernel, :func:`nvfp4.moe_route`, else PyTorch's sort, the same order), runs the grouped dual GEMM writing ``h`` as NVFP4 and the grouped
+    rows on a 128-row block; up to ``nvfp4.ROUTE_MAX_EXPERTS`` experts the routing is
+    :func:`nvfp4.moe_route`, else PyTorch's sort, the same order), runs the grouped dual GEMM writing ``h`` as NVFP4 and the grouped
     GEMM, and adds each token's weighted outputs in one pass (:func:`nvfp4.moe_combine`): all on
     the GPU, no host synchronization."""
 
@@ -248,10 +242,9 @@ class Experts(torch.nn.Module):
         experts, h = self.experts, self.hidden
         if tokens == 0:
             return hidden_states.new_zeros((0, h))
-        if experts <= ROUTE_MAX_EXPERTS and tokens * top_k <= _ROUTE_KERNEL_MAX_SLOTS \
-                and top_k_index.dtype == torch.int64:
-            # One kernel: the stable sort by expert, the offsets and the combine's sources (the
-            # same order and tables as the PyTorch form below).
+        if experts <= ROUTE_MAX_EXPERTS and top_k_index.dtype == torch.int64:
+            # The library's routing: the stable sort by expert, the offsets and the combine's
+            # sources (the same order and tables as the PyTorch form below).
             token_of, sources, row_offsets, scale_offsets = moe_route(top_k_index.contiguous(), experts)
         else:
             expert_of = top_k_index.reshape(-1)
