@@ -89,8 +89,13 @@ def test_experts_match_a_per_expert_reference_and_replay_in_a_graph(cuda):
     x_scale = nvfp4.nn.global_scale_for(x.abs().max().item())
     h_scales = torch.full((experts,), 0.5 / 2688.0, device=cuda)
     module = nvfp4.nn.Experts.from_float(gate_up, down, x_scale, h_scales)
+    # Freed blocks full of 0xFF bytes (NaN in fp16 and e4m3), which the module's uninitialized
+    # intermediates (y, h) are likely to reuse: a byte of them that reached the output would show.
+    poison = [torch.full((1 << n,), 255, dtype=torch.uint8, device=cuda) for n in range(10, 20)]
+    del poison
     got = module(x, top_k_index, top_k_weights)
     assert got.dtype == torch.bfloat16 and got.shape == x.shape
+    assert torch.isfinite(got).all()
 
     xf = fake_quant(x, x_scale).double()
     want = torch.zeros(tokens, hidden, dtype=torch.float64, device=cuda)

@@ -266,8 +266,13 @@ class Experts(torch.nn.Module):
         # Each token quantized once, its packed row gathered for each of its experts.
         xq, a_sf = quantize_grouped(hidden_states, row_offsets, scale_offsets, scale_rows, self.input_scale,
                                     source_rows=token_of)
+        # h uninitialized (the op's own outputs are zero-filled first): the down projection reads
+        # only each group's rows and their scales, which the dual GEMM writes.
+        rows, i = tokens * top_k, self.intermediate
+        h_out = (torch.empty((rows, i // 2), dtype=torch.uint8, device=hidden_states.device),
+                 torch.empty(scale_shape(scale_rows, i), dtype=torch.float8_e4m3fn, device=hidden_states.device))
         hq, hs = grouped_dual_gemm_nvfp4(xq, self.w13, None, a_sf, self.w13_scales, None, row_offsets, scale_offsets,
-                                         self.alpha_gate, self.alpha_up, global_scales=self.hidden_scales)
+                                         self.alpha_gate, self.alpha_up, global_scales=self.hidden_scales, out=h_out)
         # Every row of y is some group's (no zero fill needed).
         y = grouped_gemm(hq, self.w2, hs, self.w2_scales, row_offsets, scale_offsets, self.alpha_down,
                          out=torch.empty((tokens * top_k, h), dtype=torch.float16, device=hidden_states.device))
