@@ -12,7 +12,8 @@ use half::{bf16, f16};
 /// The most experts the routing kernel ([`Gpu::moe_route_raw`]) sorts by.
 pub use nvfp4_kernel::common::ROUTE_MAX_EXPERTS;
 use nvfp4_kernel::common::{
-    CombineArgs, RouteArgs, SiluMulArgs, route_count_words, route_ctas, route_shared_bytes,
+    COMBINE_WEIGHTS_BF16, COMBINE_WEIGHTS_F16, COMBINE_WEIGHTS_F32, CombineArgs, RouteArgs, SiluMulArgs,
+    route_count_words, route_ctas, route_shared_bytes,
 };
 
 use crate::error::{Error, Result};
@@ -105,6 +106,37 @@ impl RouteShape {
     /// one CTA routes all slots: up to 4096).
     pub fn count_words(&self) -> usize {
         route_count_words(self.slots as u32, self.experts as u32) as usize
+    }
+}
+
+/// The format of the combine's router weights ([`Gpu::moe_combine_raw`]): each is widened to
+/// f32 exactly, so the result is the same as for the f32 values they hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WeightFormat {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+impl WeightFormat {
+    /// The kernel's code for the format.
+    fn code(self) -> u32 {
+        match self {
+            Self::F32 => COMBINE_WEIGHTS_F32,
+            Self::F16 => COMBINE_WEIGHTS_F16,
+            Self::Bf16 => COMBINE_WEIGHTS_BF16,
+        }
+    }
+
+    /// Bytes of one weight (and the alignment the kernel needs).
+    pub fn bytes(self) -> u64 {
+        match self {
+            Self::F32 => 4,
+            Self::F16 | Self::Bf16 => 2,
+        }
     }
 }
 
@@ -321,22 +353,25 @@ impl Gpu {
         let (out, _out) = out.device_ptr_mut(stream);
         // SAFETY: the buffers hold the sizes of `shape` (checked above) and live until the
         // launch has run (their guards).
-        unsafe { self.moe_combine_raw(shape, rows, sources, weights, format, out) }
+        unsafe { self.moe_combine_raw(shape, rows, sources, weights, WeightFormat::F32, format, out) }
     }
 
     /// [`Self::moe_combine_f16`] on caller-owned memory: `rows` (`shape.rows × width` fp16,
-    /// 16-byte aligned), `sources` (i32) and `weights` (f32), `tokens × top_k` each (4-byte
-    /// aligned), `out` (`tokens × width` of `format`, 16-byte aligned). Stream-ordered.
+    /// 16-byte aligned), `sources` (i32, 4-byte aligned) and `weights` (`weight_format`,
+    /// aligned to its size), `tokens × top_k` each, `out` (`tokens × width` of `format`,
+    /// 16-byte aligned). Stream-ordered.
     ///
     /// # Safety
     /// The addresses are device memory of this GPU's context with those sizes, not written by
     /// other work until the kernel completes (`out` not read either).
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn moe_combine_raw(
         &self,
         shape: CombineShape,
         rows: u64,
         sources: u64,
         weights: u64,
+        weight_format: WeightFormat,
         format: HalfFormat,
         out: u64,
     ) -> Result<()> {
@@ -346,7 +381,7 @@ impl Gpu {
         }
         check_device_address("rows", rows, 16)?;
         check_device_address("sources", sources, 4)?;
-        check_device_address("weights", weights, 4)?;
+        check_device_address("weights", weights, weight_format.bytes())?;
         check_device_address("out", out, 16)?;
         let kernel = &self.kernels.combine[match format {
             HalfFormat::F16 => 0,
@@ -355,12 +390,13 @@ impl Gpu {
         let args = CombineArgs {
             rows: rows as *const u32,
             sources: sources as *const i32,
-            weights: weights as *const f32,
+            weights: weights as *const u8,
             out: out as *mut u32,
             row_count: shape.rows as u32,
             tokens: shape.tokens as u32,
             top_k: shape.top_k as u32,
             width: shape.width as u32,
+            weight_format: weight_format.code(),
         };
         let vectors = (shape.tokens * shape.width / 8) as u32;
         // SAFETY: the caller's buffers hold the shape's sizes (contract), which fit the

@@ -758,7 +758,9 @@ fn full_range_f16(count: usize, rng: &mut Rng) -> Vec<f16> {
 }
 
 fn moe_combine_matches_the_cpu_reference_bit_for_bit() {
-    use nvfp4::elementwise::{CombineShape, combine_reference};
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    use nvfp4::elementwise::{CombineShape, WeightFormat, combine_reference};
+    use nvfp4::gpu::HalfFormat;
     let Some(gpu) = common::gpu_or_skip() else {
         return;
     };
@@ -831,6 +833,39 @@ fn moe_combine_matches_the_cpu_reference_bit_for_bit() {
         let what = format!("combine {shape:?}");
         assert_same_bits(&format!("{what} fp16"), &got16, &want16, f16_is_nan);
         assert_same_bits(&format!("{what} bf16"), &got_bf, &want_bf, bf16_is_nan);
+        // Half-precision weights, read as they are: the reference on their f32 values.
+        for format in [WeightFormat::F16, WeightFormat::Bf16] {
+            let (bits, values): (Vec<u16>, Vec<f32>) = weights
+                .iter()
+                .map(|&w| match format {
+                    WeightFormat::F16 => (f16::from_f32(w).to_bits(), f16::from_f32(w).to_f32()),
+                    _ => (bf16::from_f32(w).to_bits(), bf16::from_f32(w).to_f32()),
+                })
+                .unzip();
+            let want: Vec<u16> = combine_reference(shape, &rows, &sources, &values)
+                .iter()
+                .map(|&x| f16::from_f32(x).to_bits())
+                .collect();
+            let half_weights = stream.clone_htod(&bits).unwrap();
+            let mut out = stream
+                .clone_htod(&vec![f16::from_bits(0x7e01); tokens * width])
+                .unwrap();
+            {
+                let (r, _r) = rows_d.device_ptr(&stream);
+                let (s, _s) = sources_d.device_ptr(&stream);
+                let (w, _w) = half_weights.device_ptr(&stream);
+                let (o, _o) = out.device_ptr_mut(&stream);
+                // SAFETY: each buffer holds the shape's sizes and outlives the copy below.
+                unsafe { gpu.moe_combine_raw(shape, r, s, w, format, HalfFormat::F16, o) }.unwrap();
+            }
+            let got: Vec<u16> = stream
+                .clone_dtoh(&out)
+                .unwrap()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect();
+            assert_same_bits(&format!("{what} {format:?} weights"), &got, &want, f16_is_nan);
+        }
     }
     // Typed errors, nothing launched.
     let rows = stream.clone_htod(&vec![f16::ONE; 16 * 8]).unwrap();

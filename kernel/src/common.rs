@@ -83,8 +83,10 @@ pub struct CombineArgs {
     /// The source row of each (token, slot), `tokens × top_k` (i32); one outside
     /// `0..row_count` (−1 for a slot whose expert ran elsewhere) contributes nothing.
     pub sources: *const i32,
-    /// The router weight of each (token, slot), `tokens × top_k` (f32).
-    pub weights: *const f32,
+    /// The router weight of each (token, slot), `tokens × top_k`, in the format
+    /// `weight_format` names ([`COMBINE_WEIGHTS_F32`], [`COMBINE_WEIGHTS_F16`] or
+    /// [`COMBINE_WEIGHTS_BF16`]; each widened to f32 exactly).
+    pub weights: *const u8,
     /// Output, `tokens × width` (fp16 or bf16, as the entry's name says), 16-byte aligned.
     pub out: *mut u32,
     /// Rows in `rows`.
@@ -95,7 +97,16 @@ pub struct CombineArgs {
     pub top_k: u32,
     /// Values per row (a multiple of 8; `tokens · width / 8` below 2³¹).
     pub width: u32,
+    /// The weights' format: one of the `COMBINE_WEIGHTS_*` codes.
+    pub weight_format: u32,
 }
+
+/// [`CombineArgs::weight_format`]: f32 weights (4-byte aligned).
+pub const COMBINE_WEIGHTS_F32: u32 = 0;
+/// [`CombineArgs::weight_format`]: fp16 weights (2-byte aligned).
+pub const COMBINE_WEIGHTS_F16: u32 = 1;
+/// [`CombineArgs::weight_format`]: bf16 weights (2-byte aligned).
+pub const COMBINE_WEIGHTS_BF16: u32 = 2;
 
 /// Arguments of the grouped-layout gather (`crate::gather`): row `i` of the output is row
 /// `source_rows[i]` of an NVFP4 matrix (packed codes and scale codes, bytes unchanged), and each

@@ -7,7 +7,7 @@
 //!   experts' fp16 output rows, gathered from the grouped GEMM's expert-sorted rows; each
 //!   thread adds its 8 values of the token's slots in slot order (deterministic, no atomics).
 
-use crate::common::{CombineArgs, SiluMulArgs};
+use crate::common::{COMBINE_WEIGHTS_BF16, COMBINE_WEIGHTS_F16, CombineArgs, SiluMulArgs};
 use crate::epilogue::silu;
 use crate::ptx::{cvt, float, mem, sreg};
 use crate::registry;
@@ -104,7 +104,20 @@ unsafe fn combine<E: Element>(args: CombineArgs) {
         tokens,
         top_k,
         width,
+        weight_format,
     } = args;
+    // SAFETY (all three): slot `at`'s weight, inside `weights` (the caller's index).
+    let weight_of = |at: usize| unsafe {
+        match weight_format {
+            COMBINE_WEIGHTS_F16 => {
+                F16::widen(mem::ld_global_nc_u16(weights.add(2 * at) as *const u16) as u32)
+            }
+            COMBINE_WEIGHTS_BF16 => {
+                Bf16::widen(mem::ld_global_nc_u16(weights.add(2 * at) as *const u16) as u32)
+            }
+            _ => f32::from_bits(mem::ld_global_nc_b32(weights.add(4 * at) as *const u32)),
+        }
+    };
     let vectors_per_row = width / 8;
     if vectors_per_row == 0 {
         return; // never with a valid launch; also proves the divisions cannot panic
@@ -137,8 +150,8 @@ unsafe fn combine<E: Element>(args: CombineArgs) {
                     let at = (token * top_k + first) as usize + i;
                     // SAFETY: the slot exists (a missing one kept u32::MAX); its source names a
                     // row of `rows`, whose vector `vector` is inside it.
+                    weight[i] = weight_of(at);
                     unsafe {
-                        weight[i] = f32::from_bits(mem::ld_global_nc_b32(weights.add(at) as *const u32));
                         values[i] = mem::ld_global_nc_v4_b32(
                             rows.add(source[i] as usize * words_per_row + 4 * vector as usize),
                         );

@@ -266,12 +266,21 @@ fn dequantize(
 
 /// Enqueues the Mixture-of-Experts combine (`Gpu::moe_combine_raw`): `out[t] = Σ_j
 /// weights[t, j] · rows[sources[t, j]]`, with `rows` the experts' float16 output rows, `sources`
-/// int32 and `weights` float32 `tokens × top_k`, `out` `tokens × width` float16 or bfloat16.
+/// int32 and `weights` float32, float16 or bfloat16 `tokens × top_k`, `out` `tokens × width`
+/// float16 or bfloat16.
 #[pyfunction]
 fn moe_combine(stream: u64, rows: Tensor, sources: Tensor, weights: Tensor, out: Tensor) -> PyResult<()> {
+    use nvfp4::elementwise::WeightFormat;
     let [row_count, width] = tensors::matrix("rows", &rows, "float16", [None, None]).map_err(rejected)?;
     let [tokens, top_k] = tensors::matrix("sources", &sources, "int32", [None, None]).map_err(rejected)?;
-    tensors::matrix("weights", &weights, "float32", [Some(tokens), Some(top_k)]).map_err(rejected)?;
+    const WEIGHTS: [(&str, WeightFormat); 3] = [
+        ("float32", WeightFormat::F32),
+        ("float16", WeightFormat::F16),
+        ("bfloat16", WeightFormat::Bf16),
+    ];
+    let (weight_dtype, weight_format) =
+        WEIGHTS[tensors::dtype_of("weights", &weights, &WEIGHTS.map(|(d, _)| d)).map_err(rejected)?];
+    tensors::matrix("weights", &weights, weight_dtype, [Some(tokens), Some(top_k)]).map_err(rejected)?;
     let format = tensors::output("out", &out, [tokens, width], None).map_err(rejected)?;
     let shape = nvfp4::elementwise::CombineShape {
         rows: row_count,
@@ -290,7 +299,7 @@ fn moe_combine(stream: u64, rows: Tensor, sources: Tensor, weights: Tensor, out:
         // SAFETY: the tensors were checked above (shapes, dtypes, contiguity, one device).
         unsafe {
             d.gpu
-                .moe_combine_raw(shape, rows.0, sources.0, weights.0, format, out.0)
+                .moe_combine_raw(shape, rows.0, sources.0, weights.0, weight_format, format, out.0)
         }
     })
 }

@@ -218,6 +218,14 @@ pub fn vector(arg: &str, t: &Tensor, dtype: &str) -> Checked<[usize; 1]> {
     Ok(dims)
 }
 
+/// Which of `dtypes` the tensor's dtype is (its index), or a rejection naming them all.
+pub fn dtype_of(arg: &str, t: &Tensor, dtypes: &[&str]) -> Checked<usize> {
+    match dtypes.iter().position(|&d| d == t.dtype()) {
+        Some(i) => Ok(i),
+        None => fail(arg, format!("must be one of {}", dtypes.join(", ")), &t.3),
+    }
+}
+
 /// A contiguous 2-D tensor of `dtype` (`shape`'s `None` dimensions free); returns its dims.
 pub fn matrix(arg: &str, t: &Tensor, dtype: &str, shape: [Option<usize>; 2]) -> Checked<[usize; 2]> {
     if t.dtype() != dtype {

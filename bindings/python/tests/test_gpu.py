@@ -426,8 +426,12 @@ def test_moe_combine_matches_the_weighted_sum_of_each_tokens_rows(cuda):
         torch.testing.assert_close(got.double(), want, rtol=step, atol=1e-3)
     out = torch.full((tokens, width), float("nan"), dtype=torch.bfloat16, device=cuda)
     assert nvfp4.moe_combine(y, sources, weights, out=out) is out and not out.isnan().any()
+    # Half-precision weights are read as they are: the same as their float32 values.
+    for half in (torch.float16, torch.bfloat16):
+        short = weights.to(half)
+        assert torch.equal(nvfp4.moe_combine(y, sources, short), nvfp4.moe_combine(y, sources, short.float()))
     with pytest.raises(ValueError, match="`weights`"):
-        nvfp4.moe_combine(y, sources, weights.half())
+        nvfp4.moe_combine(y, sources, weights.double())
     with pytest.raises(ValueError, match="`sources`"):
         nvfp4.moe_combine(y, sources.long(), weights)
     with pytest.raises(ValueError, match="`rows`"):

@@ -244,9 +244,9 @@ def moe_combine(rows, sources, weights, dtype=torch.float16, out=None):
     """The router-weighted sum of each token's expert outputs, in one pass: ``out[t] = Σ_j
     weights[t, j] · rows[sources[t, j]]`` (float32 sums in slot order, then ``dtype``, float16 or
     bfloat16). ``rows``: the experts' float16 output rows (say the grouped GEMM's, sorted by
-    expert); ``sources`` (int32) and ``weights`` (float32): ``tokens × top_k``, the row of each
-    token's ``j``-th expert and its router weight; a source outside ``rows`` (-1 for an expert on
-    another GPU) adds nothing."""
+    expert); ``sources`` (int32) and ``weights`` (float32, float16 or bfloat16, each widened to
+    float32 exactly): ``tokens × top_k``, the row of each token's ``j``-th expert and its router
+    weight; a source outside ``rows`` (-1 for an expert on another GPU) adds nothing."""
     if _eager():
         if out is None:
             for arg, t in (("rows", rows), ("sources", sources)):

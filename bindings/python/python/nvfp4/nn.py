@@ -192,6 +192,10 @@ def quantize_grouped(x: torch.Tensor, row_offsets: torch.Tensor, scale_offsets: 
     return out_data, out_scales
 
 
+# Router weight dtypes that `moe_combine` reads directly.
+_COMBINE_WEIGHT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
 class Experts(torch.nn.Module):
     """The experts of a Mixture-of-Experts layer: expert ``e`` computes ``down_e(silu(gate_e(x)) ⊙
     up_e(x))``, and each token's output is the router-weighted sum over its top-k experts.
@@ -276,7 +280,9 @@ class Experts(torch.nn.Module):
         # Every row of y is some group's (no zero fill needed).
         y = grouped_gemm(hq, self.w2, hs, self.w2_scales, row_offsets, scale_offsets, self.alpha_down,
                          out=torch.empty((tokens * top_k, h), dtype=torch.float16, device=hidden_states.device))
-        return moe_combine(y, sources, top_k_weights.float(), dtype=hidden_states.dtype)
+        # The router's weights as they come (float32, float16 or bfloat16: no conversion kernel).
+        weights = top_k_weights if top_k_weights.dtype in _COMBINE_WEIGHT_DTYPES else top_k_weights.float()
+        return moe_combine(y, sources, weights.contiguous(), dtype=hidden_states.dtype)
 
 
 __all__ = ["Linear", "SwiGLUMLP", "Experts", "quantize_experts", "quantize_grouped", "grouped_scale_rows",
