@@ -597,10 +597,13 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const
             )
         };
     }
-    fence::acq_rel_gpu();
+    // Thread 0 publishes the CTA's records: the barrier orders every thread's stores before its
+    // fence, and the fence (cumulative) before its count (one fence instead of one a thread:
+    // 0.991–1.000 of the time on the decode rows, H100).
     fence::sync_threads();
     let verdict = smem::base() + decode_verdict_offset(m, steps_per_split, NVFP4);
     if thread == 0 {
+        fence::acq_rel_gpu();
         // SAFETY: the row group's counter (contract); only the last CTA of this launch writes
         // it back to zero, after every split has counted in.
         let last = unsafe { mem::atom_add_acq_rel_gpu_u32(arrivals.add(group as usize), 1) } == splits - 1;
