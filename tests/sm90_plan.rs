@@ -125,28 +125,39 @@ fn sm90_geometry_keeps_whole_tiles_when_waves_are_full_and_splits_k_otherwise() 
 }
 
 #[test]
-fn sm90_geometry_picks_256_token_tiles_only_where_whole_waves_make_them_cheaper() {
-    // (m, n, k, tokens per tile): measured on an H100 (perf log entry 29), 256-token tiles won
-    // at 512×4096×7168 (102.3 → 87.8 µs) and lost at 384×4096×7168 (86.0 → 109.4), at
-    // 256×4096×7168 (54.3 → 56.3) and 256×3072×4096 (36.2 → 42.7), split by stream-K.
+fn sm90_geometry_picks_256_token_tiles_only_as_whole_tiles_where_they_are_cheaper() {
+    // (m, n, k, tokens per tile, CTAs where checked): measured on an H100 (perf log entry 29), 256-token
+    // tiles won at 512×4096×7168 (102.3 → 87.8 µs) and lost at 384×4096×7168 (86.0 → 109.4),
+    // at 256×4096×7168 (54.3 → 56.3) and 256×3072×4096 (36.2 → 42.7), split by stream-K; and
+    // (entry 68) as whole tiles on a grid of fewer CTAs than SMs that divides them, they won at
+    // 4096×18432×7168 (3718 → 3106 µs, 36 tiles on each of 128 CTAs, against stream-K over
+    // 9216 128-token tiles) and 256×14336×4096 (101.0 → 90.0 µs, 2 tiles on each of 112).
     let cases = [
-        (512, 4096, 7168, 256),
-        (1024, 4096, 7168, 256),
-        (4096, 14336, 4096, 256),
-        (384, 4096, 7168, 128),
-        (256, 4096, 7168, 128),
-        (256, 3072, 4096, 128),
-        (512, 3072, 7168, 128), // 96 wide tiles: not whole waves
-        (128, 4096, 7168, 128),
-        (16, 4096, 7168, 16),
+        (512, 4096, 7168, 256, Some(128)),
+        (1024, 4096, 7168, 256, Some(128)),
+        (4096, 14336, 4096, 256, Some(128)),
+        (4096, 18432, 7168, 256, Some(128)),
+        (256, 14336, 4096, 256, Some(112)),
+        (1024, 7168, 4096, 256, Some(112)),
+        (384, 4096, 7168, 128, None),
+        (256, 4096, 7168, 128, None),
+        (256, 3072, 4096, 128, None),
+        (512, 3072, 7168, 128, None), // 96 wide tiles: one CTA each leaves 36 SMs idle
+        (128, 4096, 7168, 128, None),
+        (16, 4096, 7168, 16, None),
     ];
-    for (m, n, k, tokens) in cases {
+    for (m, n, k, tokens, ctas) in cases {
         let g = Sm90Geometry::new(DualGemmShape { m, n, k }, 132).unwrap();
         assert_eq!(g.tile.tokens, tokens, "{m}×{n}×{k}");
+        if let Some(ctas) = ctas {
+            assert_eq!(g.grid, ctas, "{m}×{n}×{k}");
+        }
         assert_eq!(g.shared_bytes, g.tile.shared().total);
         if tokens == 256 {
-            let whole = nvfp4_kernel::schedule::data_parallel_ctas(g.tiles.len(), 132);
+            // Whole tiles, an equal count on every CTA, which the kernel runs data-parallel.
+            let whole = nvfp4_kernel::schedule::data_parallel_ctas(g.tiles.len(), g.grid);
             assert_eq!(whole, Some(g.grid), "{m}×{n}×{k}: wide tiles only as whole tiles");
+            assert_eq!(g.tiles.len() % g.grid, 0, "{m}×{n}×{k}");
         }
     }
 }

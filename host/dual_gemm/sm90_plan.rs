@@ -195,11 +195,12 @@ fn schedule_clocks(split: &StreamK<UniformTiles>, tile: Tile) -> u64 {
 /// CTAs for `tiles × stages` work of `tile` on `multiprocessors` SMs: full waves of whole tiles
 /// per CTA when they keep at least 90 % of the SMs busy
 /// ([`nvfp4_kernel::schedule::data_parallel_ctas`]); otherwise the cheapest, by modelled clocks
-/// (the slowest CTA's stages and tile ends, fitted to H100 timelines), of one wave of whole
-/// tiles (when there are fewer tiles than SMs) and an equal stream-K share each for any number
+/// (the slowest CTA's stages and tile ends, fitted to H100 timelines), of whole tiles on any
+/// grid that divides them (up to one CTA a SM) and an equal stream-K share each for any number
 /// of CTAs from 7/8 of the SMs to all of them (the most CTAs among equals). At 128×7168×2048 with
 /// 64-token tiles that is 112 whole tiles; at 128×4096×7168 with 128-token tiles, four segments
-/// a tile on 128 CTAs. Zero tiles, stages or SMs, more than [`MAX_MULTIPROCESSORS`] SMs, or more
+/// a tile on 128 CTAs; at 4096×18432×7168 with 256-token tiles, 36 on each of 128 CTAs. Zero
+/// tiles, stages or SMs, more than [`MAX_MULTIPROCESSORS`] SMs, or more
 /// than 2^31 iterations, are errors.
 pub fn grid_size(tile: Tile, tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
     let schedule = schedule(tile, tiles, stages, multiprocessors, true)?;
@@ -246,7 +247,12 @@ fn schedule(
     if let Some(ctas) = nvfp4_kernel::schedule::data_parallel_ctas(tiles, multiprocessors) {
         return Ok(Some((cost(ctas), ctas)));
     }
-    let whole_tiles = (tiles < multiprocessors).then_some(tiles);
+    // Whole tiles on any grid that divides them (the kernel runs those data-parallel): one wave
+    // of fewer tiles than SMs, or e.g. 4608 256-token tiles as 36 on each of 128 CTAs, which
+    // `data_parallel_ctas` (the fewest CTAs of the fewest waves: 132 here) does not offer.
+    let whole_tiles = (1..=tiles.min(multiprocessors))
+        .filter(|ctas| tiles.is_multiple_of(*ctas))
+        .map(|ctas| (cost(ctas), ctas));
     let most = (total as u32).min(multiprocessors);
     let fewest = (most - most / 8).max(1);
     let shares = (fewest..=most)
@@ -254,8 +260,6 @@ fn schedule(
         .filter(|_| stream_k)
         .map(|ctas| (cost(ctas), ctas));
     Ok(whole_tiles
-        .map(|ctas| (cost(ctas), ctas))
-        .into_iter()
         .chain(shares)
         .min_by_key(|&(clocks, ctas)| (clocks, u32::MAX - ctas)))
 }
