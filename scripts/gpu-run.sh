@@ -94,6 +94,9 @@ def rows(document):
     """(row name, ours µs) of a bench's JSON: dual_gemm shapes, grouped cases, quantize inputs."""
     for s in document.get("shapes", []):
         yield f"{s['m']}x{s['n']}x{s['k']}", s.get("ours_us")
+    for s in document.get("shapes", []):
+        if s.get("ours_nvfp4_out_us") is not None:
+            yield f"{s['m']}x{s['n']}x{s['k']} nvfp4 out", s["ours_nvfp4_out_us"]
     for c in document.get("cases", []):
         yield c["case"], c.get("ours_us")
     for i in document.get("inputs", []):

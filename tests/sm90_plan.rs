@@ -163,6 +163,41 @@ fn sm90_geometry_picks_256_token_tiles_only_as_whole_tiles_where_they_are_cheape
 }
 
 #[test]
+fn wide_tiles_split_by_stream_k_only_with_two_a_cta_where_whole_ones_leave_a_quarter_of_the_sms_idle() {
+    // (m, n, k, gated): measured on an H100 (perf log entry 72), stream-K shares of 256-token
+    // tiles beat whole ones and 128-token tiles here: 288 or 576 wide tiles, whole only on 96
+    // of 132 SMs.
+    for (m, n, k, gated) in [
+        (256, 18432, 7168, true),
+        (512, 18432, 7168, true),
+        (1024, 18432, 7168, false),
+    ] {
+        let g = Sm90Geometry::for_op(DualGemmShape { m, n, k }, 132, gated).unwrap();
+        assert_eq!((g.tile.tokens, g.grid), (256, 132), "{m}×{n}×{k}");
+        assert!(
+            g.tiles.len() >= 2 * g.grid,
+            "{m}×{n}×{k}: two tiles a CTA at least"
+        );
+        assert_ne!(g.tiles.len() % g.grid, 0, "{m}×{n}×{k}: split");
+    }
+    // Slower split (entries 29 and 72): fewer than two wide tiles a CTA, or whole ones filling
+    // 112 SMs; these stay whole or take 128-token tiles.
+    for (m, n, k, gated) in [
+        (256, 4096, 7168, true),
+        (256, 4096, 14336, false),
+        (512, 4096, 7168, false),
+        (1024, 2048, 8192, false),
+        (1024, 7168, 18432, false),
+        (1024, 7168, 4096, true),
+    ] {
+        let g = Sm90Geometry::for_op(DualGemmShape { m, n, k }, 132, gated).unwrap();
+        if g.tile.tokens == 256 {
+            assert_eq!(g.tiles.len() % g.grid, 0, "{m}×{n}×{k}: whole wide tiles");
+        }
+    }
+}
+
+#[test]
 fn decode_split_fills_one_wave_with_no_empty_split_and_fits_shared_memory() {
     use nvfp4_kernel::sm90::config::{
         DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, MAX_SHARED_BYTES, decode_shared_bytes,
@@ -278,8 +313,8 @@ fn few_tiles_take_whole_64_token_tiles_where_the_stream_k_fix_up_costs_more() {
     let split = plain(128, 4096, 7168);
     assert_eq!((split.tile.tokens, split.grid), (128, 128));
     // Full waves of whole tiles stay whole (data-parallel), as before the model weighed fix-ups.
-    let waves = plain(1024, 18432, 7168);
-    assert_eq!((waves.tile.tokens, waves.grid), (128, 128));
+    let waves = plain(1024, 4096, 7168);
+    assert_eq!((waves.tiles.len(), waves.grid), (128, 128));
 }
 
 #[test]

@@ -79,8 +79,17 @@ impl Sm90Geometry {
             let space = UniformTiles::new(tiles.len(), stages)
                 .filter(|s| (s.tiles as u64) * (s.stages as u64) <= KERNEL_INDEX_LIMIT)
                 .ok_or_else(|| too_large("m × n × k", "tiles × K-stages ≥ 2^31"))?;
-            // Split wide tiles were slower (perf log entry 29): whole ones only.
-            let Some((cost, grid)) = schedule(tile, tiles.len(), stages, multiprocessors, !wide)? else {
+            // Wide tiles split by stream-K, against the model, which weighs them like narrow
+            // ones (perf log entries 29 and 72): slower where a CTA's share is less than two
+            // tiles (256×4096×7168 1.05×, 256×4096×14336 plain 1.10×) or where whole tiles fill
+            // 3/4 of the SMs (448 tiles as 4 on each of 112 CTAs: 1.03–1.06×), faster where
+            // they fill fewer (256×18432×7168 0.93×: 288 tiles, whole only as 3 on each of 96
+            // CTAs; plain 1024×18432×7168 0.87×). Whole wide tiles unless both hold.
+            let split_wide = tiles.len() as u64 >= 2 * multiprocessors as u64
+                && !fills_most_sms_whole(tiles.len(), multiprocessors);
+            let Some((cost, grid)) =
+                schedule(tile, tiles.len(), stages, multiprocessors, !wide || split_wide)?
+            else {
                 continue;
             };
             let geometry = Self {
@@ -115,6 +124,13 @@ impl Sm90Geometry {
     pub fn flag_words(&self) -> usize {
         2 * self.grid as usize
     }
+}
+
+/// Whether `tiles` whole tiles divide evenly over a grid of at least 3/4 of `multiprocessors`
+/// CTAs (and at most all of them).
+fn fills_most_sms_whole(tiles: u32, multiprocessors: u32) -> bool {
+    let fewest = (multiprocessors - multiprocessors / 4).max(1);
+    (fewest..=multiprocessors).any(|ctas| tiles.is_multiple_of(ctas))
 }
 
 /// Most multiprocessors a plan is made for (GPUs have at most a few hundred; the stream-K cost
