@@ -91,7 +91,8 @@ import glob, json, statistics, sys
 logs, rounds, labels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 
 def rows(document):
-    """(row name, ours µs) of a bench's JSON: dual_gemm shapes, grouped cases, quantize inputs."""
+    """(row name, ours µs) of a bench's JSON: dual_gemm shapes (and their NVFP4-output times),
+    grouped cases, quantize inputs."""
     for s in document.get("shapes", []):
         yield f"{s['m']}x{s['n']}x{s['k']}", s.get("ours_us")
     for s in document.get("shapes", []):

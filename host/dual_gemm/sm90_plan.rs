@@ -87,11 +87,7 @@ impl Sm90Geometry {
             // CTAs; plain 1024×18432×7168 0.87×). Whole wide tiles unless both hold.
             let split_wide = tiles.len() as u64 >= 2 * multiprocessors as u64
                 && !fills_most_sms_whole(tiles.len(), multiprocessors);
-            let Some((cost, grid)) =
-                schedule(tile, tiles.len(), stages, multiprocessors, !wide || split_wide)?
-            else {
-                continue;
-            };
+            let (cost, grid) = schedule(tile, tiles.len(), stages, multiprocessors, !wide || split_wide)?;
             let geometry = Self {
                 tile,
                 tiles,
@@ -103,7 +99,7 @@ impl Sm90Geometry {
                 best = Some((cost, geometry));
             }
         }
-        // The first candidate is never skipped, so `best` is set (or an error returned above).
+        // Every candidate has a schedule, so `best` is set (or an error returned above).
         let Some((_, geometry)) = best else {
             return Err(too_large("m × n", "no tile"));
         };
@@ -216,22 +212,15 @@ fn schedule_clocks(split: &StreamK<UniformTiles>, tile: Tile) -> u64 {
 /// of CTAs from 7/8 of the SMs to all of them (the most CTAs among equals). At 128×7168×2048 with
 /// 64-token tiles that is 112 whole tiles; at 128×4096×7168 with 128-token tiles, four segments
 /// a tile on 128 CTAs; at 4096×18432×7168 with 256-token tiles, 36 on each of 128 CTAs. Zero
-/// tiles, stages or SMs, more than [`MAX_MULTIPROCESSORS`] SMs, or more
-/// than 2^31 iterations, are errors.
+/// tiles, stages or SMs, more than [`MAX_MULTIPROCESSORS`] SMs, or more than 2^31 iterations,
+/// are errors.
 pub fn grid_size(tile: Tile, tiles: u32, stages: u32, multiprocessors: u32) -> Result<u32> {
-    let schedule = schedule(tile, tiles, stages, multiprocessors, true)?;
-    Ok(schedule.map_or(multiprocessors, |(_, grid)| grid))
+    Ok(schedule(tile, tiles, stages, multiprocessors, true)?.1)
 }
 
 /// [`grid_size`] with its modelled clocks (`schedule_clocks`); only whole tiles per CTA unless
-/// `stream_k` (None: the tiles make no whole waves).
-fn schedule(
-    tile: Tile,
-    tiles: u32,
-    stages: u32,
-    multiprocessors: u32,
-    stream_k: bool,
-) -> Result<Option<(u64, u32)>> {
+/// `stream_k` (whole tiles on one CTA always divide, so there is always a schedule).
+fn schedule(tile: Tile, tiles: u32, stages: u32, multiprocessors: u32, stream_k: bool) -> Result<(u64, u32)> {
     for (arg, value) in [
         ("tiles", tiles),
         ("stages", stages),
@@ -261,7 +250,7 @@ fn schedule(
     // Full waves of whole tiles are taken as they are (measured: 128 tiles on 132 SMs 66.7 µs,
     // split over 132 CTAs 73.2 µs); fewer tiles than SMs are weighed against stream-K.
     if let Some(ctas) = nvfp4_kernel::schedule::data_parallel_ctas(tiles, multiprocessors) {
-        return Ok(Some((cost(ctas), ctas)));
+        return Ok((cost(ctas), ctas));
     }
     // Whole tiles on any grid that divides them (the kernel runs those data-parallel): one wave
     // of fewer tiles than SMs, or e.g. 4608 256-token tiles as 36 on each of 128 CTAs, which
@@ -275,9 +264,11 @@ fn schedule(
         .rev()
         .filter(|_| stream_k)
         .map(|ctas| (cost(ctas), ctas));
-    Ok(whole_tiles
+    let fastest = whole_tiles
         .chain(shares)
-        .min_by_key(|&(clocks, ctas)| (clocks, u32::MAX - ctas)))
+        .min_by_key(|&(clocks, ctas)| (clocks, u32::MAX - ctas));
+    // One CTA always takes the tiles whole.
+    Ok(fastest.unwrap_or((cost(1), 1)))
 }
 
 /// The device state and K split of a decode-size Hopper plan.
