@@ -377,6 +377,29 @@ fn fitted_decode_split_keeps_one_wave_splits_and_fits_long_splits_to_residency()
 }
 
 #[test]
+fn two_token_tiles_take_the_decode_size_kernel_only_in_one_wave() {
+    let serves = |m: u32, n: u32, k: u32| {
+        let resident = |s| h100_decode_residency(m, s);
+        DecodeSplit::fitted(n, k, 132, resident).serves(m, 132, resident)
+    };
+    // One-wave splits at 16 tokens (measured faster than the tiled kernel on an H100).
+    for (n, k) in [(4096, 7168), (8192, 2048), (2048, 8192)] {
+        assert!(serves(16, n, k), "16×{n}×{k}");
+        assert!(serves(12, n, k), "12×{n}×{k}");
+    }
+    // Several waves at 16 tokens: the tiled kernel (measured faster).
+    for (n, k) in [(18432, 7168), (7168, 18432), (14336, 4096), (4096, 14336)] {
+        assert!(!serves(16, n, k), "16×{n}×{k}");
+    }
+    // One token tile: always the decode-size kernel, in several waves too.
+    for (n, k) in [(18432, 7168), (7168, 18432), (14336, 4096), (4096, 7168)] {
+        for m in [1, 8] {
+            assert!(serves(m, n, k), "{m}×{n}×{k}");
+        }
+    }
+}
+
+#[test]
 fn grouped_decode_windows_cover_k_evenly_and_fit_their_buffers() {
     use nvfp4_kernel::sm90::config::{
         DECODE_MAX_TOKENS, DECODE_TOKEN_TILE, GROUPED_DECODE_MAX_WINDOW_STEPS, MAX_SHARED_BYTES,

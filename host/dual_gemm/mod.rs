@@ -92,31 +92,43 @@ impl Gpu {
         self.plan_dense(shape, true).map(DualGemmPlan)
     }
 
+    /// The decode-size plan of `shape` on sm_90a, if that kernel serves it: M ≤
+    /// `DECODE_MAX_TOKENS` and, at two token tiles, a split whose CTAs are resident in one wave
+    /// ([`DecodeSplit::serves`]).
+    fn plan_sm90_decode(&self, shape: DualGemmShape, gated: bool) -> Result<Option<DecodeState>> {
+        if shape.m == 0 || shape.m > DECODE_MAX_TOKENS as usize {
+            return Ok(None);
+        }
+        let kernels = self.sm90_kernels(op_name(gated))?;
+        // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
+        Sm90Geometry::for_op(shape, self.multiprocessors(), gated)?;
+        let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
+        let kernel = kernels.decode(decode_token_tiles(m), TileEpilogue::f16(gated))?;
+        // Resident CTAs per SM for each split length (its token rows in shared memory).
+        let resident = (0..=sm90::DECODE_MAX_STEPS_PER_SPLIT)
+            .map(|steps| kernel.resident_per_sm_with(decode_shared_bytes(m, steps, false)))
+            .collect::<Result<Vec<u32>>>()?;
+        let resident = |steps: u32| resident.get(steps as usize).copied().unwrap_or(0);
+        let split = DecodeSplit::fitted(n, k, self.multiprocessors(), resident);
+        if !split.serves(m, self.multiprocessors(), resident) {
+            return Ok(None);
+        }
+        let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
+            .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
+        Ok(Some(DecodeState {
+            partials: DeviceBuffer::zeros(self.stream(), partial_words)?,
+            arrivals: DeviceBuffer::zeros(self.stream(), (n / DECODE_GROUP_N) as usize)?,
+            split,
+        }))
+    }
+
     /// Plans the dense kernels for `shape`: the dual GEMM (`gated`) or the plain GEMM, which
     /// has dense kernels on sm_90a only.
     pub(crate) fn plan_dense(&self, shape: DualGemmShape, gated: bool) -> Result<DensePlan> {
         let op = op_name(gated);
         let kernel = match self.arch() {
-            Arch::Sm90a if shape.m <= DECODE_MAX_TOKENS as usize && shape.m > 0 => {
-                let kernels = self.sm90_kernels(op)?;
-                // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
-                Sm90Geometry::for_op(shape, self.multiprocessors(), gated)?;
-                let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
-                let kernel = kernels.decode(decode_token_tiles(m), TileEpilogue::f16(gated))?;
-                // Resident CTAs per SM for each split length (its token rows in shared memory).
-                let resident = (0..=sm90::DECODE_MAX_STEPS_PER_SPLIT)
-                    .map(|steps| kernel.resident_per_sm_with(decode_shared_bytes(m, steps, false)))
-                    .collect::<Result<Vec<u32>>>()?;
-                let split = DecodeSplit::fitted(n, k, self.multiprocessors(), |steps| {
-                    resident.get(steps as usize).copied().unwrap_or(0)
-                });
-                let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
-                    .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
-                PlannedKernel::Sm90Decode(Box::new(DecodeState {
-                    partials: DeviceBuffer::zeros(self.stream(), partial_words)?,
-                    arrivals: DeviceBuffer::zeros(self.stream(), (n / DECODE_GROUP_N) as usize)?,
-                    split,
-                }))
+            Arch::Sm90a if let Some(decode) = self.plan_sm90_decode(shape, gated)? => {
+                PlannedKernel::Sm90Decode(Box::new(decode))
             }
             Arch::Sm90a => {
                 self.sm90_kernels(op)?;

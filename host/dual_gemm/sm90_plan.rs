@@ -5,7 +5,7 @@ use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{REDUCER_SEGMENT, StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
     self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, K_PER_SLICE, K_PER_STAGE, SLICES_PER_STAGE,
-    Tile, decode_steps, padded_k, tile_n,
+    Tile, decode_steps, decode_token_tiles, padded_k, tile_n,
 };
 use nvfp4_kernel::sm90::registry as sm90_registry;
 
@@ -343,6 +343,20 @@ impl DecodeSplit {
         candidates
             .min_by_key(|&(cost, grid, _)| (cost, grid))
             .map_or(one_wave, |(_, _, split)| split)
+    }
+}
+
+impl DecodeSplit {
+    /// Whether the decode-size kernel serves `m` tokens (1..=`DECODE_MAX_TOKENS`) with this
+    /// split on `multiprocessors` SMs holding `resident(steps_per_split)` CTAs each: always with
+    /// one token tile; with two (M = 9…16, twice the token rows in shared memory) only when the
+    /// split's CTAs are all resident at once — else the tiled kernel is faster. Measured on an
+    /// H100 (the tiled plan's 16-token tile against the fitted split): dual GEMM 16×18432×7168
+    /// 92.5 → 77.3 µs, 16×14336×4096 41.2 → 38.7, GEMM 16×7168×18432 54.0 → 42.4, 16×4096×14336
+    /// 26.4 → 23.6, all several waves; one-wave splits lost 3–25 % as tiles (16×4096×7168,
+    /// 16×8192×2048, 16×2048×8192).
+    pub fn serves(&self, m: u32, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> bool {
+        decode_token_tiles(m) == 1 || self.grid <= multiprocessors * resident(self.steps_per_split)
     }
 }
 
