@@ -6,7 +6,8 @@
 //! kernel's rules, picks the tile and the persistent grid, and holds the kernel function. Each
 //! [`DualGemmPlan::launch`] checks the operands against the plan and enqueues the kernel (on
 //! Hopper with 64 or more tokens per tile, after the token pre-decoding kernel; on Hopper with
-//! M ≤ 16, the decode-size kernel with its in-kernel K-split reduction) on the GPU's stream,
+//! M ≤ 8, and M ≤ 16 where its K split runs in one wave, the decode-size kernel with its
+//! in-kernel K-split reduction) on the GPU's stream,
 //! without synchronizing the host. On Hopper the kernels are programmatic dependent
 //! launches by default (see [`DualGemmPlan::set_programmatic_launch`]).
 //!
@@ -78,8 +79,9 @@ enum PlannedKernel {
         stream_k: StreamKState,
         tokens: Option<Box<PredecodedTokens>>,
     },
-    /// Hopper, decode-size token counts (M ≤ `DECODE_MAX_TOKENS`): the K-split partial sums
-    /// and the split (`nvfp4_kernel::sm90::decode`).
+    /// Hopper, decode-size token counts (M ≤ `DECODE_MAX_TOKENS`, see
+    /// [`DecodeSplit::serves`]): the K-split partial sums and the split
+    /// (`nvfp4_kernel::sm90::decode`).
     Sm90Decode(Box<DecodeState>),
     /// Blackwell (never run here).
     Sm100 { geometry: Sm100Geometry },
