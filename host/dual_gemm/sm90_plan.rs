@@ -317,7 +317,7 @@ impl DecodeSplit {
     pub fn fitted(n: u32, k: u32, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> Self {
         // The most resident CTAs: with the shortest split's token rows.
         let one_wave = Self::new(n, k, multiprocessors * resident(1).max(1));
-        if one_wave.grid <= multiprocessors * resident(one_wave.steps_per_split) {
+        if one_wave.in_one_wave(multiprocessors, &resident) {
             return one_wave;
         }
         let steps = decode_steps(k).max(1);
@@ -356,7 +356,13 @@ impl DecodeSplit {
     /// 26.4 → 23.6, all several waves; one-wave splits lost 3–25 % as tiles (16×4096×7168,
     /// 16×8192×2048, 16×2048×8192).
     pub fn serves(&self, m: u32, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> bool {
-        decode_token_tiles(m) == 1 || self.grid <= multiprocessors * resident(self.steps_per_split)
+        decode_token_tiles(m) == 1 || self.in_one_wave(multiprocessors, resident)
+    }
+
+    /// Whether all the split's CTAs are resident at once on `multiprocessors` SMs holding
+    /// `resident(steps_per_split)` CTAs each.
+    fn in_one_wave(&self, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> bool {
+        self.grid <= multiprocessors * resident(self.steps_per_split)
     }
 }
 
