@@ -4,7 +4,9 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr};
 use half::{bf16, f16};
-use nvfp4_kernel::common::{AmaxArgs, QUANTIZE_STATUS_WORDS, QuantizeArgs, QuantizeStatus};
+use nvfp4_kernel::common::{
+    AmaxArgs, QUANTIZE_COUNT_BITS, QUANTIZE_STATUS_WORDS, QuantizeArgs, QuantizeStatus,
+};
 use nvfp4_kernel::layout::{BlockedScales, SCALE_BLOCK_K, ScalePadding};
 
 use super::{GlobalScale, QuantizeInput};
@@ -321,11 +323,15 @@ impl Gpu {
             global_scale: fixed.unwrap_or(1.0),
         };
         // A thread for each block or each item of the scale padding, whichever are more (the
-        // kernel's two grid-stride loops; both counts below 2^32, checked above).
+        // kernel's two grid-stride loops; both counts below 2^32, checked above), in fewer CTAs
+        // than the status word counts (`QUANTIZE_COUNT_BITS`).
         let items = (blocks as u32).max(ScalePadding::new(rows as u32, k as u32).items());
+        let grid = self
+            .grid_stride_blocks(kernel, items)
+            .min((1 << QUANTIZE_COUNT_BITS) - 1);
         // SAFETY: the output buffers are sized for `rows × k` (the callers' contracts) and
         // `values` was checked, all 16-byte aligned; the amax kernel ran first on the same stream;
         // the status words are the checks' own, zero between launches.
-        unsafe { kernel.launch(stream, self.grid_stride_blocks(kernel, items), 0, &args, false) }
+        unsafe { kernel.launch(stream, grid, 0, &args, false) }
     }
 }

@@ -211,7 +211,8 @@ pub const fn route_shared_bytes(experts: u32) -> u32 {
 
 /// The words of the quantizer's non-finite check, in this order (u64 each): the running value
 /// (`u64::MAX − i` for the smallest index `i` of a non-finite input seen, 0 for none), the last
-/// launch's result in the same code, and the count of CTAs that finished (in the low half).
+/// launch's result in the same code, and the count of CTAs that finished (in the low half,
+/// with those that reported one: [`QUANTIZE_COUNT_BITS`]).
 /// The last CTA of a launch moves the running value into the result and zeroes it and the
 /// count, so that no launch needs the words cleared first (no memset node in a graph).
 #[derive(Clone, Copy, Debug)]
@@ -220,12 +221,18 @@ pub enum QuantizeStatus {
     Running = 0,
     /// The last launch's code.
     Result = 1,
-    /// CTAs of the running launch that finished.
+    /// CTAs of the running launch that finished, and (above [`QUANTIZE_COUNT_BITS`]) those of
+    /// them that reported a non-finite input.
     Arrivals = 2,
 }
 
 /// u64 words of [`QuantizeArgs::status`].
 pub const QUANTIZE_STATUS_WORDS: usize = 3;
+
+/// Low bits of the [`QuantizeStatus::Arrivals`] word that count a launch's finished CTAs (the
+/// bits above them count those that reported a non-finite input): a quantization launch has
+/// fewer than `2^QUANTIZE_COUNT_BITS` CTAs.
+pub const QUANTIZE_COUNT_BITS: u32 = 16;
 
 /// Arguments of the quantization kernels (`crate::quantize`): row-major f32 / f16 / bf16
 /// values to an NVFP4 matrix.

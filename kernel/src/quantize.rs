@@ -21,7 +21,7 @@
 //! Kernel parameters: [`QuantizeArgs`], [`AmaxArgs`].
 
 use crate::codec::{Divisor, E2M1_MAX, SIGN_BIT, auto_global_scale, e2m1_magnitude_code, e2m1_sign_bit};
-use crate::common::{AmaxArgs, QUANTIZE_STATUS_WORDS, QuantizeArgs, QuantizeStatus};
+use crate::common::{AmaxArgs, QUANTIZE_COUNT_BITS, QUANTIZE_STATUS_WORDS, QuantizeArgs, QuantizeStatus};
 use crate::layout::{ATOM_LINES, BlockedScales, SCALE_BLOCK_K, ScalePadding};
 use crate::ptx::{cvt, fence, float, mem, simd, sreg, warp};
 use crate::registry;
@@ -316,9 +316,13 @@ unsafe fn zero_scale_padding(args: &QuantizeArgs, layout: BlockedScales, first: 
 /// result word and leaves the running word and the count at zero ([`QuantizeStatus`]).
 /// `reported`: this thread updated the running code.
 ///
+/// The count word's low [`QUANTIZE_COUNT_BITS`] bits count the CTAs, the bits above them the
+/// CTAs that reported a code, so that the last CTA reads and clears the running word only when
+/// one did: without a report (the usual call) its arrival is the launch's last round trip.
+///
 /// # Safety
 /// `status` holds the [`QUANTIZE_STATUS_WORDS`] words, zero when first used, used by this
-/// launch alone while it runs.
+/// launch alone while it runs, which has fewer than `2^QUANTIZE_COUNT_BITS` CTAs.
 #[inline(always)]
 unsafe fn finish_status(status: *mut u64, reported: bool) {
     // Every running-code update happens before its CTA's arrival (the release below). Only the
@@ -327,18 +331,24 @@ unsafe fn finish_status(status: *mut u64, reported: bool) {
     if reported {
         fence::acq_rel_gpu();
     }
-    fence::sync_threads();
+    let cta_reported = fence::sync_threads_or(reported);
     if sreg::thread_idx_x() != 0 {
         return;
     }
+    const COUNT_MASK: u32 = (1 << QUANTIZE_COUNT_BITS) - 1;
+    let arrival = 1 + (u32::from(cta_reported) << QUANTIZE_COUNT_BITS);
     let arrivals = status.wrapping_add(QuantizeStatus::Arrivals as usize) as *mut u32;
     // SAFETY: the caller's contract.
     unsafe {
-        if mem::atom_add_acq_rel_gpu_u32(arrivals, 1) == sreg::grid_dim_x() - 1 {
+        let before = mem::atom_add_acq_rel_gpu_u32(arrivals, arrival);
+        if before & COUNT_MASK == sreg::grid_dim_x() - 1 {
             // The last CTA: every other CTA's updates were released before their arrivals,
-            // which this RMW acquired.
-            let code =
-                mem::atom_exch_relaxed_gpu_u64(status.wrapping_add(QuantizeStatus::Running as usize), 0);
+            // which this RMW acquired; without a report the running word is still zero.
+            let code = if (before + arrival) >> QUANTIZE_COUNT_BITS != 0 {
+                mem::atom_exch_relaxed_gpu_u64(status.wrapping_add(QuantizeStatus::Running as usize), 0)
+            } else {
+                0
+            };
             mem::st_global_b64(status.wrapping_add(QuantizeStatus::Result as usize), code);
             mem::st_relaxed_gpu_b32(arrivals, 0);
         }

@@ -27,6 +27,22 @@ pub fn sync_threads() {
     unsafe { asm!("barrier.sync 0;") };
 }
 
+/// `barrier.red.or.pred 0`: [`sync_threads`] that also tells every thread whether `predicate`
+/// held in any thread of the CTA (non-`.aligned`, as [`sync_threads`]).
+#[inline(always)]
+pub fn sync_threads_or(predicate: bool) -> bool {
+    let any: u32;
+    // SAFETY: a barrier has no memory operands.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.or.pred q, 0, p; selp.u32 {o}, 1, 0, q; }}",
+            v = in(reg32) predicate as u32,
+            o = out(reg32) any,
+        )
+    };
+    any != 0
+}
+
 /// `bar.sync ID, COUNT`: a named barrier for the `COUNT` threads (whole warps) that use `ID`.
 #[inline(always)]
 pub fn named_barrier<const ID: u32, const COUNT: u32>() {

@@ -4,7 +4,7 @@
 //! A CTA owns one *row group* ([`DECODE_GROUP_N`] outputs) and one K split. Its first
 //! [`DECODE_WARPS_PER_MATRIX`] warps stream 16 gate rows each, the others the same rows of up;
 //! in the plain GEMM both halves stream the same rows of B, the first half the split's even
-//! steps and the second its odd ones, and the reduction adds the halves.
+//! steps and the second its odd ones, and the CTA adds the halves before it publishes its sums.
 //! Per 128-K step, lane `t` of each quad loads one 16-byte chunk (two scale blocks, the tiled
 //! kernel's [`stage_block`] order) of each of its two rows, decodes it with the shared shift
 //! trick ([`scaled_pairs`]) into the A fragment of `mma.sync.m16n8k16` (weights are the 16-row
@@ -426,6 +426,42 @@ unsafe fn stage_dense_tokens(
     }
 }
 
+/// The second half's warps (`warp ≥ DECODE_WARPS_PER_MATRIX`) hand their sums over to the
+/// first half's warp of the same index through shared memory, 16 bytes per lane and tile in the
+/// first `DECODE_HALVES_BYTES` (the token rows, which no warp reads once all are past the first
+/// barrier). Returns, in the first half's warps, the other half's sums per token tile (in the
+/// second half's, zeros).
+///
+/// # Safety
+/// Every thread of the CTA calls it, after its loop; the kernel's shared memory holds
+/// `DECODE_HALVES_BYTES`.
+#[inline(always)]
+unsafe fn hand_over<const TILES: usize>(sums: &[[f32; 4]; TILES], warp: u32, lane: u32) -> [[f32; 4]; TILES] {
+    /// A lane's four sums of one tile.
+    const LANE_BYTES: u32 = 16;
+    const { assert!(TILES as u32 * DECODE_WARPS_PER_MATRIX * 32 * LANE_BYTES <= DECODE_HALVES_BYTES) };
+    let at = |tile: usize| {
+        smem::base()
+            + ((warp % DECODE_WARPS_PER_MATRIX * TILES as u32 + tile as u32) * 32 + lane) * LANE_BYTES
+    };
+    fence::sync_threads();
+    if warp >= DECODE_WARPS_PER_MATRIX {
+        for (tile, sums) in sums.iter().enumerate() {
+            // SAFETY: inside the first `DECODE_HALVES_BYTES` (asserted above; the contract).
+            unsafe { smem::st_v4(at(tile), sums.map(f32::to_bits)) };
+        }
+    }
+    fence::sync_threads();
+    let mut other = [[0.0; 4]; TILES];
+    if warp < DECODE_WARPS_PER_MATRIX {
+        for (tile, other) in other.iter_mut().enumerate() {
+            // SAFETY: as above, written before the barrier.
+            *other = unsafe { smem::ld_v4(at(tile)) }.map(f32::from_bits);
+        }
+    }
+    other
+}
+
 /// Accumulator `i` (0..4) of a lane (`g`, `t`) of warp `warp` of a matrix, token tile `tile`:
 /// its token (in the CTA's token rows) and its output column in the row group.
 #[inline(always)]
@@ -436,14 +472,14 @@ fn output_position(warp: u32, tile: u32, g: u32, t: u32, i: u32) -> (u32, u32) {
     )
 }
 
-/// An output from its two sums: `silu(α_gate·gate) ⊙ (α_up·up)` (dual GEMM), or
-/// `α_gate·(gate + up)` (plain GEMM: the sums of the two halves of K).
+/// An output from its sums: `silu(α_gate·gate) ⊙ (α_up·up)` (dual GEMM), or `α_gate·gate`
+/// (plain GEMM: `gate` holds both halves of K, added in each CTA before its records).
 #[inline(always)]
 fn finish<const GATED: bool>(alpha_gate: f32, alpha_up: f32, gate: f32, up: f32) -> f32 {
     if GATED {
         silu(alpha_gate * gate) * (alpha_up * up)
     } else {
-        alpha_gate * (gate + up)
+        alpha_gate * gate
     }
 }
 
@@ -584,18 +620,32 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const
     };
     fence::launch_dependents();
 
-    // Publish this warp's partial sums, then count the CTA in.
+    // Plain GEMM: the CTA adds its two halves of K itself, so that only the first half's warps
+    // publish records and the last CTA reads half as many.
+    if !GATED {
+        // SAFETY: every thread of the CTA, after its loop.
+        let odd = unsafe { hand_over(&sums, warp, lane) };
+        for tile in 0..TILES {
+            for i in 0..4 {
+                sums[tile][i] += odd[tile][i];
+            }
+        }
+    }
+
+    // Publish this warp's partial sums (plain: the first half's warps), then count the CTA in.
     let record = |split: u32, warp: u32, tile: u32| {
         (((split * groups + group) * DECODE_WARPS + warp) * tiles + tile) * DECODE_RECORD_WORDS + 4 * lane
     };
-    for (tile, sums) in sums.iter().enumerate() {
-        // SAFETY: this warp's record, inside the partial-sum buffer (contract).
-        unsafe {
-            mem::st_global_v4_b32(
-                partials.add(record(split, warp, tile as u32) as usize),
-                sums.map(f32::to_bits),
-            )
-        };
+    if GATED || gate {
+        for (tile, sums) in sums.iter().enumerate() {
+            // SAFETY: this warp's record, inside the partial-sum buffer (contract).
+            unsafe {
+                mem::st_global_v4_b32(
+                    partials.add(record(split, warp, tile as u32) as usize),
+                    sums.map(f32::to_bits),
+                )
+            };
+        }
     }
     // Thread 0 publishes the CTA's records: the barrier orders every thread's stores before its
     // fence, and the fence (cumulative) before its count (one fence instead of one a thread:
@@ -637,25 +687,44 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const
     let per_half = splits.div_ceil(halves);
     let (mut split, end_split) = (half * per_half, ((half + 1) * per_half).min(splits));
     let (mut gate, mut up) = ([0f32; 4], [0f32; 4]);
-    // Four splits' loads in flight at a time, added in split order.
-    while split < end_split {
-        let group = [0, 1, 2, 3].map(|i| {
-            if split + i < end_split {
-                [
-                    load(split + i, warp),
-                    load(split + i, warp + DECODE_WARPS_PER_MATRIX),
-                ]
-            } else {
-                [[0; 4]; 2]
+    // Eight records' loads in flight at a time, added in split order: four splits' gate and up
+    // records, or (plain) eight splits' one.
+    if GATED {
+        while split < end_split {
+            let group = [0, 1, 2, 3].map(|i| {
+                if split + i < end_split {
+                    [
+                        load(split + i, warp),
+                        load(split + i, warp + DECODE_WARPS_PER_MATRIX),
+                    ]
+                } else {
+                    [[0; 4]; 2]
+                }
+            });
+            for [g, u] in group {
+                for i in 0..4 {
+                    gate[i] += f32::from_bits(g[i]);
+                    up[i] += f32::from_bits(u[i]);
+                }
             }
-        });
-        for [g, u] in group {
-            for i in 0..4 {
-                gate[i] += f32::from_bits(g[i]);
-                up[i] += f32::from_bits(u[i]);
-            }
+            split += 4;
         }
-        split += 4;
+    } else {
+        while split < end_split {
+            let group = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| {
+                if split + i < end_split {
+                    load(split + i, warp)
+                } else {
+                    [0; 4]
+                }
+            });
+            for g in group {
+                for i in 0..4 {
+                    gate[i] += f32::from_bits(g[i]);
+                }
+            }
+            split += 8;
+        }
     }
     if halves > 1 {
         // The token rows are no longer read: every warp finished its loop before the arrival
@@ -1066,32 +1135,13 @@ unsafe fn grouped_out<const TILES: usize, const GATED: bool, const NVFP4: bool>(
         }
         return;
     }
-    // Every warp is done with the token rows: the up warps hand their sums over in them (16
-    // bytes per lane and tile, within `DECODE_HALVES_BYTES`).
     let matrix_warp = warp % DECODE_WARPS_PER_MATRIX;
-    const _: () = assert!(
-        DECODE_WARPS_PER_MATRIX * DECODE_MAX_TOKENS / DECODE_TOKEN_TILE * 32 * 16 <= DECODE_HALVES_BYTES
-    );
-    fence::sync_threads();
-    let exchange = |tile: u32| smem::base() + ((matrix_warp * TILES as u32 + tile) * 32 + lane) * 16;
-    if warp >= DECODE_WARPS_PER_MATRIX {
-        for (tile, sums) in sums.iter().enumerate() {
-            // SAFETY: inside the first `DECODE_HALVES_BYTES` of the token rows.
-            unsafe { smem::st_v4(exchange(tile as u32), sums.map(f32::to_bits)) };
-        }
-    }
-    fence::sync_threads();
+    // SAFETY: every thread of the CTA, after its loop.
+    let up = unsafe { hand_over(&sums, warp, lane) };
     if warp < DECODE_WARPS_PER_MATRIX {
-        for (tile, gate) in sums.iter().enumerate() {
-            // SAFETY: written before the barrier.
-            let up = unsafe { smem::ld_v4(exchange(tile as u32)) };
+        for (tile, (gate, up)) in sums.iter().zip(&up).enumerate() {
             for i in 0..4u32 {
-                let value = finish::<true>(
-                    desc.alpha_gate,
-                    desc.alpha_up,
-                    gate[i as usize],
-                    f32::from_bits(up[i as usize]),
-                );
+                let value = finish::<true>(desc.alpha_gate, desc.alpha_up, gate[i as usize], up[i as usize]);
                 put(matrix_warp, tile as u32, i, value);
             }
         }
