@@ -77,6 +77,7 @@ fn the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size() {
         (2, 2880, 2880),
         (7, 2944, 320),
         (16, 7168, 2048),
+        (5, 40960, 256), // the decode-size kernel in several waves (640 row groups)
         (17, 576, 1024),
         (33, 4096, 7232),
         (100, 2880, 2880),
@@ -259,6 +260,11 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
             (5, 4096, 7424),  // 29 stages
             (12, 1024, 768),  // 16 tiles of 3 stages
             (30, 2048, 2304), // 32 tiles of 9 stages
+            // M ≤ 16 whose decode-size split needs several waves (640 row groups): the tiled
+            // kernel.
+            (1, 40960, 256),
+            (8, 40960, 256),
+            (13, 40960, 256),
         ],
     );
 }

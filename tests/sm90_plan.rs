@@ -377,24 +377,35 @@ fn fitted_decode_split_keeps_one_wave_splits_and_fits_long_splits_to_residency()
 }
 
 #[test]
-fn two_token_tiles_take_the_decode_size_kernel_only_in_one_wave() {
-    let serves = |m: u32, n: u32, k: u32| {
+fn the_decode_size_kernel_serves_one_wave_splits_and_the_plain_gemms_one_token_tile() {
+    let serves = |m: u32, gated: bool, n: u32, k: u32| {
         let resident = |s| h100_decode_residency(m, s);
-        DecodeSplit::fitted(n, k, 132, resident).serves(m, 132, resident)
+        DecodeSplit::fitted(n, k, 132, resident).serves(m, gated, 132, resident)
     };
-    // One-wave splits at 16 tokens (measured faster than the tiled kernel on an H100).
+    // One-wave splits (measured faster than the tiled kernel on an H100).
     for (n, k) in [(4096, 7168), (8192, 2048), (2048, 8192)] {
-        assert!(serves(16, n, k), "16×{n}×{k}");
-        assert!(serves(12, n, k), "12×{n}×{k}");
+        for m in [1, 8, 12, 16] {
+            for gated in [false, true] {
+                assert!(serves(m, gated, n, k), "{m}×{n}×{k}, gated {gated}");
+            }
+        }
     }
     // Several waves at 16 tokens: the tiled kernel (measured faster).
     for (n, k) in [(18432, 7168), (7168, 18432), (14336, 4096), (4096, 14336)] {
-        assert!(!serves(16, n, k), "16×{n}×{k}");
+        for gated in [false, true] {
+            assert!(!serves(16, gated, n, k), "16×{n}×{k}, gated {gated}");
+        }
     }
-    // One token tile: always the decode-size kernel, in several waves too.
-    for (n, k) in [(18432, 7168), (7168, 18432), (14336, 4096), (4096, 7168)] {
+    // Several waves at one token tile: the tiled kernel for the dual GEMM, the decode-size one
+    // for the plain GEMM (both measured faster).
+    for (n, k) in [(18432, 7168), (14336, 8192), (16384, 7168), (28672, 8192)] {
         for m in [1, 8] {
-            assert!(serves(m, n, k), "{m}×{n}×{k}");
+            assert!(!serves(m, true, n, k), "dual GEMM {m}×{n}×{k}");
+        }
+    }
+    for (n, k) in [(7168, 18432), (7168, 16384), (8192, 28672), (7168, 24576)] {
+        for m in [1, 8] {
+            assert!(serves(m, false, n, k), "GEMM {m}×{n}×{k}");
         }
     }
 }

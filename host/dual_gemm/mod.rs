@@ -6,8 +6,8 @@
 //! kernel's rules, picks the tile and the persistent grid, and holds the kernel function. Each
 //! [`DualGemmPlan::launch`] checks the operands against the plan and enqueues the kernel (on
 //! Hopper with 64 or more tokens per tile, after the token pre-decoding kernel; on Hopper with
-//! M ≤ 8, and M ≤ 16 where its K split runs in one wave, the decode-size kernel with its
-//! in-kernel K-split reduction) on the GPU's stream,
+//! M ≤ 16 where its K split runs in one wave, and the plain GEMM's M ≤ 8 in any, the
+//! decode-size kernel with its in-kernel K-split reduction) on the GPU's stream,
 //! without synchronizing the host. On Hopper the kernels are programmatic dependent
 //! launches by default (see [`DualGemmPlan::set_programmatic_launch`]).
 //!
@@ -95,8 +95,8 @@ impl Gpu {
     }
 
     /// The decode-size plan of `shape` on sm_90a, if that kernel serves it: M ≤
-    /// `DECODE_MAX_TOKENS` and, at two token tiles, a split whose CTAs are resident in one wave
-    /// ([`DecodeSplit::serves`]).
+    /// `DECODE_MAX_TOKENS` and a split whose CTAs are resident in one wave, or the plain GEMM's
+    /// one token tile ([`DecodeSplit::serves`]).
     fn plan_sm90_decode(&self, shape: DualGemmShape, gated: bool) -> Result<Option<DecodeState>> {
         if shape.m == 0 || shape.m > DECODE_MAX_TOKENS as usize {
             return Ok(None);
@@ -112,7 +112,7 @@ impl Gpu {
             .collect::<Result<Vec<u32>>>()?;
         let resident = |steps: u32| resident.get(steps as usize).copied().unwrap_or(0);
         let split = DecodeSplit::fitted(n, k, self.multiprocessors(), resident);
-        if !split.serves(m, self.multiprocessors(), resident) {
+        if !split.serves(m, gated, self.multiprocessors(), resident) {
             return Ok(None);
         }
         let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))

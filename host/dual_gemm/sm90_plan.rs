@@ -347,16 +347,19 @@ impl DecodeSplit {
 }
 
 impl DecodeSplit {
-    /// Whether the decode-size kernel serves `m` tokens (1..=`DECODE_MAX_TOKENS`) with this
-    /// split on `multiprocessors` SMs holding `resident(steps_per_split)` CTAs each: always with
-    /// one token tile; with two (M = 9…16, twice the token rows in shared memory) only when the
-    /// split's CTAs are all resident at once — else the tiled kernel is faster. Measured on an
-    /// H100 (the tiled plan's 16-token tile against the fitted split): dual GEMM 16×18432×7168
-    /// 92.5 → 77.3 µs, 16×14336×4096 41.2 → 38.7, GEMM 16×7168×18432 54.0 → 42.4, 16×4096×14336
-    /// 26.4 → 23.6, all several waves; one-wave splits lost 3–25 % as tiles (16×4096×7168,
-    /// 16×8192×2048, 16×2048×8192).
-    pub fn serves(&self, m: u32, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> bool {
-        decode_token_tiles(m) == 1 || self.in_one_wave(multiprocessors, resident)
+    /// Whether the decode-size kernel serves `m` tokens (1..=`DECODE_MAX_TOKENS`) of the dual
+    /// GEMM (`gated`) or the plain GEMM with this split on `multiprocessors` SMs holding
+    /// `resident(steps_per_split)` CTAs each: always when the split's CTAs are all resident at
+    /// once; in several waves only the plain GEMM's one token tile — else the tiled kernel is
+    /// faster. Measured on an H100 (the tiled plan against the fitted split in several waves):
+    /// two token tiles — dual GEMM 16×18432×7168 92.5 → 77.3 µs, 16×14336×4096 41.2 → 38.7,
+    /// GEMM 16×7168×18432 54.0 → 42.4, 16×4096×14336 26.4 → 23.6; one token tile — dual GEMM
+    /// 1×18432×7168 82.1 → 75.2, 1×14336×8192 0.950, 1×16384×7168 0.968, 1×28672×8192 0.893,
+    /// but GEMM 1×7168×18432 35.5 → 41.6, 1×7168×16384 1.061, 1×8192×28672 1.056,
+    /// 1×7168×24576 1.053. One-wave splits lost 3–25 % as tiles (16×4096×7168, 16×8192×2048,
+    /// 16×2048×8192).
+    pub fn serves(&self, m: u32, gated: bool, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> bool {
+        self.in_one_wave(multiprocessors, resident) || (decode_token_tiles(m) == 1 && !gated)
     }
 
     /// Whether all the split's CTAs are resident at once on `multiprocessors` SMs holding
