@@ -345,6 +345,31 @@ fn gpu_quantizer_is_bit_identical_to_the_cpu_quantizer() {
             );
         }
     }
+    // Reports from several CTAs of one launch (300 × 2880: many CTAs), and from the one CTA
+    // of a decode step's row (1 × 4096): the smallest index wins, and the next launch's check
+    // is clean again.
+    for (rows, k, bad_at) in [
+        (300, 2880, [7000, 100_000, 300 * 2880 - 5]),
+        (1, 4096, [17, 2000, 4095]),
+    ] {
+        let mut values = full_range_values(rows * k, 30.0, &mut rng);
+        for (at, bad) in bad_at
+            .into_iter()
+            .zip([f32::NEG_INFINITY, f32::NAN, f32::INFINITY])
+        {
+            values[at] = bad;
+        }
+        for global in [GlobalScale::None, GlobalScale::Fixed(0.37)] {
+            check_quantizer(
+                &gpu,
+                &format!("{rows}×{k}, three CTAs' reports, {global:?}"),
+                rows,
+                k,
+                &values,
+                global,
+            );
+        }
+    }
     // Global scales so extreme that the kernel divides instead of multiplying by a reciprocal
     // (divisors outside [2⁻⁹⁶, 2⁹⁶]) or saturates the scale (amax / 6 / g overflows to ∞), and
     // blocks on both sides of that switch (f32 only: the values need the f32 range).
