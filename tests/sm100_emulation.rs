@@ -4,7 +4,8 @@
 //! copies them), which atom rows the MMAs read (B scales from the `gate_column` / `up_column`
 //! TMEM column offset), and what the epilogue stores (masked by `rows` and `columns`), against
 //! the CPU reference under the task tolerance. Every output the groups own must be written once
-//! and nothing else. The dense dual GEMM's [`TilePlace::dense`] is checked the same way.
+//! and nothing else. The dense dual GEMM's and GEMM's [`TilePlace::dense`] is checked the same
+//! way.
 //!
 //! What this does not cover: the pipeline (barriers, phases), the instruction and descriptor
 //! encodings (ptxas/SASS and the descriptor tests do), and the preparation pass's device code
@@ -451,41 +452,61 @@ fn grouped_tiles_of_the_separate_convention_read_and_write_what_the_reference_ne
 
 #[test]
 fn dense_tiles_read_and_write_what_the_reference_needs() {
-    for (m, n, k) in [(130usize, 192usize, 320usize), (7, 256, 64), (300, 256, 576)] {
-        let tile = tile_for_shape(m as u32, n as u32);
-        let mut rng = Rng::new(3);
-        let (a, b1, b2) = (
-            matrix(m, k, 1.0, &mut rng),
-            matrix(n, k, 0.5, &mut rng),
-            matrix(n, k, 2.0, &mut rng),
-        );
-        let desc = GroupDesc {
-            k: k as u32,
-            ldc: n as u32,
-            alpha_gate: 0.5,
-            alpha_up: 2.0,
-            ..GroupDesc::default()
-        };
-        let mut out = vec![None; m * n];
-        for m_tile in 0..(m as u32).div_ceil(TILE_M) {
-            for n_tile in 0..(n as u32).div_ceil(tile.n) {
-                let place = TilePlace::dense(m as u32, n as u32, k as u32, tile, m_tile, n_tile);
-                let operand = |x, row, atoms, column| of_matrix(x, row, atoms, column);
-                run_tile(
-                    &operand(&a, place.a_row, place.a_atoms, 0),
-                    &operand(&b1, place.gate_row, place.gate_atoms, place.gate_column),
-                    &operand(&b2, place.up_row, place.up_atoms, place.up_column),
-                    &place,
-                    &desc,
-                    tile,
-                    true,
-                    &mut out,
-                    0,
-                );
+    // The dual GEMM (gated) and the GEMM, whose tiles take twice the outputs from B: N an odd
+    // multiple of 64 (the last plain tile's up half past N, inside the padded scale rows) and
+    // M above 256 (the wide tile where N is a multiple of its outputs).
+    for (m, n, k) in [
+        (130usize, 192usize, 320usize),
+        (7, 256, 64),
+        (300, 256, 576),
+        (300, 192, 320),
+        (260, 512, 128),
+        (300, 384, 64), // the wide tile for the dual GEMM only
+        (1, 64, 192),
+    ] {
+        for gated in [true, false] {
+            let tile = tile_for_shape(m as u32, n as u32, gated);
+            let mut rng = Rng::new(3);
+            let (a, b1, b2) = (
+                matrix(m, k, 1.0, &mut rng),
+                matrix(n, k, 0.5, &mut rng),
+                matrix(n, k, 2.0, &mut rng),
+            );
+            // The operands' global scales (the plain GEMM's up half is B's again).
+            let desc = GroupDesc {
+                k: k as u32,
+                ldc: n as u32,
+                alpha_gate: 0.5,
+                alpha_up: if gated { 2.0 } else { 0.5 },
+                ..GroupDesc::default()
+            };
+            let up_matrix = if gated { &b2 } else { &b1 };
+            let mut out = vec![None; m * n];
+            for m_tile in 0..(m as u32).div_ceil(TILE_M) {
+                for n_tile in 0..(n as u32).div_ceil(tile.outputs(gated)) {
+                    let place = TilePlace::dense(m as u32, n as u32, k as u32, tile, m_tile, n_tile, gated);
+                    let operand = |x, row, atoms, column| of_matrix(x, row, atoms, column);
+                    run_tile(
+                        &operand(&a, place.a_row, place.a_atoms, 0),
+                        &operand(&b1, place.gate_row, place.gate_atoms, place.gate_column),
+                        &operand(up_matrix, place.up_row, place.up_atoms, place.up_column),
+                        &place,
+                        &desc,
+                        tile,
+                        gated,
+                        &mut out,
+                        0,
+                    );
+                }
             }
+            let expected = if gated {
+                reference::dual_gemm(&a, &b1, &b2).unwrap()
+            } else {
+                reference::gemm(&a, &b1).unwrap()
+            };
+            let what = format!("dense {m} × {n} × {k}, gated {gated}, tile {}", tile.n);
+            check(&out, &[(0, expected)], n, &what);
         }
-        let expected = reference::dual_gemm(&a, &b1, &b2).unwrap();
-        check(&out, &[(0, expected)], n, &format!("dense {m} × {n} × {k}"));
     }
 }
 
@@ -552,12 +573,12 @@ fn dense_nvfp4_epilogue_writes_every_data_and_scale_byte_once() {
         (300, 256),
         (513, 64),
     ] {
-        for tile in TILES.into_iter().chain([tile_for_shape(m, n)]) {
+        for tile in TILES.into_iter().chain([tile_for_shape(m, n, true)]) {
             let layout = BlockedScales::new(m as usize, n as usize);
             let (mut data, mut scales) = (vec![0u32; (m * n / 2) as usize], vec![0u32; layout.len()]);
             for m_tile in 0..m.div_ceil(TILE_M) {
                 for n_tile in 0..n.div_ceil(tile.n) {
-                    let place = TilePlace::dense(m, n, 64, tile, m_tile, n_tile);
+                    let place = TilePlace::dense(m, n, 64, tile, m_tile, n_tile, true);
                     let (m0, n0) = (place.a_row, place.gate_row);
                     for token in 0..TILE_M {
                         for chunk in 0..tile.n / NVFP4_CHUNK {

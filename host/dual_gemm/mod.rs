@@ -124,8 +124,7 @@ impl Gpu {
         }))
     }
 
-    /// Plans the dense kernels for `shape`: the dual GEMM (`gated`) or the plain GEMM, which
-    /// has dense kernels on sm_90a only.
+    /// Plans the dense kernels for `shape`: the dual GEMM (`gated`) or the plain GEMM.
     pub(crate) fn plan_dense(&self, shape: DualGemmShape, gated: bool) -> Result<DensePlan> {
         let op = op_name(gated);
         let kernel = match self.arch() {
@@ -155,16 +154,10 @@ impl Gpu {
                     tokens,
                 }
             }
-            Arch::Sm100f if !gated => {
-                return Err(Error::KernelUnavailable {
-                    operation: "dense GEMM (the plain GEMM runs the grouped kernel there)",
-                    arch: Arch::Sm100f.name(),
-                });
-            }
             Arch::Sm100f => {
                 self.sm100_kernels(op)?;
                 PlannedKernel::Sm100 {
-                    geometry: Sm100Geometry::new(shape, self.multiprocessors())?,
+                    geometry: Sm100Geometry::for_op(shape, self.multiprocessors(), gated)?,
                 }
             }
         };
@@ -390,7 +383,9 @@ impl DensePlan {
                 ),
                 decode.split.grid,
             ),
-            PlannedKernel::Sm100 { geometry } => ((sm100::TILE_M, geometry.tile.n), geometry.grid),
+            PlannedKernel::Sm100 { geometry } => {
+                ((sm100::TILE_M, geometry.tile.outputs(self.gated)), geometry.grid)
+            }
         }
     }
 
@@ -574,13 +569,9 @@ impl DensePlan {
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm100::dual_gemm`'s contract,
                 // checked above and by the geometry.
                 unsafe {
-                    kernels.dual_gemm(geometry.tile, epilogue.nvfp4())?.launch(
-                        stream,
-                        geometry.grid,
-                        geometry.tile.shared_bytes(),
-                        &args,
-                        false,
-                    )
+                    kernels
+                        .dense(geometry.tile, self.gated, epilogue.nvfp4())?
+                        .launch(stream, geometry.grid, geometry.tile.shared_bytes(), &args, false)
                 }
             }
         }

@@ -28,12 +28,6 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceBuffer<T> {
         Self::made(stream, slice)
     }
 
-    /// A copy of `values`; waits for the copy.
-    pub fn from_host(stream: &Arc<CudaStream>, values: &[T]) -> Result<Self> {
-        let slice = stream.clone_htod(values)?;
-        Self::made(stream, slice)
-    }
-
     fn made(stream: &Arc<CudaStream>, slice: CudaSlice<T>) -> Result<Self> {
         let (address, len) = (slice.device_ptr(stream).0, slice.len());
         stream.synchronize()?;

@@ -498,19 +498,18 @@ impl Sm100Kernels {
         let mut tiled = Vec::new();
         for entries in sm100_registry::TILED {
             let tile = entries.tile;
-            let (dense, dense_nvfp4) = (
-                LoadedKernel::load_with_shared(module, entries.dense, tile.shared_bytes())?,
-                LoadedKernel::load_with_shared(module, entries.dense_nvfp4, tile.shared_bytes())?,
-            );
-            let load = |kernel| LoadedKernel::load_with_shared(module, kernel, tile.shared_bytes());
-            let grouped = Some(vec![load(entries.grouped_gated)?, load(entries.grouped_plain)?]);
+            let dense = |kernel| LoadedKernel::load_with_shared(module, kernel, tile.shared_bytes());
+            let grouped = |kernel| LoadedKernel::load_with_shared(module, kernel, tile.shared_bytes());
             tiled.push(LoadedTile {
                 tile,
-                dense,
-                dense_nvfp4: Some(dense_nvfp4),
-                dense_plain: None,
+                dense: dense(entries.dense)?,
+                dense_nvfp4: Some(dense(entries.dense_nvfp4)?),
+                dense_plain: Some(dense(entries.dense_plain)?),
                 dense_bf16: None,
-                grouped,
+                grouped: Some(vec![
+                    grouped(entries.grouped_gated)?,
+                    grouped(entries.grouped_plain)?,
+                ]),
             });
         }
         Ok(Self {
@@ -519,18 +518,30 @@ impl Sm100Kernels {
         })
     }
 
-    /// The dual GEMM for `tile`, writing NVFP4 if `nvfp4`.
-    pub fn dual_gemm(&self, tile: sm100::Tile, nvfp4: bool) -> Result<&LoadedKernel<sm100::DualGemmArgs>> {
-        if nvfp4 {
-            find_tiled(
+    /// The dense kernel for `tile`: the dual GEMM (`gated`), writing NVFP4 if `nvfp4`, or the
+    /// GEMM.
+    pub fn dense(
+        &self,
+        tile: sm100::Tile,
+        gated: bool,
+        nvfp4: bool,
+    ) -> Result<&LoadedKernel<sm100::DualGemmArgs>> {
+        match (gated, nvfp4) {
+            (true, false) => find_tiled(&self.tiled, tile, Arch::Sm100f, "dual GEMM", |t| Some(&t.dense)),
+            (true, true) => find_tiled(
                 &self.tiled,
                 tile,
                 Arch::Sm100f,
                 "dual GEMM with NVFP4 output",
                 |t| t.dense_nvfp4.as_ref(),
-            )
-        } else {
-            find_tiled(&self.tiled, tile, Arch::Sm100f, "dual GEMM", |t| Some(&t.dense))
+            ),
+            (false, false) => find_tiled(&self.tiled, tile, Arch::Sm100f, "GEMM", |t| {
+                t.dense_plain.as_ref()
+            }),
+            (false, true) => Err(Error::MissingKernel {
+                kernel: "GEMM with NVFP4 output".to_string(),
+                arch: Arch::Sm100f.name(),
+            }),
         }
     }
 

@@ -4,7 +4,6 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::f16;
-use nvfp4_kernel::common::DeviceGlobalScales;
 use nvfp4_kernel::grouped::{GroupedPrepareArgs, SCALE_ROW_ALIGNMENT};
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::layout::BlockedScales;
@@ -266,7 +265,6 @@ impl GroupedPlan {
         self.launch_contiguous(
             gpu,
             nvfp4.as_ref(),
-            DeviceGlobalScales::NONE,
             &ContiguousAddresses {
                 a,
                 a_scales,
@@ -321,7 +319,7 @@ impl GroupedPlan {
                 format!("{} and {}", at.weight_data_bytes, at.weight_scale_bytes),
             ));
         }
-        self.launch_contiguous(gpu, nvfp4, DeviceGlobalScales::NONE, at)
+        self.launch_contiguous(gpu, nvfp4, at)
     }
 
     /// The plan's contiguous layout `(groups, rows, scale_rows, n, k, up)`, or the error for a
@@ -346,13 +344,10 @@ impl GroupedPlan {
 
     /// A contiguous-convention launch on buffers whose sizes the caller checked against the
     /// plan (the alignments are checked here), writing fp16 to `at.out` or NVFP4 to `nvfp4`.
-    /// `device_globals`: factors of every group's α in device memory (the plain GEMM's, which
-    /// runs here as one group on Blackwell).
-    pub(crate) fn launch_contiguous(
+    fn launch_contiguous(
         &self,
         gpu: &Gpu,
         nvfp4: Option<&ContiguousNvFp4Out>,
-        device_globals: DeviceGlobalScales,
         at: &ContiguousAddresses,
     ) -> Result<()> {
         let (groups, rows, scale_rows, n, k, up) = self.contiguous_layout()?;
@@ -436,7 +431,6 @@ impl GroupedPlan {
             alpha_gate: at.alpha_gate as *const f32,
             alpha_up: at.alpha_up as *const f32,
             alpha_factor: kernel_alpha(at.scale, operand_rescale(gpu.arch()))?,
-            device_globals,
             n: n as u32,
             k: k as u32,
             weight_rows: gate_rows as u32,

@@ -22,8 +22,7 @@
 //!
 //! Groups with 0 rows are legal and cost no weight traffic. Shapes: N a multiple of 64, K a
 //! multiple of 64, any number of rows per group. Every other shape, length, alignment or count
-//! is a typed error before launch. The same machinery runs the dense plain GEMM
-//! ([`crate::gemm::GemmPlan`], one group).
+//! is a typed error before launch.
 //!
 //! On Hopper each launch is two kernels: a preparation pass (validates the offsets, writes the
 //! groups' descriptors and schedule, decodes all tokens to fp16 once) and the persistent GEMM
@@ -37,7 +36,6 @@
 //! host emulation of their tile arithmetic (`tests/sm100_emulation.rs`).
 
 use cudarc::driver::CudaSlice;
-use nvfp4_kernel::common::DeviceGlobalScales;
 use nvfp4_kernel::grouped::{
     GroupDesc, GroupedHeader, GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT,
     prepare_shared_bytes,
@@ -607,7 +605,6 @@ impl GroupedPlan {
             alpha_gate: std::ptr::null(),
             alpha_up: std::ptr::null(),
             alpha_factor: 1.0,
-            device_globals: DeviceGlobalScales::NONE,
             n: 0,
             k: 0,
             weight_rows: 0,

@@ -177,10 +177,6 @@ pub struct GroupedPrepareArgs {
     pub alpha_gate: *const f32,
     /// Contiguous: per-group scale of the up product, or null for 1.
     pub alpha_up: *const f32,
-    /// Global scales in device memory that multiply every group's α (`a`: the tokens', `b1`,
-    /// `b2`: the gate and up weights' of all groups): the sm_100 plain GEMM's, which runs as one
-    /// group; [`NONE`](crate::common::DeviceGlobalScales::NONE) elsewhere.
-    pub device_globals: crate::common::DeviceGlobalScales,
     /// Contiguous: a factor applied to both products (the kernel's operand rescale times any
     /// host-side global scales).
     pub alpha_factor: f32,

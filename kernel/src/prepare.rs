@@ -334,8 +334,6 @@ unsafe fn describe(args: &GroupedPrepareArgs, g: u32, shape: &GroupShape) -> Gro
             if nvfp4 { alpha(args.out_global_scales) } else { 1.0 },
         )
     };
-    // SAFETY: the arguments' contract (read after the dependency wait).
-    let (global_gate, global_up) = unsafe { args.device_globals.factors() };
     // A group's first scale atom: a whole 128-row block (the offsets were validated, or the
     // group has no rows) of a layout over `scale_rows_capacity` rows and `columns` columns.
     let first_atom = |columns: u32| {
@@ -365,13 +363,8 @@ unsafe fn describe(args: &GroupedPrepareArgs, g: u32, shape: &GroupShape) -> Gro
         weight_rows: args.weight_rows,
         up_row_offset: args.up_row_offset,
         weight_map_row: g * args.weight_rows,
-        alpha_gate: args.alpha_factor * alpha_gate * global_gate,
-        alpha_up: args.alpha_factor
-            * if args.gated != 0 {
-                alpha_up * global_up
-            } else {
-                alpha_gate * global_gate
-            },
+        alpha_gate: args.alpha_factor * alpha_gate,
+        alpha_up: args.alpha_factor * if args.gated != 0 { alpha_up } else { alpha_gate },
         out_scales: if nvfp4 {
             args.out_scales as u64 + first_atom(args.n)
         } else {

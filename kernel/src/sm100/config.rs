@@ -234,24 +234,26 @@ pub struct TilePlace {
 }
 
 impl TilePlace {
-    /// Tile `(m_tile, n_tile)` of the dense dual GEMM `m × n × k` (C row-major, `n` a row).
-    pub const fn dense(m: u32, n: u32, k: u32, tile: Tile, m_tile: u32, n_tile: u32) -> Self {
-        let (m0, n0) = (m_tile * TILE_M, n_tile * tile.n);
+    /// Tile `(m_tile, n_tile)` of the dense dual GEMM (`gated`) or GEMM `m × n × k` (C
+    /// row-major, `n` a row). Plain tiles take their up rows `tile.n` after the gate rows, of
+    /// the same B ([`Tile::outputs`]).
+    pub const fn dense(m: u32, n: u32, k: u32, tile: Tile, m_tile: u32, n_tile: u32, gated: bool) -> Self {
+        let (m0, n0) = (m_tile * TILE_M, n_tile * tile.outputs(gated));
+        let up = n0 + if gated { 0 } else { tile.n };
         let (a, b) = (
             BlockedScales::new(m as usize, k as usize),
             BlockedScales::new(n as usize, k as usize),
         );
-        let b_atoms = b.atom_offset(n0 as usize / 128, 0);
         let rows = m.saturating_sub(m0);
         Self {
             a_row: m0,
             a_atoms: a.atom_offset(m0 as usize / 128, 0),
             gate_row: n0,
-            up_row: n0,
-            gate_atoms: b_atoms,
-            up_atoms: b_atoms,
+            up_row: up,
+            gate_atoms: b.atom_offset(n0 as usize / 128, 0),
+            up_atoms: b.atom_offset(up as usize / 128, 0),
             gate_column: b_scale_column_offset(n0),
-            up_column: b_scale_column_offset(n0),
+            up_column: b_scale_column_offset(up),
             out: m0 as usize * n as usize + n0 as usize,
             rows: if rows < TILE_M { rows } else { TILE_M },
             columns: n.saturating_sub(n0),

@@ -6,9 +6,10 @@ use crate::sm100::config::{DualGemmArgs, TILE_M, Tile, TilePlace};
 use crate::sm100::registry;
 use crate::sm100::roles::{self, Job, Nvfp4Output, Problem};
 
-/// The dense dual GEMM: tiles `blockIdx, blockIdx + gridDim, …` of one `m × n` grid, fp16 out
-/// or (`NVFP4`) NVFP4 out.
-struct Dense<'a, const N: u32, const NVFP4: bool> {
+/// The dense dual GEMM (`GATED`) or GEMM: tiles `blockIdx, blockIdx + gridDim, …` of one grid
+/// of `m × n` outputs ([`Tile::outputs`] per tile), fp16 out or (`NVFP4`, gated) NVFP4 out.
+/// The plain GEMM's gate and up MMAs both read B (`b1`): its up rows are the tile's second half.
+struct Dense<'a, const N: u32, const NVFP4: bool, const GATED: bool> {
     args: &'a DualGemmArgs,
     grid: TileGrid,
     /// Generic addresses of the arguments' three tensor maps (in parameter space).
@@ -16,12 +17,12 @@ struct Dense<'a, const N: u32, const NVFP4: bool> {
 }
 
 /// This CTA's tiles of a [`Dense`] problem.
-struct DenseTiles<'a, const N: u32, const NVFP4: bool> {
-    problem: &'a Dense<'a, N, NVFP4>,
+struct DenseTiles<'a, const N: u32, const NVFP4: bool, const GATED: bool> {
+    problem: &'a Dense<'a, N, NVFP4, GATED>,
     next: u32,
 }
 
-impl<const N: u32, const NVFP4: bool> Iterator for DenseTiles<'_, N, NVFP4> {
+impl<const N: u32, const NVFP4: bool, const GATED: bool> Iterator for DenseTiles<'_, N, NVFP4, GATED> {
     type Item = Job;
 
     #[inline(always)]
@@ -33,30 +34,39 @@ impl<const N: u32, const NVFP4: bool> Iterator for DenseTiles<'_, N, NVFP4> {
         self.next += sreg::grid_dim_x();
         let p = self.problem.args;
         let (m_tile, n_tile) = self.problem.grid.coords(index);
-        let place = TilePlace::dense(p.m, p.n, p.k, Tile { n: N }, m_tile, n_tile);
+        let place = TilePlace::dense(p.m, p.n, p.k, Tile { n: N }, m_tile, n_tile, GATED);
         // SAFETY: the launch contract (no programmatic launch: memory is ready).
         let (gate_factor, up_factor) = unsafe { p.device_globals.factors() };
+        // The plain GEMM's up half: B's rows again, B's scale.
+        let (up_map, up_scales, alpha_up) = if GATED {
+            (self.problem.maps[2], p.b2_scales, p.alpha_up * up_factor)
+        } else {
+            (self.problem.maps[1], p.b1_scales, p.alpha_gate * gate_factor)
+        };
         Some(Job {
             a_map: self.problem.maps[0],
             gate_map: self.problem.maps[1],
-            up_map: self.problem.maps[2],
+            up_map,
             a_scales: p.a_scales.wrapping_add(place.a_atoms),
             gate_scales: p.b1_scales.wrapping_add(place.gate_atoms),
-            up_scales: p.b2_scales.wrapping_add(place.up_atoms),
+            up_scales: up_scales.wrapping_add(place.up_atoms),
             place,
             out: p.out.wrapping_add(place.out),
             ldc: p.n,
             k: p.k,
             alpha_gate: p.alpha_gate * gate_factor,
-            alpha_up: p.alpha_up * up_factor,
+            alpha_up,
         })
     }
 }
 
-impl<'a, const N: u32, const NVFP4: bool> Problem for &'a Dense<'a, N, NVFP4> {
-    const GATED: bool = true;
+impl<'a, const N: u32, const NVFP4: bool, const GATED: bool> Problem for &'a Dense<'a, N, NVFP4, GATED> {
+    const GATED: bool = {
+        assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's");
+        GATED
+    };
     const NVFP4_OUT: bool = NVFP4;
-    type Tiles = DenseTiles<'a, N, NVFP4>;
+    type Tiles = DenseTiles<'a, N, NVFP4, GATED>;
 
     #[inline(always)]
     fn nvfp4_output(&self) -> Nvfp4Output {
@@ -71,7 +81,7 @@ impl<'a, const N: u32, const NVFP4: bool> Problem for &'a Dense<'a, N, NVFP4> {
     }
 
     #[inline(always)]
-    fn tiles(&self) -> DenseTiles<'a, N, NVFP4> {
+    fn tiles(&self) -> DenseTiles<'a, N, NVFP4, GATED> {
         DenseTiles {
             problem: self,
             next: sreg::block_idx_x(),
@@ -93,9 +103,9 @@ impl<'a, const N: u32, const NVFP4: bool> Problem for &'a Dense<'a, N, NVFP4> {
 }
 
 macro_rules! entry_point {
-    ($name:ident, $n:literal, $nvfp4:literal) => {
-        /// The sm_100f dual GEMM for one tile width, fp16 or NVFP4 out (see the module doc
-        /// for the contract).
+    ($name:ident, $n:literal, $nvfp4:literal, $gated:literal) => {
+        /// The sm_100f dual GEMM (or GEMM) for one tile width, fp16 or NVFP4 out (see the
+        /// module doc for the contract).
         ///
         /// # Safety
         /// Arguments must satisfy the module contract.
@@ -103,7 +113,8 @@ macro_rules! entry_point {
         pub unsafe extern "ptx-kernel" fn $name(p: DualGemmArgs) {
             const BUFFERS: u32 = Tile { n: $n }.accumulator_buffers();
             // An empty grid (never from a valid plan) computes nothing.
-            let grid = TileGrid::new(p.m, p.n, TILE_M, $n).unwrap_or(TileGrid {
+            let outputs = Tile { n: $n }.outputs($gated);
+            let grid = TileGrid::new(p.m, p.n, TILE_M, outputs).unwrap_or(TileGrid {
                 m_tiles: 0,
                 n_tiles: 0,
             });
@@ -113,7 +124,7 @@ macro_rules! entry_point {
                 kernel_param_address!($name, offset_of!(DualGemmArgs, b1_map)),
                 kernel_param_address!($name, offset_of!(DualGemmArgs, b2_map)),
             ];
-            let problem = Dense::<$n, $nvfp4> {
+            let problem = Dense::<$n, $nvfp4, $gated> {
                 args: &p,
                 grid,
                 maps,
@@ -124,12 +135,14 @@ macro_rules! entry_point {
     };
 }
 
-/// Defines the dense entries (fp16 and NVFP4 output) of every tile in the registry.
+/// Defines the dense entries (dual GEMM with fp16 and NVFP4 output, GEMM) of every tile in the
+/// registry.
 macro_rules! dense_entries {
-    ($($n:literal $dense:ident $dense_nvfp4:ident $gated:ident $plain:ident;)*) => {
+    ($($n:literal $dense:ident $dense_nvfp4:ident $dense_plain:ident $gated:ident $plain:ident;)*) => {
         $(
-            entry_point!($dense, $n, false);
-            entry_point!($dense_nvfp4, $n, true);
+            entry_point!($dense, $n, false, true);
+            entry_point!($dense_nvfp4, $n, true, true);
+            entry_point!($dense_plain, $n, false, false);
         )*
     };
 }

@@ -155,7 +155,7 @@ macro_rules! entry_point {
 /// Defines the grouped entries of every tile in the registry: all gated (dual) kernels, then
 /// all plain ones.
 macro_rules! grouped_entries {
-    ($($n:literal $dense:ident $dense_nvfp4:ident $gated:ident $plain:ident;)*) => {
+    ($($n:literal $dense:ident $dense_nvfp4:ident $dense_plain:ident $gated:ident $plain:ident;)*) => {
         $(entry_point!($gated, true, $n);)*
         $(entry_point!($plain, false, $n);)*
     };

@@ -8,14 +8,14 @@ use crate::grouped::GroupedPrepareArgs;
 use crate::launch::{EntryPoint, Kernel};
 use crate::sm100::config::{DualGemmArgs, GroupedArgs, THREADS, Tile, check_tile};
 
-/// The tiled kernels, narrowest first, one line per tile width (outputs per tile):
-/// `n dense_entry dense_nvfp4_entry grouped_dual_entry grouped_plain_entry;`.
+/// The tiled kernels, narrowest first, one line per tile width (the MMAs' N):
+/// `n dense_entry dense_nvfp4_entry dense_plain_entry grouped_dual_entry grouped_plain_entry;`.
 macro_rules! tiled_entries {
     ($callback:ident) => {
         $callback! {
-            64 nvfp4_dual_gemm_sm100_n64 nvfp4_dual_gemm_nvfp4_sm100_n64
+            64 nvfp4_dual_gemm_sm100_n64 nvfp4_dual_gemm_nvfp4_sm100_n64 nvfp4_gemm_sm100_n64
                 nvfp4_grouped_dual_gemm_sm100_n64 nvfp4_grouped_gemm_sm100_n64;
-            128 nvfp4_dual_gemm_sm100_n128 nvfp4_dual_gemm_nvfp4_sm100_n128
+            128 nvfp4_dual_gemm_sm100_n128 nvfp4_dual_gemm_nvfp4_sm100_n128 nvfp4_gemm_sm100_n128
                 nvfp4_grouped_dual_gemm_sm100_n128 nvfp4_grouped_gemm_sm100_n128;
         }
     };
@@ -42,6 +42,8 @@ pub struct TiledEntries {
     pub dense: Kernel<DualGemmArgs>,
     /// The dense dual GEMM writing NVFP4 (`DualGemmArgs::out_scales`).
     pub dense_nvfp4: Kernel<DualGemmArgs>,
+    /// The dense GEMM (B in `b1`; [`Tile::outputs`] per tile).
+    pub dense_plain: Kernel<DualGemmArgs>,
     /// The grouped dual GEMM.
     pub grouped_gated: Kernel<GroupedArgs>,
     /// The grouped GEMM.
@@ -60,13 +62,14 @@ impl TiledEntries {
 }
 
 macro_rules! tiled_table {
-    ($($n:literal $dense:ident $dense_nvfp4:ident $gated:ident $plain:ident;)*) => {
+    ($($n:literal $dense:ident $dense_nvfp4:ident $dense_plain:ident $gated:ident $plain:ident;)*) => {
         /// Every tiled entry, narrowest tile first (`tiled_entries!`).
         pub const TILED: [TiledEntries; [$($n),*].len()] = [$(
             TiledEntries {
                 tile: Tile { n: $n },
                 dense: Kernel::new(stringify!($dense), THREADS, Some(1)),
                 dense_nvfp4: Kernel::new(stringify!($dense_nvfp4), THREADS, Some(1)),
+                dense_plain: Kernel::new(stringify!($dense_plain), THREADS, Some(1)),
                 grouped_gated: Kernel::new(stringify!($gated), THREADS, Some(1)),
                 grouped_plain: Kernel::new(stringify!($plain), THREADS, Some(1)),
             },
@@ -117,10 +120,11 @@ const _: () = {
     }
 };
 
-/// The dense dual GEMM's tile for M tokens and N outputs: the wide one above 256 tokens when N
-/// is a multiple of it, else the narrow one.
-pub const fn tile_for_shape(m: u32, n: u32) -> Tile {
-    if m > 256 && n.is_multiple_of(WIDE_TILE.n) {
+/// The dense dual GEMM's (`gated`) or GEMM's tile for M tokens and N outputs: the wide one
+/// above 256 tokens when N is a multiple of its outputs ([`Tile::outputs`]: a plain tile's up
+/// half must not run past N's padded scale rows), else the narrow one.
+pub const fn tile_for_shape(m: u32, n: u32, gated: bool) -> Tile {
+    if m > 256 && n.is_multiple_of(WIDE_TILE.outputs(gated)) {
         WIDE_TILE
     } else {
         NARROW_TILE
@@ -139,18 +143,19 @@ pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
     None
 }
 
-const fn entry_points() -> [EntryPoint; 4 * TILED.len() + 1] {
-    let mut out = [GROUPED_PREPARE.entry; 4 * TILED.len() + 1];
+const fn entry_points() -> [EntryPoint; 5 * TILED.len() + 1] {
+    let mut out = [GROUPED_PREPARE.entry; 5 * TILED.len() + 1];
     let mut i = 0;
     while i < TILED.len() {
         out[i] = TILED[i].dense.entry;
         out[TILED.len() + i] = TILED[i].grouped_gated.entry;
         out[2 * TILED.len() + i] = TILED[i].grouped_plain.entry;
         out[3 * TILED.len() + i] = TILED[i].dense_nvfp4.entry;
+        out[4 * TILED.len() + i] = TILED[i].dense_plain.entry;
         i += 1;
     }
     out
 }
 
 /// Every entry point of the sm_100f module but the common ones (`crate::registry`).
-pub const ENTRY_POINTS: [EntryPoint; 4 * TILED.len() + 1] = entry_points();
+pub const ENTRY_POINTS: [EntryPoint; 5 * TILED.len() + 1] = entry_points();
