@@ -627,3 +627,75 @@ fn dense_nvfp4_epilogue_writes_every_data_and_scale_byte_once() {
         }
     }
 }
+
+/// The grouped dual GEMM's NVFP4 epilogue (contiguous convention): each group's tiles, placed
+/// by `TilePlace::grouped` and located in their group by `TilePlace::in_group` as the kernel
+/// does, write every data byte of the group's rows and every scale byte of its blocked layout
+/// (padding rows of its last 128-row block included) exactly once, at the offsets the layout
+/// gives, with tiles of every width and groups of 0 to 300 rows.
+#[test]
+fn grouped_nvfp4_epilogue_writes_every_data_and_scale_byte_of_each_group_once() {
+    use nvfp4_kernel::sm100::config::{
+        NVFP4_CHUNK, NVFP4_CHUNKS_PER_SCALE_WORD, nvfp4_data_offset, nvfp4_scale_word_offset,
+    };
+    let (rows, n) = ([5u32, 0, 130, 128, 300, 1], 192u32);
+    for tile in TILES {
+        let mut token_row = 0;
+        for (g, &m) in rows.iter().enumerate() {
+            let desc = GroupDesc {
+                token_row,
+                rows: m,
+                n,
+                k: 64,
+                ldc: n,
+                weight_rows: 2 * n,
+                up_row_offset: n,
+                weight_map_row: g as u32 * 2 * n,
+                ..GroupDesc::default()
+            };
+            token_row += m;
+            let layout = BlockedScales::new(m as usize, n as usize);
+            let (mut data, mut scales) = (vec![0u32; (m * n / 2) as usize], vec![0u32; layout.len()]);
+            let (m_tiles, n_tiles) = (m.div_ceil(TILE_M), n.div_ceil(tile.n));
+            for local in 0..m_tiles * n_tiles {
+                let place = TilePlace::grouped(&desc, m_tiles, local, tile, true);
+                let (m0, n0) = place.in_group(&desc);
+                assert_eq!(
+                    (m0, n0),
+                    (local % m_tiles * TILE_M, local / m_tiles * tile.n),
+                    "group {g}, tile {local}"
+                );
+                for token in 0..TILE_M {
+                    for chunk in 0..tile.n / NVFP4_CHUNK {
+                        if NVFP4_CHUNK * chunk >= place.columns {
+                            continue;
+                        }
+                        if token < place.rows {
+                            let at = nvfp4_data_offset(n, m0, n0, token, chunk);
+                            for byte in &mut data[at..at + 8] {
+                                *byte += 1;
+                            }
+                        }
+                        if chunk % NVFP4_CHUNKS_PER_SCALE_WORD == NVFP4_CHUNKS_PER_SCALE_WORD - 1 {
+                            let word = chunk / NVFP4_CHUNKS_PER_SCALE_WORD;
+                            if let Some(at) = nvfp4_scale_word_offset(m, n, m0, n0, token, word) {
+                                for byte in &mut scales[at..at + 4] {
+                                    *byte += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let what = format!("group {g} of {m} rows, tile {}", tile.n);
+            assert!(
+                data.iter().all(|&c| c == 1),
+                "{what}: data bytes not written once"
+            );
+            assert!(
+                scales.iter().all(|&c| c == 1),
+                "{what}: scale bytes not written once"
+            );
+        }
+    }
+}

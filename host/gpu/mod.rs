@@ -307,6 +307,18 @@ pub(crate) struct LoadedTile<T, D, G> {
     grouped: Option<Vec<LoadedKernel<G>>>,
 }
 
+/// The grouped kernel of `epilogue` (its name, and its index in [`LoadedTile`]'s grouped
+/// kernels; None for bf16 output, which no grouped kernel writes).
+fn grouped_kernel_index(epilogue: TileEpilogue) -> (&'static str, Option<usize>) {
+    match epilogue {
+        TileEpilogue::Gated => ("grouped dual GEMM", Some(0)),
+        TileEpilogue::Plain => ("grouped GEMM", Some(1)),
+        TileEpilogue::GatedNvfp4 => ("grouped dual GEMM with NVFP4 output", Some(2)),
+        TileEpilogue::GatedBf16 => ("grouped dual GEMM with bf16 output", None),
+        TileEpilogue::PlainBf16 => ("grouped GEMM with bf16 output", None),
+    }
+}
+
 /// Finds the loaded kernel of `tile`, or names what is missing.
 fn find_tiled<'a, T: PartialEq + std::fmt::Debug, D, G, K>(
     tiles: &'a [LoadedTile<T, D, G>],
@@ -431,14 +443,7 @@ impl Sm90Kernels {
 
     /// The grouped kernel of `epilogue` for `tile`.
     pub fn grouped(&self, tile: Tile, epilogue: TileEpilogue) -> Result<&LoadedKernel<sm90::GroupedArgs>> {
-        // No grouped kernel writes bf16 (`index` None: reported missing).
-        let (what, index) = match epilogue {
-            TileEpilogue::Gated => ("grouped dual GEMM", Some(0)),
-            TileEpilogue::Plain => ("grouped GEMM", Some(1)),
-            TileEpilogue::GatedNvfp4 => ("grouped dual GEMM with NVFP4 output", Some(2)),
-            TileEpilogue::GatedBf16 => ("grouped dual GEMM with bf16 output", None),
-            TileEpilogue::PlainBf16 => ("grouped GEMM with bf16 output", None),
-        };
+        let (what, index) = grouped_kernel_index(epilogue);
         find_tiled(&self.tiled, tile, Arch::Sm90a, what, |t| {
             t.grouped.as_ref().zip(index).and_then(|(g, i)| g.get(i))
         })
@@ -509,6 +514,7 @@ impl Sm100Kernels {
                 grouped: Some(vec![
                     grouped(entries.grouped_gated)?,
                     grouped(entries.grouped_plain)?,
+                    grouped(entries.grouped_gated_nvfp4)?,
                 ]),
             });
         }
@@ -545,15 +551,15 @@ impl Sm100Kernels {
         }
     }
 
-    /// The grouped kernel for `tile`, gated (dual) or plain.
-    pub fn grouped(&self, tile: sm100::Tile, gated: bool) -> Result<&LoadedKernel<sm100::GroupedArgs>> {
-        let what = if gated {
-            "grouped dual GEMM"
-        } else {
-            "grouped GEMM"
-        };
+    /// The grouped kernel for `tile` and `epilogue`.
+    pub fn grouped(
+        &self,
+        tile: sm100::Tile,
+        epilogue: TileEpilogue,
+    ) -> Result<&LoadedKernel<sm100::GroupedArgs>> {
+        let (what, index) = grouped_kernel_index(epilogue);
         find_tiled(&self.tiled, tile, Arch::Sm100f, what, |t| {
-            t.grouped.as_ref().map(|g| &g[usize::from(!gated)])
+            t.grouped.as_ref().zip(index).and_then(|(g, i)| g.get(i))
         })
     }
 }

@@ -112,7 +112,8 @@ impl GroupedPlan {
     /// (α3·A·B3ᵀ)` as NVFP4 in A's layout (see [`ContiguousNvFp4Out`]): `h_data` `rows × N/2`
     /// bytes, `h_scales` `BlockedScales::new(scale_rows, N)`, group `g` quantized with
     /// `global_scales[g]`; bit for bit the GPU quantizer on each group's fp16 rows (as
-    /// `DualGemmPlan::launch_nvfp4`). Hopper only (`Error::KernelUnavailable` on Blackwell).
+    /// `DualGemmPlan::launch_nvfp4`). On Blackwell the tcgen05 kernel's NVFP4 entries (never
+    /// run: no B200 here).
     pub fn launch_nvfp4(
         &self,
         gpu: &Gpu,

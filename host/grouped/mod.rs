@@ -640,10 +640,6 @@ impl GroupedPlan {
             TileEpilogue::GatedNvfp4
         };
         match (&self.backend, tile) {
-            (Backend::Sm100 { .. }, _) if epilogue.nvfp4() => Err(Error::KernelUnavailable {
-                operation: "grouped dual GEMM with NVFP4 output",
-                arch: Arch::Sm100f.name(),
-            }),
             (
                 Backend::Sm90 {
                     token_map,
@@ -752,7 +748,7 @@ impl GroupedPlan {
                 // made for the launch's buffers, checked against the plan) that this kernel
                 // reads after waiting for it.
                 unsafe {
-                    kernels.grouped(tile, self.op.gated())?.launch(
+                    kernels.grouped(tile, epilogue)?.launch(
                         stream,
                         self.grid,
                         tile.shared_bytes(),

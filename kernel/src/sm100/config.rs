@@ -290,6 +290,17 @@ impl TilePlace {
     }
 }
 
+impl TilePlace {
+    /// A grouped tile's first token and first output within its group (`row0`, `n0` of
+    /// [`TilePlace::grouped`]): where it writes the group's NVFP4 output.
+    pub const fn in_group(&self, desc: &GroupDesc) -> (u32, u32) {
+        (
+            self.a_row.wrapping_sub(desc.token_row),
+            self.gate_row.wrapping_sub(desc.weight_map_row),
+        )
+    }
+}
+
 /// Compile-time checks of one tile (the registry, `sm100::registry`, runs them on each of its
 /// tiles): TMEM columns, alignments, shared memory, MMA shape.
 pub const fn check_tile(tile: Tile) {

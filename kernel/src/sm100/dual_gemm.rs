@@ -56,6 +56,19 @@ impl<const N: u32, const NVFP4: bool, const GATED: bool> Iterator for DenseTiles
             k: p.k,
             alpha_gate: p.alpha_gate * gate_factor,
             alpha_up,
+            nvfp4: if NVFP4 {
+                Nvfp4Output {
+                    data: p.out as *mut u8,
+                    scales: p.out_scales,
+                    m: p.m,
+                    n: p.n,
+                    global_scale: p.out_global_scale,
+                    m0: place.a_row,
+                    n0: place.gate_row,
+                }
+            } else {
+                Nvfp4Output::NONE
+            },
         })
     }
 }
@@ -67,18 +80,6 @@ impl<'a, const N: u32, const NVFP4: bool, const GATED: bool> Problem for &'a Den
     };
     const NVFP4_OUT: bool = NVFP4;
     type Tiles = DenseTiles<'a, N, NVFP4, GATED>;
-
-    #[inline(always)]
-    fn nvfp4_output(&self) -> Nvfp4Output {
-        let p = self.args;
-        Nvfp4Output {
-            data: p.out as *mut u8,
-            scales: p.out_scales,
-            m: p.m,
-            n: p.n,
-            global_scale: p.out_global_scale,
-        }
-    }
 
     #[inline(always)]
     fn tiles(&self) -> DenseTiles<'a, N, NVFP4, GATED> {
@@ -138,7 +139,8 @@ macro_rules! entry_point {
 /// Defines the dense entries (dual GEMM with fp16 and NVFP4 output, GEMM) of every tile in the
 /// registry.
 macro_rules! dense_entries {
-    ($($n:literal $dense:ident $dense_nvfp4:ident $dense_plain:ident $gated:ident $plain:ident;)*) => {
+    ($($n:literal $dense:ident $dense_nvfp4:ident $dense_plain:ident $gated:ident $plain:ident
+        $gated_nvfp4:ident;)*) => {
         $(
             entry_point!($dense, $n, false, true);
             entry_point!($dense_nvfp4, $n, true, true);

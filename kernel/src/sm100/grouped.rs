@@ -20,7 +20,7 @@ use crate::ptx::{fence, kernel_param_address, mem, sreg};
 use crate::schedule::{GroupSchedule, GroupTable, GroupTileWalk};
 use crate::sm100::config::{GroupedArgs, Tile, TilePlace};
 use crate::sm100::registry;
-use crate::sm100::roles::{self, Job, Problem};
+use crate::sm100::roles::{self, Job, Nvfp4Output, Problem};
 
 /// The schedule table the preparation pass wrote, read from global memory (its groups' records
 /// follow the header).
@@ -51,8 +51,9 @@ impl GroupTable for GlobalGroups {
     }
 }
 
-/// A grouped launch, gated or plain, with `N`-wide MMAs.
-struct Grouped<'a, const N: u32, const GATED: bool> {
+/// A grouped launch, gated or plain, with `N`-wide MMAs, fp16 out or (`NVFP4`, gated) NVFP4
+/// out (each group's rows quantized with its own global scale, laid out as the tokens are).
+struct Grouped<'a, const N: u32, const GATED: bool, const NVFP4: bool> {
     args: &'a GroupedArgs,
     table: GlobalGroups,
     /// Generic addresses of the arguments' three tensor maps (in parameter space), used where
@@ -61,12 +62,12 @@ struct Grouped<'a, const N: u32, const GATED: bool> {
 }
 
 /// This CTA's tiles of a [`Grouped`] problem.
-struct GroupedJobs<'a, const N: u32, const GATED: bool> {
-    problem: &'a Grouped<'a, N, GATED>,
+struct GroupedJobs<'a, const N: u32, const GATED: bool, const NVFP4: bool> {
+    problem: &'a Grouped<'a, N, GATED, NVFP4>,
     walk: GroupTileWalk<GlobalGroups>,
 }
 
-impl<const N: u32, const GATED: bool> Iterator for GroupedJobs<'_, N, GATED> {
+impl<const N: u32, const GATED: bool, const NVFP4: bool> Iterator for GroupedJobs<'_, N, GATED, NVFP4> {
     type Item = Job;
 
     #[inline(always)]
@@ -91,13 +92,31 @@ impl<const N: u32, const GATED: bool> Iterator for GroupedJobs<'_, N, GATED> {
             k: desc.k,
             alpha_gate: desc.alpha_gate,
             alpha_up: desc.alpha_up,
+            nvfp4: if NVFP4 {
+                let (m0, n0) = place.in_group(&desc);
+                Nvfp4Output {
+                    data: desc.out as *mut u8,
+                    scales: desc.out_scales as *mut u8,
+                    m: desc.rows,
+                    n: desc.n,
+                    global_scale: desc.out_global_scale,
+                    m0,
+                    n0,
+                }
+            } else {
+                Nvfp4Output::NONE
+            },
         })
     }
 }
 
-impl<'a, const N: u32, const GATED: bool> Problem for &'a Grouped<'a, N, GATED> {
-    const GATED: bool = GATED;
-    type Tiles = GroupedJobs<'a, N, GATED>;
+impl<'a, const N: u32, const GATED: bool, const NVFP4: bool> Problem for &'a Grouped<'a, N, GATED, NVFP4> {
+    const GATED: bool = {
+        assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's");
+        GATED
+    };
+    const NVFP4_OUT: bool = NVFP4;
+    type Tiles = GroupedJobs<'a, N, GATED, NVFP4>;
 
     #[inline(always)]
     fn reuse_a(&self) -> bool {
@@ -105,7 +124,7 @@ impl<'a, const N: u32, const GATED: bool> Problem for &'a Grouped<'a, N, GATED> 
     }
 
     #[inline(always)]
-    fn tiles(&self) -> GroupedJobs<'a, N, GATED> {
+    fn tiles(&self) -> GroupedJobs<'a, N, GATED, NVFP4> {
         GroupedJobs {
             problem: self,
             walk: GroupTileWalk::new(self.table, sreg::block_idx_x(), sreg::grid_dim_x()),
@@ -115,7 +134,10 @@ impl<'a, const N: u32, const GATED: bool> Problem for &'a Grouped<'a, N, GATED> 
 
 /// The persistent kernel body.
 #[inline(always)]
-unsafe fn grouped<const N: u32, const BUFFERS: u32, const GATED: bool>(args: &GroupedArgs, maps: [u64; 3]) {
+unsafe fn grouped<const N: u32, const BUFFERS: u32, const GATED: bool, const NVFP4: bool>(
+    args: &GroupedArgs,
+    maps: [u64; 3],
+) {
     fence::launch_dependents();
     // The preparation pass wrote the tables: wait for it.
     fence::grid_dependency_wait();
@@ -126,14 +148,15 @@ unsafe fn grouped<const N: u32, const BUFFERS: u32, const GATED: bool>(args: &Gr
     if table.total() == 0 {
         return; // nothing to compute (or invalid device-side offsets: nothing is written)
     }
-    let problem = Grouped::<N, GATED> { args, table, maps };
+    let problem = Grouped::<N, GATED, NVFP4> { args, table, maps };
     // SAFETY: the module contract; the descriptors describe valid maps, atoms and outputs.
     unsafe { roles::run::<_, N, BUFFERS>(&&problem) }
 }
 
 macro_rules! entry_point {
-    ($name:ident, $gated:literal, $n:literal) => {
-        /// The sm_100f grouped kernel for one tile width, gated or plain (see the module doc).
+    ($name:ident, $gated:literal, $nvfp4:literal, $n:literal) => {
+        /// The sm_100f grouped kernel for one tile width, gated or plain, fp16 or (gated) NVFP4
+        /// out (see the module doc).
         ///
         /// # Safety
         /// Arguments must satisfy the module contract.
@@ -147,17 +170,19 @@ macro_rules! entry_point {
                 kernel_param_address!($name, offset_of!(GroupedArgs, up_map)),
             ];
             // SAFETY: forwarded contract.
-            unsafe { grouped::<$n, BUFFERS, $gated>(&args, maps) }
+            unsafe { grouped::<$n, BUFFERS, $gated, $nvfp4>(&args, maps) }
         }
     };
 }
 
 /// Defines the grouped entries of every tile in the registry: all gated (dual) kernels, then
-/// all plain ones.
+/// all plain ones, then the gated ones writing NVFP4.
 macro_rules! grouped_entries {
-    ($($n:literal $dense:ident $dense_nvfp4:ident $dense_plain:ident $gated:ident $plain:ident;)*) => {
-        $(entry_point!($gated, true, $n);)*
-        $(entry_point!($plain, false, $n);)*
+    ($($n:literal $dense:ident $dense_nvfp4:ident $dense_plain:ident $gated:ident $plain:ident
+        $gated_nvfp4:ident;)*) => {
+        $(entry_point!($gated, true, false, $n);)*
+        $(entry_point!($plain, false, false, $n);)*
+        $(entry_point!($gated_nvfp4, true, true, $n);)*
     };
 }
 

@@ -8,15 +8,18 @@ use crate::grouped::GroupedPrepareArgs;
 use crate::launch::{EntryPoint, Kernel};
 use crate::sm100::config::{DualGemmArgs, GroupedArgs, THREADS, Tile, check_tile};
 
-/// The tiled kernels, narrowest first, one line per tile width (the MMAs' N):
-/// `n dense_entry dense_nvfp4_entry dense_plain_entry grouped_dual_entry grouped_plain_entry;`.
+/// The tiled kernels, narrowest first, one line per tile width (the MMAs' N): `n dense_entry
+/// dense_nvfp4_entry dense_plain_entry grouped_dual_entry grouped_plain_entry
+/// grouped_dual_nvfp4_entry;`.
 macro_rules! tiled_entries {
     ($callback:ident) => {
         $callback! {
             64 nvfp4_dual_gemm_sm100_n64 nvfp4_dual_gemm_nvfp4_sm100_n64 nvfp4_gemm_sm100_n64
-                nvfp4_grouped_dual_gemm_sm100_n64 nvfp4_grouped_gemm_sm100_n64;
+                nvfp4_grouped_dual_gemm_sm100_n64 nvfp4_grouped_gemm_sm100_n64
+                nvfp4_grouped_dual_gemm_nvfp4_sm100_n64;
             128 nvfp4_dual_gemm_sm100_n128 nvfp4_dual_gemm_nvfp4_sm100_n128 nvfp4_gemm_sm100_n128
-                nvfp4_grouped_dual_gemm_sm100_n128 nvfp4_grouped_gemm_sm100_n128;
+                nvfp4_grouped_dual_gemm_sm100_n128 nvfp4_grouped_gemm_sm100_n128
+                nvfp4_grouped_dual_gemm_nvfp4_sm100_n128;
         }
     };
 }
@@ -48,6 +51,8 @@ pub struct TiledEntries {
     pub grouped_gated: Kernel<GroupedArgs>,
     /// The grouped GEMM.
     pub grouped_plain: Kernel<GroupedArgs>,
+    /// The grouped dual GEMM writing NVFP4 (`GroupDesc::out_scales`).
+    pub grouped_gated_nvfp4: Kernel<GroupedArgs>,
 }
 
 impl TiledEntries {
@@ -62,7 +67,8 @@ impl TiledEntries {
 }
 
 macro_rules! tiled_table {
-    ($($n:literal $dense:ident $dense_nvfp4:ident $dense_plain:ident $gated:ident $plain:ident;)*) => {
+    ($($n:literal $dense:ident $dense_nvfp4:ident $dense_plain:ident $gated:ident $plain:ident
+        $gated_nvfp4:ident;)*) => {
         /// Every tiled entry, narrowest tile first (`tiled_entries!`).
         pub const TILED: [TiledEntries; [$($n),*].len()] = [$(
             TiledEntries {
@@ -72,6 +78,7 @@ macro_rules! tiled_table {
                 dense_plain: Kernel::new(stringify!($dense_plain), THREADS, Some(1)),
                 grouped_gated: Kernel::new(stringify!($gated), THREADS, Some(1)),
                 grouped_plain: Kernel::new(stringify!($plain), THREADS, Some(1)),
+                grouped_gated_nvfp4: Kernel::new(stringify!($gated_nvfp4), THREADS, Some(1)),
             },
         )*];
     };
@@ -143,8 +150,8 @@ pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
     None
 }
 
-const fn entry_points() -> [EntryPoint; 5 * TILED.len() + 1] {
-    let mut out = [GROUPED_PREPARE.entry; 5 * TILED.len() + 1];
+const fn entry_points() -> [EntryPoint; 6 * TILED.len() + 1] {
+    let mut out = [GROUPED_PREPARE.entry; 6 * TILED.len() + 1];
     let mut i = 0;
     while i < TILED.len() {
         out[i] = TILED[i].dense.entry;
@@ -152,10 +159,11 @@ const fn entry_points() -> [EntryPoint; 5 * TILED.len() + 1] {
         out[2 * TILED.len() + i] = TILED[i].grouped_plain.entry;
         out[3 * TILED.len() + i] = TILED[i].dense_nvfp4.entry;
         out[4 * TILED.len() + i] = TILED[i].dense_plain.entry;
+        out[5 * TILED.len() + i] = TILED[i].grouped_gated_nvfp4.entry;
         i += 1;
     }
     out
 }
 
 /// Every entry point of the sm_100f module but the common ones (`crate::registry`).
-pub const ENTRY_POINTS: [EntryPoint; 5 * TILED.len() + 1] = entry_points();
+pub const ENTRY_POINTS: [EntryPoint; 6 * TILED.len() + 1] = entry_points();

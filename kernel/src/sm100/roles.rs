@@ -43,6 +43,9 @@ pub(crate) struct Job {
     pub alpha_gate: f32,
     /// Scale of the up product.
     pub alpha_up: f32,
+    /// Where the tile writes NVFP4 (problems with [`Problem::NVFP4_OUT`]; else
+    /// [`Nvfp4Output::NONE`]).
+    pub nvfp4: Nvfp4Output,
 }
 
 impl Job {
@@ -66,23 +69,15 @@ pub(crate) trait Problem {
     /// Whether A stays in the MMA's collector between the gate and up MMAs
     /// (`config::ACollectorUse`).
     fn reuse_a(&self) -> bool;
-    /// Whether the (gated, dense) tiles write NVFP4 ([`Problem::nvfp4_output`]) instead of
-    /// fp16 through `Job::out`.
+    /// Whether the (gated) tiles write NVFP4 ([`Job::nvfp4`]) instead of fp16 through
+    /// `Job::out`.
     const NVFP4_OUT: bool = false;
-    /// Where the NVFP4 output goes (problems with [`Problem::NVFP4_OUT`]).
-    fn nvfp4_output(&self) -> Nvfp4Output {
-        Nvfp4Output {
-            data: core::ptr::null_mut(),
-            scales: core::ptr::null_mut(),
-            m: 0,
-            n: 0,
-            global_scale: 1.0,
-        }
-    }
 }
 
-/// A dense dual GEMM's NVFP4 output: `m × n` packed e2m1 data and blocked scales, quantized
-/// along N with `global_scale` (`config::nvfp4_data_offset`, `config::nvfp4_scale_word_offset`).
+/// A tile's NVFP4 output: the `m × n` matrix it belongs to (the dense C, or a group's rows of
+/// it), as packed e2m1 data and blocked scales quantized along N with `global_scale`
+/// (`config::nvfp4_data_offset`, `config::nvfp4_scale_word_offset`), and the tile's first token
+/// and output in it (`m0` a multiple of 128: a whole row block of the scales).
 #[derive(Clone, Copy)]
 pub(crate) struct Nvfp4Output {
     pub data: *mut u8,
@@ -90,6 +85,21 @@ pub(crate) struct Nvfp4Output {
     pub m: u32,
     pub n: u32,
     pub global_scale: f32,
+    pub m0: u32,
+    pub n0: u32,
+}
+
+impl Nvfp4Output {
+    /// No NVFP4 output (fp16 problems).
+    pub const NONE: Self = Self {
+        data: core::ptr::null_mut(),
+        scales: core::ptr::null_mut(),
+        m: 0,
+        n: 0,
+        global_scale: 1.0,
+        m0: 0,
+        n0: 0,
+    };
 }
 
 /// Shared addresses of the ring, the barriers and the TMEM slot of one tile shape.
@@ -372,7 +382,7 @@ unsafe fn drain_accumulators<P: Problem, const BUFFERS: u32>(
             let output = 16 * chunk;
             if P::NVFP4_OUT {
                 // SAFETY: the chunk's outputs exist (checked inside); C's buffers hold `m × n`.
-                unsafe { store_nvfp4_chunk(problem, &job, token, chunk, &mut scale_word, gate, up) };
+                unsafe { store_nvfp4_chunk(&job, token, chunk, &mut scale_word, gate, up) };
             } else if P::GATED {
                 let value = |i: usize| {
                     let g = f32::from_bits(gate[i]) * job.alpha_gate;
@@ -413,11 +423,9 @@ unsafe fn drain_accumulators<P: Problem, const BUFFERS: u32>(
 /// nothing is staged or exchanged.
 ///
 /// # Safety
-/// `job` is a dense tile of `problem`, whose output holds `m × n/2` data bytes and the whole
-/// scale layout.
+/// `job.nvfp4` is the tile's NVFP4 output: `m × n/2` data bytes and the whole scale layout.
 #[inline(always)]
-unsafe fn store_nvfp4_chunk<P: Problem>(
-    problem: &P,
+unsafe fn store_nvfp4_chunk(
     job: &Job,
     token: u32,
     chunk: u32,
@@ -425,9 +433,8 @@ unsafe fn store_nvfp4_chunk<P: Problem>(
     gate: [u32; 16],
     up: [u32; 16],
 ) {
-    let out = problem.nvfp4_output();
-    // A dense tile's first token and output (`TilePlace::dense`).
-    let (m0, n0) = (job.place.a_row, job.place.gate_row);
+    let out = job.nvfp4;
+    let (m0, n0) = (out.m0, out.n0);
     if NVFP4_CHUNK * chunk >= job.place.columns {
         return;
     }
