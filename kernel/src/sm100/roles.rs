@@ -147,6 +147,7 @@ const _: () = assert!(THREADS == 192, "one TMA warp, one MMA warp, four epilogue
 /// multiple of 64); `THREADS` threads; `Tile::shared_bytes` of dynamic shared memory.
 #[inline(always)]
 pub(crate) unsafe fn run<P: Problem, const N: u32, const BUFFERS: u32>(problem: &P) {
+    const { assert!(P::GATED || !P::NVFP4_OUT, "NVFP4 output is the gated epilogue's") };
     let tile = Tile { n: N };
     let shared = Shared {
         tile,
