@@ -55,17 +55,6 @@ pub struct TiledEntries {
     pub grouped_gated_nvfp4: Kernel<GroupedArgs>,
 }
 
-impl TiledEntries {
-    /// The grouped kernel, gated or plain.
-    pub const fn grouped(&self, gated: bool) -> Kernel<GroupedArgs> {
-        if gated {
-            self.grouped_gated
-        } else {
-            self.grouped_plain
-        }
-    }
-}
-
 macro_rules! tiled_table {
     ($($n:literal $dense:ident $dense_nvfp4:ident $dense_plain:ident $gated:ident $plain:ident
         $gated_nvfp4:ident;)*) => {
