@@ -569,9 +569,13 @@ impl DensePlan {
                 // SAFETY: the arguments satisfy `nvfp4_kernel::sm100::dual_gemm`'s contract,
                 // checked above and by the geometry.
                 unsafe {
-                    kernels
-                        .dense(geometry.tile, self.gated, epilogue.nvfp4())?
-                        .launch(stream, geometry.grid, geometry.tile.shared_bytes(), &args, false)
+                    kernels.dense(geometry.tile, epilogue)?.launch(
+                        stream,
+                        geometry.grid,
+                        geometry.tile.shared_bytes(),
+                        &args,
+                        false,
+                    )
                 }
             }
         }

@@ -344,9 +344,7 @@ impl DecodeSplit {
             .min_by_key(|&(cost, grid, _)| (cost, grid))
             .map_or(one_wave, |(_, _, split)| split)
     }
-}
 
-impl DecodeSplit {
     /// Whether the decode-size kernel serves `m` tokens (1..=`DECODE_MAX_TOKENS`) of the dual
     /// GEMM (`gated`) or the plain GEMM with this split on `multiprocessors` SMs holding
     /// `resident(steps_per_split)` CTAs each: always when the split's CTAs are all resident at

@@ -307,6 +307,19 @@ pub(crate) struct LoadedTile<T, D, G> {
     grouped: Option<Vec<LoadedKernel<G>>>,
 }
 
+impl<T, D, G> LoadedTile<T, D, G> {
+    /// The dense kernel of `epilogue`, where the architecture has it.
+    fn dense_of(&self, epilogue: TileEpilogue) -> Option<&LoadedKernel<D>> {
+        match epilogue {
+            TileEpilogue::Gated => Some(&self.dense),
+            TileEpilogue::GatedNvfp4 => self.dense_nvfp4.as_ref(),
+            TileEpilogue::Plain => self.dense_plain.as_ref(),
+            TileEpilogue::GatedBf16 => self.dense_bf16.as_ref().map(|k| &k[0]),
+            TileEpilogue::PlainBf16 => self.dense_bf16.as_ref().map(|k| &k[1]),
+        }
+    }
+}
+
 /// The grouped kernel of `epilogue` (its name, and its index in [`LoadedTile`]'s grouped
 /// kernels; None for bf16 output, which no grouped kernel writes).
 fn grouped_kernel_index(epilogue: TileEpilogue) -> (&'static str, Option<usize>) {
@@ -426,19 +439,9 @@ impl Sm90Kernels {
 
     /// The dense kernel of `epilogue` for `tile`.
     pub fn dense(&self, tile: Tile, epilogue: TileEpilogue) -> Result<&LoadedKernel<sm90::DualGemmArgs>> {
-        find_tiled(
-            &self.tiled,
-            tile,
-            Arch::Sm90a,
-            epilogue.operation(),
-            |t| match epilogue {
-                TileEpilogue::Gated => Some(&t.dense),
-                TileEpilogue::GatedNvfp4 => t.dense_nvfp4.as_ref(),
-                TileEpilogue::Plain => t.dense_plain.as_ref(),
-                TileEpilogue::GatedBf16 => t.dense_bf16.as_ref().map(|k| &k[0]),
-                TileEpilogue::PlainBf16 => t.dense_bf16.as_ref().map(|k| &k[1]),
-            },
-        )
+        find_tiled(&self.tiled, tile, Arch::Sm90a, epilogue.operation(), |t| {
+            t.dense_of(epilogue)
+        })
     }
 
     /// The grouped kernel of `epilogue` for `tile`.
@@ -503,19 +506,31 @@ impl Sm100Kernels {
         let mut tiled = Vec::new();
         for entries in sm100_registry::TILED {
             let tile = entries.tile;
-            let dense = |kernel| LoadedKernel::load_with_shared(module, kernel, tile.shared_bytes());
-            let grouped = |kernel| LoadedKernel::load_with_shared(module, kernel, tile.shared_bytes());
+            let shared = tile.shared_bytes();
             tiled.push(LoadedTile {
                 tile,
-                dense: dense(entries.dense)?,
-                dense_nvfp4: Some(dense(entries.dense_nvfp4)?),
-                dense_plain: Some(dense(entries.dense_plain)?),
+                dense: LoadedKernel::load_with_shared(module, entries.dense, shared)?,
+                dense_nvfp4: Some(LoadedKernel::load_with_shared(
+                    module,
+                    entries.dense_nvfp4,
+                    shared,
+                )?),
+                dense_plain: Some(LoadedKernel::load_with_shared(
+                    module,
+                    entries.dense_plain,
+                    shared,
+                )?),
                 dense_bf16: None,
-                grouped: Some(vec![
-                    grouped(entries.grouped_gated)?,
-                    grouped(entries.grouped_plain)?,
-                    grouped(entries.grouped_gated_nvfp4)?,
-                ]),
+                grouped: Some(
+                    [
+                        entries.grouped_gated,
+                        entries.grouped_plain,
+                        entries.grouped_gated_nvfp4,
+                    ]
+                    .into_iter()
+                    .map(|kernel| LoadedKernel::load_with_shared(module, kernel, shared))
+                    .collect::<Result<_>>()?,
+                ),
             });
         }
         Ok(Self {
@@ -524,31 +539,15 @@ impl Sm100Kernels {
         })
     }
 
-    /// The dense kernel for `tile`: the dual GEMM (`gated`), writing NVFP4 if `nvfp4`, or the
-    /// GEMM.
+    /// The dense kernel of `epilogue` for `tile`.
     pub fn dense(
         &self,
         tile: sm100::Tile,
-        gated: bool,
-        nvfp4: bool,
+        epilogue: TileEpilogue,
     ) -> Result<&LoadedKernel<sm100::DualGemmArgs>> {
-        match (gated, nvfp4) {
-            (true, false) => find_tiled(&self.tiled, tile, Arch::Sm100f, "dual GEMM", |t| Some(&t.dense)),
-            (true, true) => find_tiled(
-                &self.tiled,
-                tile,
-                Arch::Sm100f,
-                "dual GEMM with NVFP4 output",
-                |t| t.dense_nvfp4.as_ref(),
-            ),
-            (false, false) => find_tiled(&self.tiled, tile, Arch::Sm100f, "GEMM", |t| {
-                t.dense_plain.as_ref()
-            }),
-            (false, true) => Err(Error::MissingKernel {
-                kernel: "GEMM with NVFP4 output".to_string(),
-                arch: Arch::Sm100f.name(),
-            }),
-        }
+        find_tiled(&self.tiled, tile, Arch::Sm100f, epilogue.operation(), |t| {
+            t.dense_of(epilogue)
+        })
     }
 
     /// The grouped kernel for `tile` and `epilogue`.

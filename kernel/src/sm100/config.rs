@@ -164,6 +164,12 @@ impl Tile {
         if gated { self.n } else { 2 * self.n }
     }
 
+    /// Outputs between a tile's gate and up halves: 0 gated (the same outputs of two
+    /// matrices), `n` plain (the second half of the same weights).
+    pub const fn up_half(&self, gated: bool) -> u32 {
+        if gated { 0 } else { self.n }
+    }
+
     /// Whether a grouped launch may use this tile: every tile's B rows must stay inside one
     /// 128-row scale atom and inside the weights' padded scale layout. Gated: `n` divides 128
     /// or both `n_g` and the up rows' offset are multiples of `n`; plain: the up half of the
@@ -239,7 +245,7 @@ impl TilePlace {
     /// the same B ([`Tile::outputs`]).
     pub const fn dense(m: u32, n: u32, k: u32, tile: Tile, m_tile: u32, n_tile: u32, gated: bool) -> Self {
         let (m0, n0) = (m_tile * TILE_M, n_tile * tile.outputs(gated));
-        let up = n0 + if gated { 0 } else { tile.n };
+        let up = n0 + tile.up_half(gated);
         let (a, b) = (
             BlockedScales::new(m as usize, k as usize),
             BlockedScales::new(n as usize, k as usize),
@@ -270,7 +276,7 @@ impl TilePlace {
         };
         let (row0, n0) = (m_tile * TILE_M, n_tile * tile.outputs(gated));
         let gate = n0;
-        let up = n0 + desc.up_row_offset + if gated { 0 } else { tile.n };
+        let up = n0 + desc.up_row_offset + tile.up_half(gated);
         // Atom offsets depend on K only (whole 128-row blocks of `k / 64` atoms).
         let scales = BlockedScales::new(TILE_M as usize, desc.k as usize);
         let rows = desc.rows.saturating_sub(row0);
@@ -288,9 +294,7 @@ impl TilePlace {
             columns: desc.n.saturating_sub(n0),
         }
     }
-}
 
-impl TilePlace {
     /// A grouped tile's first token and first output within its group (`row0`, `n0` of
     /// [`TilePlace::grouped`]): where it writes the group's NVFP4 output.
     pub const fn in_group(&self, desc: &GroupDesc) -> (u32, u32) {
