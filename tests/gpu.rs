@@ -708,11 +708,16 @@ fn bf16_output_is_the_fp16_output_rounded_to_bf16() {
     };
     let stream = gpu.stream().clone();
     let mut rng = Rng::new(23);
-    let (n, k) = (256usize, 1024usize);
-    let b1 = upload_task(&gpu, n, k, &mut rng);
-    let b2 = upload_task(&gpu, n, k, &mut rng);
     let mut worst = 0f32;
-    for m in [1usize, 13, 200] {
+    // 1 × 14336 × 4096: the dual GEMM's paired decode-size entry (splits of 16 steps).
+    for (m, n, k) in [
+        (1usize, 256usize, 1024usize),
+        (13, 256, 1024),
+        (200, 256, 1024),
+        (1, 14336, 4096),
+    ] {
+        let b1 = upload_task(&gpu, n, k, &mut rng);
+        let b2 = upload_task(&gpu, n, k, &mut rng);
         let a = upload_task(&gpu, m, k, &mut rng);
         let dual = gpu.plan_dual_gemm(nvfp4::DualGemmShape { m, n, k }).unwrap();
         let plain = gpu.plan_gemm(GemmShape { m, n, k }).unwrap();

@@ -126,6 +126,7 @@ fn the_nvfp4_output_is_the_quantized_fp16_output_bit_for_bit() {
     for (m, n, k) in [
         (1, 4096, 7168),
         (7, 2944, 320),
+        (1, 14336, 4096), // the paired decode-size entry: splits of 16 steps
         (16, 7168, 2048),
         (17, 576, 1024),
         (33, 4096, 7232),
@@ -260,6 +261,11 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
             (5, 4096, 7424),  // 29 stages
             (12, 1024, 768),  // 16 tiles of 3 stages
             (30, 2048, 2304), // 32 tiles of 9 stages
+            // Splits of 16 steps: the paired decode-size entry at one token tile, the other
+            // at two.
+            (1, 14336, 4096),
+            (5, 14336, 4096),
+            (16, 12544, 4096),
             // M ≤ 16 whose decode-size split needs several waves (640 row groups): the tiled
             // kernel.
             (1, 40960, 256),

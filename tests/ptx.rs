@@ -190,7 +190,10 @@ fn sm90_decode_size_kernels_sass_uses_hmma_without_local_memory() {
     let Some(sass) = sass_of("sm_90a", PTX_SM90A) else {
         return;
     };
-    let dense = sm90_registry::DECODE.iter().flat_map(|decode| decode.kernels());
+    let dense = sm90_registry::DECODE
+        .iter()
+        .flat_map(|decode| decode.kernels())
+        .chain(sm90_registry::DECODE_PAIRED);
     let grouped = sm90_registry::GROUPED_DECODE.kernels();
     for entry in dense.map(|k| k.entry).chain(grouped.map(|k| k.entry)) {
         let (name, body) = (entry.name, function_sass(&sass, entry.name));

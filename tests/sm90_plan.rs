@@ -411,6 +411,35 @@ fn the_decode_size_kernel_serves_one_wave_splits_and_the_plain_gemms_one_token_t
 }
 
 #[test]
+fn the_one_tile_dual_gemm_takes_the_paired_decode_entries_for_splits_of_sixteen_steps() {
+    use nvfp4_kernel::sm90::config::DECODE_PAIRED_MIN_STEPS;
+    let fitted = |m: u32, n: u32, k: u32| DecodeSplit::fitted(n, k, 132, |s| h100_decode_residency(m, s));
+    // Llama-3-8B's gate/up at one token: 224 row groups × 2 splits of 16 steps.
+    let long = fitted(1, 14336, 4096);
+    assert_eq!(long.steps_per_split, DECODE_PAIRED_MIN_STEPS);
+    for m in [1, 8] {
+        assert!(long.paired(m, true), "{long:?}");
+        assert!(!long.paired(m, false), "the plain GEMM has one loop");
+    }
+    // Two token tiles in one wave, 196 row groups × 2 splits of 16 steps: one loop (the paired
+    // one measured slower there).
+    let two_tiles = fitted(16, 12544, 4096);
+    assert!(
+        two_tiles.serves(16, true, 132, |s| h100_decode_residency(16, s)),
+        "{two_tiles:?}"
+    );
+    assert_eq!(two_tiles.steps_per_split, DECODE_PAIRED_MIN_STEPS);
+    assert!(!two_tiles.paired(16, true), "{two_tiles:?}");
+    for (m, n, k) in [(1, 4096, 7168), (1, 8192, 2048), (8, 3072, 4096)] {
+        let short = fitted(m, n, k);
+        assert!(
+            short.steps_per_split < DECODE_PAIRED_MIN_STEPS && !short.paired(m, true),
+            "{short:?}"
+        );
+    }
+}
+
+#[test]
 fn grouped_decode_windows_cover_k_evenly_and_fit_their_buffers() {
     use nvfp4_kernel::sm90::config::{
         DECODE_MAX_TOKENS, DECODE_TOKEN_TILE, GROUPED_DECODE_MAX_WINDOW_STEPS, MAX_SHARED_BYTES,

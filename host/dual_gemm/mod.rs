@@ -105,7 +105,7 @@ impl Gpu {
         // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
         Sm90Geometry::for_op(shape, self.multiprocessors(), gated)?;
         let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
-        let kernel = kernels.decode(decode_token_tiles(m), TileEpilogue::f16(gated))?;
+        let kernel = kernels.decode(decode_token_tiles(m), TileEpilogue::f16(gated), false)?;
         // Resident CTAs per SM for each split length (its token rows in shared memory).
         let resident = (0..=sm90::DECODE_MAX_STEPS_PER_SPLIT)
             .map(|steps| kernel.resident_per_sm_with(decode_shared_bytes(m, steps, false)))
@@ -532,13 +532,19 @@ impl DensePlan {
                 // (checked above), partial sums and counters sized for this split, the counters
                 // zero (allocated so, and every launch leaves them so).
                 unsafe {
-                    kernels.decode(decode_token_tiles(m32), epilogue)?.launch(
-                        stream,
-                        grid,
-                        decode_shared_bytes(m32, steps_per_split, epilogue.nvfp4()),
-                        &args,
-                        self.programmatic,
-                    )
+                    kernels
+                        .decode(
+                            decode_token_tiles(m32),
+                            epilogue,
+                            decode.split.paired(m32, epilogue.gated()),
+                        )?
+                        .launch(
+                            stream,
+                            grid,
+                            decode_shared_bytes(m32, steps_per_split, epilogue.nvfp4()),
+                            &args,
+                            self.programmatic,
+                        )
                 }
             }
             PlannedKernel::Sm100 { .. } if epilogue.bf16() => Err(Error::MissingKernel {

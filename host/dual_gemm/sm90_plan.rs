@@ -360,6 +360,13 @@ impl DecodeSplit {
         self.in_one_wave(multiprocessors, resident) || (decode_token_tiles(m) == 1 && !gated)
     }
 
+    /// Whether the dual GEMM (`gated`) of `m` tokens takes the decode-size kernel's paired
+    /// entries: one token tile and splits of at least `DECODE_PAIRED_MIN_STEPS` steps (the plain
+    /// GEMM and two token tiles have one loop).
+    pub fn paired(&self, m: u32, gated: bool) -> bool {
+        gated && decode_token_tiles(m) == 1 && self.steps_per_split >= sm90::DECODE_PAIRED_MIN_STEPS
+    }
+
     /// Whether all the split's CTAs are resident at once on `multiprocessors` SMs holding
     /// `resident(steps_per_split)` CTAs each.
     fn in_one_wave(&self, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> bool {

@@ -357,6 +357,8 @@ pub(crate) struct Sm90Kernels {
     /// The decode-size kernels per count of 8-token tiles: the dual GEMM, the dual GEMM
     /// writing NVFP4, the plain GEMM, the dual and plain GEMM writing bf16.
     decode: Vec<(u32, [LoadedKernel<sm90::DecodeArgs>; 5])>,
+    /// The one-tile dual GEMM's paired decode-size entries: fp16, NVFP4 and bf16 output.
+    decode_paired: [LoadedKernel<sm90::DecodeArgs>; 3],
     /// The grouped decode-size kernels: dual GEMM, dual GEMM writing NVFP4, plain GEMM.
     grouped_decode: [LoadedKernel<sm90::GroupedDecodeArgs>; 3],
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
@@ -395,17 +397,14 @@ impl Sm90Kernels {
                 grouped,
             });
         }
+        // The most the plans ask for: 16 token rows of the longest split.
+        let load = |kernel, nvfp4| {
+            let shared =
+                sm90::decode_shared_bytes(sm90::DECODE_MAX_TOKENS, sm90::DECODE_MAX_STEPS_PER_SPLIT, nvfp4);
+            LoadedKernel::load_with_shared(module, kernel, shared)
+        };
         let mut decode = Vec::new();
         for entry in sm90_registry::DECODE {
-            // The most the plans ask for: 16 token rows of the longest split.
-            let load = |kernel, nvfp4| {
-                let shared = sm90::decode_shared_bytes(
-                    sm90::DECODE_MAX_TOKENS,
-                    sm90::DECODE_MAX_STEPS_PER_SPLIT,
-                    nvfp4,
-                );
-                LoadedKernel::load_with_shared(module, kernel, shared)
-            };
             decode.push((
                 entry.token_tiles,
                 [
@@ -417,6 +416,12 @@ impl Sm90Kernels {
                 ],
             ));
         }
+        let [paired, paired_nvfp4, paired_bf16] = sm90_registry::DECODE_PAIRED;
+        let decode_paired = [
+            load(paired, false)?,
+            load(paired_nvfp4, true)?,
+            load(paired_bf16, false)?,
+        ];
         // The token buffers of the longest window.
         let load_grouped_decode = |kernel, nvfp4| {
             let shared = sm90::grouped_decode_shared_bytes(sm90::GROUPED_DECODE_MAX_WINDOW_STEPS, nvfp4);
@@ -432,6 +437,7 @@ impl Sm90Kernels {
             tiled,
             predecode_tokens: LoadedKernel::load(module, sm90_registry::PREDECODE_TOKENS)?,
             decode,
+            decode_paired,
             grouped_decode,
             grouped_prepare: LoadedKernel::load(module, sm90_registry::GROUPED_PREPARE)?,
         })
@@ -468,12 +474,32 @@ impl Sm90Kernels {
             })
     }
 
-    /// The decode-size kernel of `epilogue` for `token_tiles` tiles of 8 tokens.
+    /// The decode-size kernel of `epilogue` for `token_tiles` 8-token tiles; `paired`: the
+    /// one-tile dual GEMM's entry with two steps an iteration (`sm90::DECODE_PAIRED_MIN_STEPS`).
     pub fn decode(
         &self,
         token_tiles: u32,
         epilogue: TileEpilogue,
+        paired: bool,
     ) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
+        if paired {
+            let index = match epilogue {
+                TileEpilogue::Gated => Some(0),
+                TileEpilogue::GatedNvfp4 => Some(1),
+                TileEpilogue::GatedBf16 => Some(2),
+                TileEpilogue::Plain | TileEpilogue::PlainBf16 => None,
+            };
+            return index
+                .filter(|_| token_tiles == 1)
+                .map(|i| &self.decode_paired[i])
+                .ok_or_else(|| Error::MissingKernel {
+                    kernel: format!(
+                        "paired decode-size {} for {token_tiles} token tiles",
+                        epilogue.operation()
+                    ),
+                    arch: Arch::Sm90a.name(),
+                });
+        }
         let index = match epilogue {
             TileEpilogue::Gated => 0,
             TileEpilogue::GatedNvfp4 => 1,

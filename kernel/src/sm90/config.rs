@@ -485,6 +485,13 @@ pub const DECODE_SLICES_PER_STEP: u32 = DECODE_K_PER_STEP / K_PER_SLICE;
 /// Most steps per K split (the split's token rows must fit in shared memory: 16 rows × 32 steps
 /// is 128 KiB; the plans choose far fewer).
 pub const DECODE_MAX_STEPS_PER_SPLIT: u32 = 32;
+/// Steps of a one-token-tile dual GEMM's K split from which the plans launch the decode-size
+/// kernel's paired entries (`sm90::decode`: two steps an iteration). Measured on an H100 (perf
+/// log entry 84): the paired loop made 16-step splits 6–7 % faster (dual GEMM 1×14336×4096) and
+/// 7-step ones 3–6 % slower; at two token tiles 16-step splits 3–4 % slower (16×12544×4096), and
+/// the plain GEMM's warps, streaming every other step of a split, lost at 7 and 8 steps a warp,
+/// so neither has paired entries.
+pub const DECODE_PAIRED_MIN_STEPS: u32 = 16;
 /// f32 words of one warp's partial sums per token tile (its MMA accumulators: 32 lanes × 4).
 pub const DECODE_RECORD_WORDS: u32 = 32 * 4;
 

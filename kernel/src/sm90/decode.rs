@@ -30,11 +30,11 @@ use crate::prepare;
 use crate::ptx::{copy, cvt, fence, mem, mma, reg, smem, sreg};
 use crate::sm90::config::{
     DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_HALVES_BYTES, DECODE_MAX_TOKENS,
-    DECODE_NVFP4_STAGING_OFFSET, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP,
-    DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs, GROUPED_DECODE_TOKEN_BUFFERS,
-    GROUPED_DECODE_WARM_UP_STEPS, GroupedDecodeArgs, GroupedDecodeWarmUp, K_PER_SLICE, balanced_window_steps,
-    decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset, grouped_decode_buffer_bytes,
-    grouped_decode_outputs, stage_block,
+    DECODE_NVFP4_STAGING_OFFSET, DECODE_PAIRED_MIN_STEPS, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP,
+    DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
+    GROUPED_DECODE_TOKEN_BUFFERS, GROUPED_DECODE_WARM_UP_STEPS, GroupedDecodeArgs, GroupedDecodeWarmUp,
+    K_PER_SLICE, balanced_window_steps, decode_steps, decode_token_pitch, decode_token_tiles,
+    decode_verdict_offset, grouped_decode_buffer_bytes, grouped_decode_outputs, stage_block,
 };
 use crate::sm90::registry;
 use crate::sm90::tokens::{SliceBlock, scaled_pairs};
@@ -484,9 +484,10 @@ fn finish<const GATED: bool>(alpha_gate: f32, alpha_up: f32, gate: f32, up: f32)
 }
 
 macro_rules! decode_entry {
-    ($tiles:literal, $name:ident, $gated:literal, $nvfp4:literal, $bf16:literal) => {
+    ($tiles:literal, $name:ident, $gated:literal, $nvfp4:literal, $bf16:literal, $paired:literal) => {
         /// The decode-size dual GEMM (or plain GEMM) for up to `8 · token_tiles` tokens (see
-        /// the module doc).
+        /// the module doc); the paired entries for splits of at least
+        /// [`DECODE_PAIRED_MIN_STEPS`].
         ///
         /// # Safety
         /// Arguments must satisfy [`DecodeArgs`]' contract with `decode_token_tiles(m)` equal
@@ -495,22 +496,32 @@ macro_rules! decode_entry {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
             // SAFETY: forwarded.
-            unsafe { decode::<$tiles, $gated, $nvfp4, $bf16>(args) }
+            unsafe { decode::<$tiles, $gated, $nvfp4, $bf16, $paired>(args) }
         }
     };
 }
 
 macro_rules! decode_entries {
     ($($tiles:literal $name:ident $nvfp4:ident $plain:ident $bf16:ident $plain_bf16:ident;)*) => {$(
-        decode_entry!($tiles, $name, true, false, false);
-        decode_entry!($tiles, $nvfp4, true, true, false);
-        decode_entry!($tiles, $plain, false, false, false);
-        decode_entry!($tiles, $bf16, true, false, true);
-        decode_entry!($tiles, $plain_bf16, false, false, true);
+        decode_entry!($tiles, $name, true, false, false, false);
+        decode_entry!($tiles, $nvfp4, true, true, false, false);
+        decode_entry!($tiles, $plain, false, false, false, false);
+        decode_entry!($tiles, $bf16, true, false, true, false);
+        decode_entry!($tiles, $plain_bf16, false, false, true, false);
     )*};
 }
 
 registry::decode_entries!(decode_entries);
+
+macro_rules! decode_paired_entries {
+    ($gated:ident $nvfp4:ident $bf16:ident) => {
+        decode_entry!(1, $gated, true, false, false, true);
+        decode_entry!(1, $nvfp4, true, true, false, true);
+        decode_entry!(1, $bf16, true, false, true, true);
+    };
+}
+
+registry::decode_paired_entries!(decode_paired_entries);
 
 /// 128-K steps of its split's weights a decode-size CTA prefetches into L2 before it waits for
 /// the previous kernel.
@@ -518,17 +529,30 @@ const DECODE_WARM_UP_STEPS: u32 = 2;
 
 /// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`),
 /// the dual GEMM if `GATED` (written as NVFP4 if `NVFP4`), else the plain GEMM (whose `b2` is
-/// ignored).
+/// ignored); `PAIRED` (one-tile dual GEMM only): [`stream`]'s loop of two steps an iteration,
+/// for the long splits where it pays ([`DECODE_PAIRED_MIN_STEPS`]).
 /// One step's weight loads are in flight while a step is decoded: two (the most that fit in 64
 /// registers, one tile) measured slower (perf log entry 31).
 ///
 /// # Safety
 /// As the entry points.
 #[inline(always)]
-unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const BF16: bool>(
+unsafe fn decode<
+    const TILES: usize,
+    const GATED: bool,
+    const NVFP4: bool,
+    const BF16: bool,
+    const PAIRED: bool,
+>(
     args: DecodeArgs,
 ) {
     const { assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's") };
+    const {
+        assert!(
+            (GATED && TILES == 1) || !PAIRED,
+            "the paired loop is the one-tile dual GEMM's"
+        )
+    };
     const { assert!(!(NVFP4 && BF16), "one output format") };
     let DecodeArgs {
         a,
@@ -607,16 +631,14 @@ unsafe fn decode<const TILES: usize, const GATED: bool, const NVFP4: bool, const
 
     let mut sums = [[0f32; 4]; TILES];
     let steps = [first_step + step_offset, end_step, step_stride];
+    let tokens = StagedTokens::new(pitch, g, t);
     // SAFETY: as above; the split's slices are staged.
     unsafe {
-        stream::<TILES, false>(
-            &pair,
-            chunks,
-            steps,
-            first_step,
-            StagedTokens::new(pitch, g, t),
-            &mut sums,
-        )
+        if PAIRED {
+            stream::<TILES, true>(&pair, chunks, steps, first_step, tokens, &mut sums)
+        } else {
+            stream::<TILES, false>(&pair, chunks, steps, first_step, tokens, &mut sums)
+        }
     };
     fence::launch_dependents();
 

@@ -69,6 +69,20 @@ macro_rules! decode_entries {
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use decode_entries;
 
+/// The decode-size dual GEMM's paired entries (`sm90::decode`: two steps an iteration), one
+/// token tile (M ≤ 8), for splits of at least `config::DECODE_PAIRED_MIN_STEPS`:
+/// `dual_entry dual_nvfp4_entry dual_bf16_entry`.
+macro_rules! decode_paired_entries {
+    ($callback:ident) => {
+        $callback! {
+            nvfp4_dual_gemm_paired_decode_sm90_m8 nvfp4_dual_gemm_nvfp4_paired_decode_sm90_m8
+                nvfp4_dual_gemm_bf16_paired_decode_sm90_m8
+        }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use decode_paired_entries;
+
 /// The grouped decode-size kernels (`sm90::decode`): `dual_entry dual_nvfp4_entry plain_entry`
 /// (any count of tokens per group, 16 at a time).
 macro_rules! grouped_decode_entries {
@@ -360,6 +374,19 @@ macro_rules! decode_table {
 }
 decode_entries!(decode_table);
 
+macro_rules! decode_paired_table {
+    ($gated:ident $nvfp4:ident $bf16:ident) => {
+        /// The decode-size dual GEMM's paired entries for one token tile (`decode_paired_entries!`):
+        /// fp16, NVFP4 and bf16 output, launched as the other decode-size entries.
+        pub const DECODE_PAIRED: [Kernel<DecodeArgs>; 3] = [
+            decode_size_kernel(stringify!($gated), DECODE_CTAS_PER_SM),
+            decode_size_kernel(stringify!($nvfp4), DECODE_CTAS_PER_SM),
+            decode_size_kernel(stringify!($bf16), DECODE_CTAS_PER_SM),
+        ];
+    };
+}
+decode_paired_entries!(decode_paired_table);
+
 /// The decode-size kernel of `epilogue` for `token_tiles` tiles of 8 tokens, if the module has
 /// one.
 pub const fn decode(token_tiles: u32, epilogue: TileEpilogue) -> Option<Kernel<DecodeArgs>> {
@@ -494,6 +521,7 @@ const fn entry_count() -> usize {
     DENSE_PER_TILE * TILED.len()
         + GROUPED_PER_TILE * GROUPED_TILES.len()
         + DECODE_PER_ENTRY * DECODE.len()
+        + DECODE_PAIRED.len()
         + GROUPED_DECODE_KERNELS
         + 2
 }
@@ -525,6 +553,7 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
         n = put(&mut out, n, &DECODE[i].kernels());
         i += 1;
     }
+    n = put(&mut out, n, &DECODE_PAIRED);
     n = put(&mut out, n, &GROUPED_DECODE.kernels());
     out[n] = PREDECODE_TOKENS.entry;
     out[n + 1] = GROUPED_PREPARE.entry;
