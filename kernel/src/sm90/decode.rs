@@ -10,7 +10,8 @@
 //! trick ([`scaled_pairs`]) into the A fragment of `mma.sync.m16n8k16` (weights are the 16-row
 //! operand) and multiplies it with the tokens as the 8-column operand. The CTA first decodes
 //! its split's tokens into shared memory once, for all its warps; the next step's weight loads
-//! go out before a step is decoded. Nothing waits on another warp inside the loop.
+//! go out before a step is decoded (for a one-tile dual GEMM's long splits two steps an
+//! iteration: the paired entries). Nothing waits on another warp inside the loop.
 //!
 //! The split's reduction: every CTA stores its f32 partial sums, and the last CTA of a row group
 //! to arrive (an acq_rel counter per row group, which that CTA resets to zero) adds all splits'
@@ -235,7 +236,8 @@ impl StagedTokens {
 /// step copies the next step's registers into the current ones and selects them at the end of
 /// the range (≈ 20 of its ≈ 234 instructions per step): paired, the grouped kernel's long loops
 /// ran 12–21 % faster on an H100, the dense kernel's short splits 0–4 % slower (perf log entry
-/// 52), so the dense kernel keeps the loop of one step.
+/// 52), so the dense kernel keeps the loop of one step but for the one-tile dual GEMM's splits
+/// of [`DECODE_PAIRED_MIN_STEPS`] or more (its paired entries, entry 84).
 ///
 /// # Safety
 /// As [`RowPair::load`]; the steps' slices are staged.
