@@ -4,7 +4,7 @@
 //! ```text
 //! cargo bench --bench dual_gemm -- [--shapes LIST] [--sets 50] [--max-seconds 3] [--results DIR]
 //!   LIST: comma-separated groups or shapes: bench (the four task shapes), decode (M = 1, 16, 64,
-//!   128 at N=4096, K=7168), prefill (M = 4096), all (default), or MxNxK
+//!   128 at N=4096, K=7168, and 1×14336×4096), prefill (M = 4096), all (default), or MxNxK
 //! ```
 //!
 //! Method (the reference harness's, docs/format.md): per shape and backend, `--sets` distinct input sets;
@@ -46,11 +46,13 @@ const BENCH_SHAPES: [(usize, usize, usize); 4] = [
     (256, 3072, 4096),
     (512, 3072, 7168),
 ];
-const DECODE_SHAPES: [(usize, usize, usize); 4] = [
+const DECODE_SHAPES: [(usize, usize, usize); 5] = [
     (1, 4096, 7168),
     (16, 4096, 7168),
     (64, 4096, 7168),
     (128, 4096, 7168),
+    // Llama-3-8B's gate/up at one token: 16-step splits, the paired decode-size entries.
+    (1, 14336, 4096),
 ];
 const PREFILL_SHAPES: [(usize, usize, usize); 1] = [(4096, 4096, 7168)];
 
