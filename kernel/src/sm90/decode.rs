@@ -26,7 +26,7 @@
 
 use crate::epilogue::{Nvfp4Tile, half_bits, silu};
 use crate::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, STATUS_OK};
-use crate::layout::{ATOM_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
+use crate::layout::{ATOM_BYTES, ATOM_LINE_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
 use crate::ptx::{copy, cvt, fence, mem, mma, reg, smem, sreg};
 use crate::sm90::config::{
@@ -154,6 +154,22 @@ impl RowPair {
         }
     }
 
+    /// The rows as [`RowCursor`] addresses (wrapping: a lane's step-0 block may lie past a
+    /// short K, and then it is never loaded).
+    #[inline(always)]
+    fn cursor(&self) -> RowCursor {
+        let [[data0, scales0], [data8, _]] = self.offsets;
+        RowCursor {
+            data: self.data.wrapping_add(data0 as usize),
+            scales: self.scales.wrapping_add(scales0 as usize),
+            row8_bytes: data8 - data0,
+            lane_steps: self
+                .blocks_of_k
+                .saturating_sub(self.lane_block)
+                .div_ceil(DECODE_BLOCKS_PER_STEP),
+        }
+    }
+
     /// The byte of the lane's first scale code in each loaded scale word.
     #[inline(always)]
     fn byte(&self) -> u32 {
@@ -184,6 +200,72 @@ impl RowPair {
             // SAFETY: the contract above: blocks below K are inside the row; past K the row's
             // first chunk is read instead.
             unsafe { RowChunk::load::<STREAMED>(self.data, self.scales, at, fallback, exists) }
+        })
+    }
+}
+
+/// Bytes from row `r`'s scale word to row `r + 8`'s in the blocked layout, for `r % 32 < 24`
+/// (a warp's 16 rows start on a multiple of 16).
+const ROW8_SCALE_BYTES: u32 = 8 * ATOM_LINE_BYTES as u32;
+
+/// A [`RowPair`] as the loop of one step an iteration streams it: row `g`'s step-0 chunk and
+/// scale word as addresses (row `g + 8`'s a fixed distance further), each step's addresses
+/// one wide multiply-add from the step, and steps past K not loaded at all (predicated loads
+/// into the registers of the chunks two steps back, which no longer hold anything needed). In
+/// the loop of one step an iteration this took ≈ 15 % fewer instructions a step than
+/// [`RowPair::load`]'s offsets and selects, and those loops ran up to 9 % faster on an H100;
+/// in the paired loops it measured 4–28 % slower (their next loads, whose registers are still
+/// in use, could no longer be issued two steps ahead), so they keep [`RowPair::load`].
+#[derive(Clone, Copy)]
+struct RowCursor {
+    data: *const u8,
+    scales: *const u8,
+    /// Bytes from row `g`'s chunk to row `g + 8`'s.
+    row8_bytes: u32,
+    /// Steps whose blocks of this lane lie below K.
+    lane_steps: u32,
+}
+
+impl RowCursor {
+    /// A chunk pair that decodes to zeros: the registers of the first conditional load.
+    const NOTHING: [RowChunk; 2] = [RowChunk {
+        words: [0; 4],
+        codes: 0,
+    }; 2];
+
+    /// Step `q`'s streamed chunks and scale words of both rows if `load` (a step below K),
+    /// else zero scale words, nothing read and `old`'s chunks (whose registers the loads go
+    /// into).
+    ///
+    /// # Safety
+    /// The rows lie inside the matrix and its scales; `load` only for a step below K.
+    #[inline(always)]
+    unsafe fn load_if(&self, q: u32, load: bool, old: [RowChunk; 2]) -> [RowChunk; 2] {
+        let data = self
+            .data
+            .wrapping_add(q as usize * RowPair::CHUNK_STRIDE as usize);
+        let scales = self
+            .scales
+            .wrapping_add(q as usize * RowPair::SCALE_STRIDE as usize);
+        let rows = [
+            (data, scales),
+            (
+                data.wrapping_add(self.row8_bytes as usize),
+                scales.wrapping_add(ROW8_SCALE_BYTES as usize),
+            ),
+        ];
+        [0, 1].map(|r| {
+            let (data, scales) = rows[r];
+            // SAFETY: the contract; nothing is read unless `load`.
+            let (words, codes) = unsafe {
+                mem::ld_global_nc_chunk_and_word_if::<true>(
+                    data as *const u32,
+                    scales as *const u32,
+                    load,
+                    old[r].words,
+                )
+            };
+            RowChunk { words, codes }
         })
     }
 }
@@ -231,13 +313,14 @@ impl StagedTokens {
 /// per token tile. `chunks` holds step `first`'s loads; each next step's loads go out before a
 /// step is decoded. Nothing waits on another warp.
 ///
-/// `PAIRED`: two steps per iteration, their loads in two register sets used in turn, and the
-/// last step's loads repeated (L1 hits) instead of a conditional next load. The loop of one
-/// step copies the next step's registers into the current ones and selects them at the end of
-/// the range (≈ 20 of its ≈ 234 instructions per step): paired, the grouped kernel's long loops
-/// ran 12–21 % faster on an H100, the dense kernel's short splits 0–4 % slower (perf log entry
-/// 52), so the dense kernel keeps the loop of one step but for the one-tile dual GEMM's splits
-/// of [`DECODE_PAIRED_MIN_STEPS`] or more (its paired entries, entry 84).
+/// `PAIRED`: [`RowPair::load`]'s loads (offsets and selects, the last step's loads repeated
+/// as L1 hits instead of a conditional next load), two steps per iteration in two register sets
+/// used in turn; the compiler issues both next steps' loads at once. Paired, the grouped
+/// kernel's long loops ran 12–21 % faster on an H100 than the old loop of one step, the dense
+/// kernel's short splits 0–4 % slower (perf log entry 52), so the dense kernel uses it only for
+/// the one-tile dual GEMM's splits of [`DECODE_PAIRED_MIN_STEPS`] or more (its paired entries,
+/// entry 84). Otherwise: [`RowCursor`]'s predicated loads, also into two register sets in turn
+/// but each loaded one step ahead (entry 85).
 ///
 /// # Safety
 /// As [`RowPair::load`]; the steps' slices are staged.
@@ -273,16 +356,22 @@ unsafe fn stream<const TILES: usize, const PAIRED: bool>(
         }
     };
     if !PAIRED {
-        let (mut chunks, mut q) = (chunks, first);
+        // Two register sets in turn, each loaded into once the other is being decoded; steps
+        // past the range or K are not loaded.
+        let cursor = pair.cursor();
+        let stop = end.min(cursor.lane_steps);
+        // SAFETY (both): forwarded; loaded only below K.
+        let load = |q: u32, old| unsafe { cursor.load_if(q, q < stop, old) };
+        let (mut even, mut odd, mut q) = (chunks, RowCursor::NOTHING, first);
         while q < end {
-            let next = if q + stride < end {
-                // SAFETY: forwarded.
-                unsafe { pair.load::<true>(q + stride) }
-            } else {
-                chunks
-            };
-            multiply(&chunks, q);
-            chunks = next;
+            odd = load(q + stride, odd);
+            multiply(&even, q);
+            q += stride;
+            if q >= end {
+                break;
+            }
+            even = load(q + stride, even);
+            multiply(&odd, q);
             q += stride;
         }
         return;
