@@ -76,6 +76,8 @@ fn the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size() {
         (1, 4096, 7168),
         (2, 2880, 2880),
         (7, 2944, 320),
+        (3, 512, 64),   // decode-size, K of one slice: lanes whose blocks lie past K load nothing
+        (12, 512, 192), // the same at two token tiles, a partial second step
         (16, 7168, 2048),
         (5, 40960, 256), // the decode-size kernel in several waves (640 row groups)
         (17, 576, 1024),
@@ -288,6 +290,7 @@ fn matches_the_reference_for_k_multiples_of_64_with_a_partial_last_stage() {
             (16, 2880, 2880),
             (1, 512, 64),
             (7, 512, 320),
+            (12, 512, 192),
             (64, 1024, 576),
             (128, 2880, 2880),
             (300, 768, 2880),
