@@ -213,7 +213,7 @@ const ROW8_SCALE_BYTES: u32 = 8 * ATOM_LINE_BYTES as u32;
 /// one wide multiply-add from the step, and steps past K not loaded at all (predicated loads
 /// into the registers of the chunks two steps back, which no longer hold anything needed). In
 /// the loop of one step an iteration this took ≈ 15 % fewer instructions a step than
-/// [`RowPair::load`]'s offsets and selects, and those loops ran up to 9 % faster on an H100;
+/// [`RowPair::load`]'s offsets and selects, and those loops ran 2–8 % faster on an H100;
 /// in the paired loops it measured 4–28 % slower (their next loads, whose registers are still
 /// in use, could no longer be issued two steps ahead), so they keep [`RowPair::load`].
 #[derive(Clone, Copy)]
