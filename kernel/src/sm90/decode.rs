@@ -212,10 +212,12 @@ const ROW8_SCALE_BYTES: u32 = 8 * ATOM_LINE_BYTES as u32;
 /// scale word as addresses (row `g + 8`'s a fixed distance further), each step's addresses
 /// one wide multiply-add from the step, and steps past K not loaded at all (predicated loads
 /// into the registers of the chunks two steps back, which no longer hold anything needed). In
-/// the loop of one step an iteration this took ≈ 15 % fewer instructions a step than
-/// [`RowPair::load`]'s offsets and selects, and those loops ran 2–8 % faster on an H100;
-/// in the paired loops it measured 4–28 % slower (their next loads, whose registers are still
-/// in use, could no longer be issued two steps ahead), so they keep [`RowPair::load`].
+/// the loop of one step an iteration, two register sets in turn, this took ≈ 15 % fewer
+/// instructions a step than [`RowPair::load`]'s offsets and selects, and those loops ran
+/// 2–8 % faster on an H100 (32-bit offsets instead of the step addresses: the same). In the
+/// long paired and grouped loops every form with 64-bit step addresses measured 4–28 % slower
+/// (predicated or clamped, two or three register sets; perf log entry 85) and dropping only
+/// the selects gained nothing, so they keep [`RowPair::load`].
 #[derive(Clone, Copy)]
 struct RowCursor {
     data: *const u8,
