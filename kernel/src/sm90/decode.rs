@@ -215,9 +215,10 @@ const ROW8_SCALE_BYTES: u32 = 8 * ATOM_LINE_BYTES as u32;
 /// the loop of one step an iteration, two register sets in turn, this took ≈ 15 % fewer
 /// instructions a step than [`RowPair::load`]'s offsets and selects, and those loops ran
 /// 2–8 % faster on an H100 (32-bit offsets instead of the step addresses: the same). In the
-/// long paired and grouped loops every form with 64-bit step addresses measured 4–28 % slower
-/// (predicated or clamped, two or three register sets; perf log entry 85) and dropping only
-/// the selects gained nothing, so they keep [`RowPair::load`].
+/// long paired and grouped loops it measured 4–28 % slower, with either address form and in
+/// two or three register sets, and so did unpredicated loads from step addresses, while
+/// dropping only [`RowPair::load`]'s selects gained nothing (perf log entry 85): they keep
+/// [`RowPair::load`].
 #[derive(Clone, Copy)]
 struct RowCursor {
     data: *const u8,
