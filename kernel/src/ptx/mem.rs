@@ -107,17 +107,17 @@ pub unsafe fn ld_global_stream_v4_b32(ptr: *const u32) -> [u32; 4] {
     [a, b, c, d]
 }
 
-/// One 16-byte chunk and one 4-byte word under one predicate: `@p ld.global.nc.v4.b32` (with
-/// `.L1::no_allocate` if `STREAMED`) at `chunk` and `@p ld.global.nc.b32` at `word`. When
-/// `load` is false nothing is read (the addresses need not be valid), the word is 0 and the
-/// chunk is `old` (its registers are the loads' destinations: pass a chunk that is no longer
-/// needed, so that no register is copied).
+/// One 16-byte chunk and one 4-byte word under one predicate: `@p
+/// ld.global.nc.L1::no_allocate.v4.b32` at `chunk` (read once, past L1) and `@p
+/// ld.global.nc.b32` at `word`. When `load` is false nothing is read (the addresses need not be
+/// valid), the word is 0 and the chunk is `old` (its registers are the loads' destinations:
+/// pass a chunk that is no longer needed, so that no register is copied).
 ///
 /// # Safety
 /// If `load`: `chunk` and `word` must be valid global addresses, 16- and 4-byte aligned, that
 /// no thread writes during the kernel.
 #[inline(always)]
-pub unsafe fn ld_global_nc_chunk_and_word_if<const STREAMED: bool>(
+pub unsafe fn ld_global_stream_chunk_and_word_if(
     chunk: *const u32,
     word: *const u32,
     load: bool,
@@ -125,33 +125,22 @@ pub unsafe fn ld_global_nc_chunk_and_word_if<const STREAMED: bool>(
 ) -> ([u32; 4], u32) {
     let [mut a, mut b, mut c, mut d] = old;
     let mut w = 0u32;
-    macro_rules! predicated {
-        ($qualifiers:literal) => {
-            // SAFETY: the caller guarantees the addresses (read only where `load` holds).
-            unsafe {
-                asm!(
-                    concat!(
-                        "{{ .reg .pred p; setp.ne.u32 p, {load}, 0; ",
-                        "@p ld.global.nc", $qualifiers, ".v4.b32 {{{a}, {b}, {c}, {d}}}, [{chunk}]; ",
-                        "@p ld.global.nc.b32 {w}, [{word}]; }}"
-                    ),
-                    load = in(reg32) u32::from(load),
-                    chunk = in(reg64) chunk,
-                    word = in(reg64) word,
-                    a = inout(reg32) a,
-                    b = inout(reg32) b,
-                    c = inout(reg32) c,
-                    d = inout(reg32) d,
-                    w = inout(reg32) w,
-                )
-            }
-        };
-    }
-    if STREAMED {
-        predicated!(".L1::no_allocate")
-    } else {
-        predicated!("")
-    }
+    // SAFETY: the caller guarantees the addresses (read only where `load` holds).
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {load}, 0; ",
+            "@p ld.global.nc.L1::no_allocate.v4.b32 {{{a}, {b}, {c}, {d}}}, [{chunk}]; ",
+            "@p ld.global.nc.b32 {w}, [{word}]; }}",
+            load = in(reg32) u32::from(load),
+            chunk = in(reg64) chunk,
+            word = in(reg64) word,
+            a = inout(reg32) a,
+            b = inout(reg32) b,
+            c = inout(reg32) c,
+            d = inout(reg32) d,
+            w = inout(reg32) w,
+        )
+    };
     ([a, b, c, d], w)
 }
 

@@ -261,7 +261,7 @@ impl RowCursor {
             let (data, scales) = rows[r];
             // SAFETY: the contract; nothing is read unless `load`.
             let (words, codes) = unsafe {
-                mem::ld_global_nc_chunk_and_word_if::<true>(
+                mem::ld_global_stream_chunk_and_word_if(
                     data as *const u32,
                     scales as *const u32,
                     load,
