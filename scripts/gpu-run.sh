@@ -7,7 +7,7 @@
 #   bash .gpu-bundle/run.sh ab ROUNDS "BENCH ARGS" LABEL=BINARY...  side-by-side bench builds
 # `ab` runs every binary once per round, in turn, with the same arguments (so clocks and
 # neighbours drift alike), each writing its JSON results (`--results`), then prints a table of
-# each row's median `ours_us` per build, read from that JSON, e.g.
+# each row's median `ours_us` per build, read from that JSON, and every round's value, e.g.
 #   bash .gpu-bundle/run.sh ab 3 "--shapes bench,decode" old=.gpu-bundle/baseline/dual_gemm-REV \
 #       new=.gpu-bundle/benches/dual_gemm
 # Every binary is killed after $NVFP4_RUN_TIMEOUT seconds (default 300), so a hung kernel cannot
@@ -123,6 +123,14 @@ for name in order:
     cells = [f"{m:.2f}" if m is not None else "—" for m in med]
     ratios = [f"{m / med[0]:.3f}" if m is not None and med[0] else "—" for m in med[1:]]
     print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+# Every round's value too: a round is a process of its own, and a row can sit in one of two
+# levels per process (the grouped Qwen3-30B decode case: ≈ 104 or ≈ 114 µs for the same build on
+# one H100), so compare rounds of the same level before reading a median ratio.
+print()
+print("each round, in order:")
+for name in order:
+    print(f"  {name}: " + "; ".join(
+        f"{l} " + " / ".join(f"{u:.1f}" for u in times.get(name, {}).get(l, [])) for l in labels))
 PY
 }
 

@@ -663,30 +663,52 @@ fn invalid_device_offsets_write_nothing_and_report_the_rule() {
     let rows = [16, 16, 16];
     let groups = random_groups(&rows, &[(256, 256); 3], false, Distribution::Task, 1);
     let mut inputs = Contiguous::upload(&gpu, &groups, 64, UpWeights::Separate);
-    let plan = gpu
-        .plan_grouped(GroupedOp::Gemm, inputs.layout(&groups, UpWeights::Separate), None)
-        .unwrap();
-    let cases: [(&[u32], &[u32], &str); 4] = [
-        (&[0, 16, 8, 48], &[0, 128, 256, 384], "decrease"),
-        (&[0, 16, 32, 65], &[0, 128, 256, 384], "exceed"),
-        (&[0, 16, 32, 48], &[0, 100, 256, 384], "multiples of 128"),
-        (&[0, 16, 32, 48], &[0, 128, 256, 900], "scale rows"),
-    ];
-    for (row_offsets, scale_offsets, rule) in cases {
+    // The preparation pass before the tiled kernel and before the decode-size kernel.
+    for tokens_per_group in [None, Some(4)] {
+        let plan = gpu
+            .plan_grouped(
+                GroupedOp::Gemm,
+                inputs.layout(&groups, UpWeights::Separate),
+                tokens_per_group,
+            )
+            .unwrap();
+        assert_eq!(plan.uses_decode_kernel(), tokens_per_group.is_some());
+        let cases: [(&[u32], &[u32], &str, usize); 4] = [
+            (&[0, 16, 8, 48], &[0, 128, 256, 384], "decrease", 1),
+            (&[0, 16, 32, 65], &[0, 128, 256, 384], "exceed", 2),
+            (&[0, 16, 32, 48], &[0, 100, 256, 384], "multiples of 128", 1),
+            (&[0, 16, 32, 48], &[0, 128, 256, 900], "scale rows", 2),
+        ];
+        for (row_offsets, scale_offsets, rule, bad_group) in cases {
+            gpu.stream()
+                .memcpy_htod(row_offsets, &mut inputs.row_offsets)
+                .unwrap();
+            gpu.stream()
+                .memcpy_htod(scale_offsets, &mut inputs.scale_offsets)
+                .unwrap();
+            let mut c = poisoned(&gpu, 64 * 256);
+            plan.launch(&gpu, &inputs.inputs(), &mut c).unwrap();
+            let case = format!("{rule}, tokens per group {tokens_per_group:?}");
+            match plan.device_status(&gpu) {
+                Err(Error::DeviceOffsets { rule: r, group }) => {
+                    assert!(r.contains(rule), "{case}: got {r}");
+                    assert_eq!(group, bad_group, "{case}: the first bad group");
+                }
+                other => panic!("{case}: expected a device-offsets error, got {other:?}"),
+            }
+            let c = gpu.stream().clone_dtoh(&c).unwrap();
+            assert!(c.iter().all(|v| v.is_nan()), "{case}: C was written");
+        }
+        // Valid offsets again: the verdict is the new launch's.
         gpu.stream()
-            .memcpy_htod(row_offsets, &mut inputs.row_offsets)
+            .memcpy_htod(&[0u32, 16, 32, 48], &mut inputs.row_offsets)
             .unwrap();
         gpu.stream()
-            .memcpy_htod(scale_offsets, &mut inputs.scale_offsets)
+            .memcpy_htod(&[0u32, 128, 256, 384], &mut inputs.scale_offsets)
             .unwrap();
         let mut c = poisoned(&gpu, 64 * 256);
         plan.launch(&gpu, &inputs.inputs(), &mut c).unwrap();
-        match plan.device_status(&gpu) {
-            Err(Error::DeviceOffsets { rule: r, .. }) => assert!(r.contains(rule), "{rule}: got {r}"),
-            other => panic!("{rule}: expected a device-offsets error, got {other:?}"),
-        }
-        let c = gpu.stream().clone_dtoh(&c).unwrap();
-        assert!(c.iter().all(|v| v.is_nan()), "{rule}: C was written");
+        plan.device_status(&gpu).unwrap();
     }
 }
 
