@@ -103,17 +103,18 @@ def rows(document):
     for i in document.get("inputs", []):
         yield f"{i['input']} {i['rows']}x{i['k']}", i.get("ours_us")
 
-times, order = {}, []
+times, order, rounds_of = {}, [], {}
 for label in labels:
     for r in range(1, rounds + 1):
         for path in sorted(glob.glob(f"{logs}/ab-{label}-{r}/*.json")):
             if path.endswith("grouped-cases.json"):
                 continue
             for name, us in rows(json.load(open(path))):
-                if name not in times:
+                if name not in order:
                     order.append(name)
                 if us is not None:
                     times.setdefault(name, {}).setdefault(label, []).append(us)
+                    rounds_of.setdefault(name, {}).setdefault(label, []).append(f"r{r} {us:.1f}")
 print()
 print("| row | " + " | ".join(f"{l} µs (median of {rounds})" for l in labels) + " | " +
       " | ".join(f"{l}/{labels[0]}" for l in labels[1:]) + " |")
@@ -127,10 +128,10 @@ for name in order:
 # levels per process (the grouped Qwen3-30B decode case: ≈ 104 or ≈ 114 µs for the same build on
 # one H100), so compare rounds of the same level before reading a median ratio.
 print()
-print("each round, in order:")
+print("each round:")
 for name in order:
     print(f"  {name}: " + "; ".join(
-        f"{l} " + " / ".join(f"{u:.1f}" for u in times.get(name, {}).get(l, [])) for l in labels))
+        f"{l} " + ", ".join(rounds_of.get(name, {}).get(l, [])) for l in labels))
 PY
 }
 
