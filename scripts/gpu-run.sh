@@ -7,7 +7,8 @@
 #   bash .gpu-bundle/run.sh ab ROUNDS "BENCH ARGS" LABEL=BINARY...  side-by-side bench builds
 # `ab` runs every binary once per round, in turn, with the same arguments (so clocks and
 # neighbours drift alike), each writing its JSON results (`--results`), then prints a table of
-# each row's median `ours_us` per build, read from that JSON, and every round's value, e.g.
+# each row's median `ours_us` per build, read from that JSON, and every round's value with the
+# median SM clock of its process's timing half (`nvidia-smi` logged every 200 ms), e.g.
 #   bash .gpu-bundle/run.sh ab 3 "--shapes bench,decode" old=.gpu-bundle/baseline/dual_gemm-REV \
 #       new=.gpu-bundle/benches/dual_gemm
 # Every binary is killed after $NVFP4_RUN_TIMEOUT seconds (default 300), so a hung kernel cannot
@@ -77,18 +78,54 @@ ab() { # rounds "bench args" label=binary...
   local rounds=$1 args=$2; shift 2
   local labels=()
   for spec in "$@"; do labels+=("${spec%%=*}"); done
+  # The SM clock beside the runs (every 200 ms), so that each round can be read with the clock
+  # it ran at.
+  local clocks="$logs/ab-clocks.csv" clock_log=""
+  rm -f "$logs/ab-windows.txt"
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=timestamp,clocks.sm --format=csv,noheader -lms 200 >"$clocks" 2>/dev/null &
+    clock_log=$!
+  fi
   for round in $(seq 1 "$rounds"); do
     for spec in "$@"; do
       local label=${spec%%=*} binary=${spec#*=}
       local dir="$logs/ab-$label-$round"
       rm -rf "$dir"
+      local start; start=$(date +%s.%N)
       QUIET=1 run_logged "ab-$label-$round" "" "$binary" $args --results "$dir"
+      echo "$label $round $start $(date +%s.%N)" >>"$logs/ab-windows.txt"
       echo "${summary[-1]}"
     done
   done
+  [ -n "$clock_log" ] && kill "$clock_log"
   python3 - "$logs" "$rounds" "${labels[@]}" <<'PY'
-import glob, json, statistics, sys
+import datetime, glob, json, os, statistics, sys, time
 logs, rounds, labels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+
+def clock_samples():
+    """(epoch seconds, SM MHz) from the clock log (nvidia-smi prints local time)."""
+    samples = []
+    path = f"{logs}/ab-clocks.csv"
+    for line in open(path) if os.path.exists(path) else []:
+        try:
+            stamp, mhz = [f.strip() for f in line.split(",")[:2]]
+            when = datetime.datetime.strptime(stamp, "%Y/%m/%d %H:%M:%S.%f")
+            samples.append((time.mktime(when.timetuple()) + when.microsecond / 1e6, int(mhz.split()[0])))
+        except ValueError:
+            pass
+    return samples
+
+def round_clock(label, r, samples):
+    """Median SM clock over the last half of a round's process (where it times), or ""."""
+    windows = f"{logs}/ab-windows.txt"
+    for line in open(windows) if os.path.exists(windows) else []:
+        name, number, start, end = line.split()
+        if name == label and int(number) == r:
+            inside = [mhz for t, mhz in samples if (float(start) + float(end)) / 2 <= t <= float(end)]
+            return f" @{statistics.median(inside)} MHz" if inside else ""
+    return ""
+
+samples = clock_samples()
 
 def rows(document):
     """(row name, ours µs) of a bench's JSON: dual_gemm shapes (and their NVFP4-output times),
@@ -114,7 +151,8 @@ for label in labels:
                     order.append(name)
                 if us is not None:
                     times.setdefault(name, {}).setdefault(label, []).append(us)
-                    rounds_of.setdefault(name, {}).setdefault(label, []).append(f"r{r} {us:.1f}")
+                    rounds_of.setdefault(name, {}).setdefault(label, []).append(
+                        f"r{r} {us:.1f}{round_clock(label, r, samples)}")
 print()
 print("| row | " + " | ".join(f"{l} µs (median of {rounds})" for l in labels) + " | " +
       " | ".join(f"{l}/{labels[0]}" for l in labels[1:]) + " |")
@@ -126,7 +164,8 @@ for name in order:
     print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 # Every round's value too: a round is a process of its own, and a row can sit in one of two
 # levels per process (the grouped Qwen3-30B decode case: ≈ 104 or ≈ 114 µs for the same build on
-# one H100), so compare rounds of the same level before reading a median ratio.
+# one H100), so compare rounds of the same level before reading a median ratio; each round's
+# median SM clock over the second half of its process (the timing) stands beside it.
 print()
 print("each round:")
 for name in order:
