@@ -122,7 +122,7 @@ def round_clock(label, r, samples):
         name, number, start, end = line.split()
         if name == label and int(number) == r:
             inside = [mhz for t, mhz in samples if (float(start) + float(end)) / 2 <= t <= float(end)]
-            return f" @{statistics.median(inside)} MHz" if inside else ""
+            return f" @{round(statistics.median(inside))} MHz" if inside else ""
     return ""
 
 samples = clock_samples()
