@@ -115,17 +115,20 @@ def clock_samples():
             pass
     return samples
 
-def round_clock(label, r, samples):
-    """Median SM clock over the last half of a round's process (where it times), or ""."""
+def round_clocks(samples):
+    """{(label, round): " @MHz"}: each round's median SM clock over the last half of its process
+    (where it times)."""
+    clocks = {}
     windows = f"{logs}/ab-windows.txt"
     for line in open(windows) if os.path.exists(windows) else []:
-        name, number, start, end = line.split()
-        if name == label and int(number) == r:
-            inside = [mhz for t, mhz in samples if (float(start) + float(end)) / 2 <= t <= float(end)]
-            return f" @{round(statistics.median(inside))} MHz" if inside else ""
-    return ""
+        label, number, start, end = line.split()
+        middle, end = (float(start) + float(end)) / 2, float(end)
+        inside = [mhz for t, mhz in samples if middle <= t <= end]
+        if inside:
+            clocks[(label, int(number))] = f" @{round(statistics.median(inside))} MHz"
+    return clocks
 
-samples = clock_samples()
+clock_of = round_clocks(clock_samples())
 
 def rows(document):
     """(row name, ours µs) of a bench's JSON: dual_gemm shapes (and their NVFP4-output times),
@@ -152,7 +155,7 @@ for label in labels:
                 if us is not None:
                     times.setdefault(name, {}).setdefault(label, []).append(us)
                     rounds_of.setdefault(name, {}).setdefault(label, []).append(
-                        f"r{r} {us:.1f}{round_clock(label, r, samples)}")
+                        f"r{r} {us:.1f}{clock_of.get((label, r), '')}")
 print()
 print("| row | " + " | ".join(f"{l} µs (median of {rounds})" for l in labels) + " | " +
       " | ".join(f"{l}/{labels[0]}" for l in labels[1:]) + " |")
