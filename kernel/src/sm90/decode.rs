@@ -6,8 +6,8 @@
 //! in the plain GEMM both halves stream the same rows of B, the first half the split's even
 //! steps and the second its odd ones, and the CTA adds the halves before it publishes its sums.
 //! Per 128-K step, lane `t` of each quad loads one 16-byte chunk (two scale blocks, the tiled
-//! kernel's [`stage_block`] order) of each of its two rows, decodes it with the shared shift
-//! trick ([`scaled_pairs`]) into the A fragment of `mma.sync.m16n8k16` (weights are the 16-row
+//! kernel's [`stage_block`] order) of each of its two rows, decodes it with the shift codec
+//! ([`scaled_pairs`] with [`ShiftCodec`], tokens alike) into the A fragment of `mma.sync.m16n8k16` (weights are the 16-row
 //! operand) and multiplies it with the tokens as the 8-column operand. The CTA first decodes
 //! its split's tokens into shared memory once, for all its warps; the next step's weight loads
 //! go out before a step is decoded (for a one-tile dual GEMM's long splits two steps an
@@ -25,6 +25,7 @@
 //! decoded tokens copied window by window into two buffers in turn, no split and no reduction.
 
 use crate::epilogue::{Nvfp4Tile, half_bits, silu};
+use crate::fp4::ShiftCodec;
 use crate::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, STATUS_OK};
 use crate::layout::{ATOM_BYTES, ATOM_LINE_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
@@ -91,7 +92,7 @@ impl RowChunk {
     #[inline(always)]
     fn pairs(&self, j: u32, byte: u32) -> [u32; 8] {
         let scale = cvt::e4m3_byte_to_f16x2_broadcast(self.codes, byte + j);
-        scaled_pairs(self.words[2 * j as usize], self.words[2 * j as usize + 1], scale)
+        scaled_pairs::<ShiftCodec>(self.words[2 * j as usize], self.words[2 * j as usize + 1], scale)
     }
 }
 
@@ -445,7 +446,7 @@ unsafe fn stage_tokens<const HALVES: bool>(
                 store(
                     at + 32 * w,
                     if token < real_rows {
-                        block(token, local_slice, w).decode()
+                        block(token, local_slice, w).decode::<ShiftCodec>()
                     } else {
                         [0; 8]
                     },
@@ -472,8 +473,8 @@ unsafe fn stage_tokens<const HALVES: bool>(
             }
         };
         let (first, second) = (run(0), run(1));
-        store(at, first.decode());
-        store(at + 32, second.decode());
+        store(at, first.decode::<ShiftCodec>());
+        store(at + 32, second.decode::<ShiftCodec>());
         item += sreg::block_dim_x();
     }
 }

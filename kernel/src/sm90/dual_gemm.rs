@@ -14,6 +14,7 @@ use crate::sm90::mainloop::{
     self, ConsumerLane, PackedTokens, Problem, RowOffsets, Shared, TileJob, WeightBases, WeightStage, Work,
 };
 use crate::sm90::registry;
+use crate::sm90::tokens::DenseCodec;
 
 /// A dense dual GEMM (`GATED`; with NVFP4 output if `NVFP4`) or plain GEMM, writing bf16
 /// instead of fp16 if `BF16`: one problem, tiles numbered token tile fastest. A plain problem
@@ -76,6 +77,7 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const BF16: bool> Pro
     }
 
     type Rows = RowOffsets;
+    type Codec = DenseCodec;
 
     #[inline(always)]
     fn weight_rows(&self, job: &TileJob, lane: &ConsumerLane) -> RowOffsets {

@@ -15,7 +15,7 @@ use crate::sm90::mainloop::{
     WeightStage, Work,
 };
 use crate::sm90::registry;
-use crate::sm90::tokens::{decode_slice_chunks, store_warp_slices};
+use crate::sm90::tokens::{GroupedCodec, decode_slice_chunks, store_warp_slices};
 
 /// The schedule table in shared memory: the header at `base`, group `g`'s record at
 /// `base + 16·(HEADER_RECORDS + g)`.
@@ -127,6 +127,7 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for GroupedPr
     }
 
     type Rows = RowPointers;
+    type Codec = GroupedCodec;
 
     #[inline(always)]
     fn weight_rows(&self, job: &TileJob, lane: &ConsumerLane) -> RowPointers {
@@ -356,7 +357,7 @@ unsafe fn decode_tokens(args: &GroupedPrepareArgs, starts: u32, groups: u32) {
             let chunks = match source {
                 // SAFETY: the source's row and scales are readable (token_source).
                 Some(s) => unsafe {
-                    decode_slice_chunks(s.data, s.scales, s.layout, s.scale_row, s.k, slice)
+                    decode_slice_chunks::<GroupedCodec>(s.data, s.scales, s.layout, s.scale_row, s.k, slice)
                 },
                 None => Default::default(),
             };

@@ -14,6 +14,7 @@
 use crate::common::NVFP4_STAGING_PITCH;
 use crate::desc::{sw128_in_row, sw128_offset, sw128_row, wgmma_desc_sw128_k_major};
 use crate::epilogue::{Nvfp4Tile, half_bits, silu};
+use crate::fp4::PairCodec;
 use crate::layout::{ATOM_BYTES, ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, warp, wgmma};
 use crate::ring::RingPosition;
@@ -115,6 +116,9 @@ pub(crate) trait Problem {
     fn packed_tokens(&self) -> Option<PackedTokens>;
     /// One consumer thread's weight rows of a tile, as carried through the mainloop.
     type Rows: Copy;
+    /// How both operands of a tile are decoded (the weights here, the tokens by the decoder
+    /// warpgroups or by whichever pass wrote the pre-decoded buffer).
+    type Codec: PairCodec;
     /// The rows of `lane` in `job`'s tile.
     fn weight_rows(&self, job: &TileJob, lane: &ConsumerLane) -> Self::Rows;
     /// Issues the loads of chunk `h` (of [`WEIGHT_CHUNKS_PER_STAGE`]) of stage `stage` of
@@ -506,7 +510,16 @@ unsafe fn decode_tokens<P: Problem>(
                     let row = warp * tokens_per_warp + local;
                     // SAFETY: row < tokens ≤ raw rows, block < 4: inside the stage buffers.
                     unsafe {
-                        decode_token_block(shared, raw.stage, decoded.stage, m0, row, slice, word, exists)
+                        decode_token_block::<P::Codec>(
+                            shared,
+                            raw.stage,
+                            decoded.stage,
+                            m0,
+                            row,
+                            slice,
+                            word,
+                            exists,
+                        )
                     };
                     local += 32 / BLOCKS_PER_SLICE;
                 }
@@ -534,11 +547,11 @@ const fn decoder_slice(decoder: u32, half: u32) -> u32 {
 
 /// Decodes token `row`'s scale block for word `word` of slice `slice` (block
 /// [`stage_block`]`(slice, word)` of the raw stage) into decoded row `row`: its pair `p`
-/// ([`crate::fp4::PAIR_ELEMENTS`]) is word `word` of 16-byte chunk `p` (see `sm90::tokens`).
+/// (codec `C`'s `PAIR_ELEMENTS`) is word `word` of 16-byte chunk `p` (see `sm90::tokens`).
 /// A block that does not `exist` (past K) becomes zeros: its scale atom was not copied.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn decode_token_block(
+unsafe fn decode_token_block<C: PairCodec>(
     shared: &Shared,
     raw_stage: u32,
     decoded_stage: u32,
@@ -568,7 +581,7 @@ unsafe fn decode_token_block(
     } else {
         0
     };
-    let pairs = scaled_pairs(lo, hi, scale);
+    let pairs = scaled_pairs::<C>(lo, hi, scale);
     // Pair p is word `word` of chunk p of the row; the row's address is 128-byte aligned, so
     // the offset within it ORs in (one LOP3 per store).
     let row_addr = shared.decoded_slice(decoded_stage) + sw128_row(row);
@@ -887,14 +900,14 @@ unsafe fn warm_up_weights<P: Problem>(
 /// = (gate, pair 2s), (up, pair 2s), (gate, pair 2s + 1), (up, pair 2s + 1) of the thread's
 /// block [`stage_block`]`(j, t)`.
 #[inline(always)]
-fn slice_fragments(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
+fn slice_fragments<C: PairCodec>(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
     let (h, odd) = (j / 2, j % 2 == 1);
     let words = 2 * (j % 2);
     // One conversion per scale pair (LLVM merges the two slices' `cvt`s), one `prmt` per slice.
     let gate_scale = cvt::f16x2_broadcast_half(cvt::e4m3x2_to_f16x2(w.gate_scales[h] as u16), odd);
     let up_scale = cvt::f16x2_broadcast_half(cvt::e4m3x2_to_f16x2(w.up_scales[h] as u16), odd);
-    let gate = scaled_pairs(w.gate[h][words], w.gate[h][words + 1], gate_scale);
-    let up = scaled_pairs(w.up[h][words], w.up[h][words + 1], up_scale);
+    let gate = scaled_pairs::<C>(w.gate[h][words], w.gate[h][words + 1], gate_scale);
+    let up = scaled_pairs::<C>(w.up[h][words], w.up[h][words + 1], up_scale);
     let mut steps = [[0u32; 4]; 4];
     for (s, step) in steps.iter_mut().enumerate() {
         *step = [gate[2 * s], up[2 * s], gate[2 * s + 1], up[2 * s + 1]];
@@ -927,7 +940,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         }
         None => WeightStage::ZERO,
     };
-    let mut fragments = [slice_fragments(&current, 0), [[0; 4]; 4]];
+    let mut fragments = [slice_fragments::<P::Codec>(&current, 0), [[0; 4]; 4]];
     while let Some(segment) = segments.next() {
         let job = problem.job(&segment.tile, tile);
         let rows = problem.weight_rows(&job, lane);
@@ -1002,16 +1015,16 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                     decoded.advance();
                 }};
             }
-            slice!(0, slice_fragments(&current, 1));
+            slice!(0, slice_fragments::<P::Codec>(&current, 1));
             if late_loads {
                 unsafe { problem.load_weight_chunk(next_rows, next_stage, 0, &mut next) };
             }
-            slice!(1, slice_fragments(&current, 2));
-            slice!(2, slice_fragments(&current, 3));
+            slice!(1, slice_fragments::<P::Codec>(&current, 2));
+            slice!(2, slice_fragments::<P::Codec>(&current, 3));
             if late_loads {
                 unsafe { problem.load_weight_chunk(next_rows, next_stage, 1, &mut next) };
             }
-            slice!(3, slice_fragments(&next, 0));
+            slice!(3, slice_fragments::<P::Codec>(&next, 0));
             current = next;
         }
         wgmma::wait_group::<0>();

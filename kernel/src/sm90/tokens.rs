@@ -3,7 +3,7 @@
 //!
 //! One token's 64-K slice `j` of a 256-K stage is 128 bytes of fp16, each value
 //! `e2m1 · scale · 2⁻¹⁴` (exact), in the K order of the weights' register fragments: 16-byte
-//! chunk `p` holds pair `p` ([`crate::fp4::PAIR_ELEMENTS`]) of the stage's scale blocks
+//! chunk `p` holds pair `p` (the kernel's codec's `PAIR_ELEMENTS`) of the stage's scale blocks
 //! [`stage_block`]`(j, w)` in words `w = 0..3`, one fp16x2 each. Two writers produce it:
 //! * the decoder warpgroups of the dual-GEMM kernel, for token tiles below
 //!   [`crate::sm90::config::PREDECODED_MIN_TOKENS`], into 128-byte-swizzled shared memory;
@@ -16,7 +16,7 @@
 //!
 //! Both global writers go through [`decode_slice_chunks`].
 
-use crate::fp4::e2m1x8_to_f16x2_pairs;
+use crate::fp4::{PairCodec, PermuteCodec, ShiftCodec};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, fence, mem, sreg, warp};
 use crate::sm90::config::{
@@ -27,14 +27,26 @@ use crate::sm90::registry;
 /// 16-byte chunks of one token's decoded slice (128 bytes of fp16, one swizzle row).
 pub const CHUNKS_PER_SLICE: u32 = 2 * K_PER_SLICE / 16;
 
+/// The codec of the dense tiled kernels' operands: the consumers' weights, the decoder
+/// warpgroups' tokens and the token pre-decoder's buffer (1–2.6 % faster than [`ShiftCodec`]
+/// on the H100 from 64 tokens up).
+pub type DenseCodec = PermuteCodec;
+
+/// The codec of the grouped tiled kernels' operands and of their preparation pass' token
+/// buffer. With [`PermuteCodec`] the grouped 128-token kernels were 1–2.5 % faster, but their
+/// consumers needed more than their 200 registers (ptxas spilled tile bookkeeping around the
+/// mainloop), so they keep the shift codec.
+pub type GroupedCodec = ShiftCodec;
+
 /// The eight fp16x2 pairs of one 16-element scale block (`lo` = elements 0..7, `hi` = 8..15),
-/// each `e2m1 · scale · 2⁻¹⁴`, in [`crate::fp4::PAIR_ELEMENTS`] order; `scale` is the block's
-/// e4m3 scale as fp16 in both halves. Both operands decode through this one function: the
-/// weights into register fragments, the tokens into the slices above (pair `p` of word `w`'s
+/// each `e2m1 · scale · 2⁻¹⁴`, in codec `C`'s [`PairCodec::PAIR_ELEMENTS`] order; `scale` is
+/// the block's e4m3 scale as fp16 in both halves. Both operands of a kernel decode through this
+/// one function with one codec: in the tiled kernels ([`DenseCodec`], [`GroupedCodec`]) the
+/// weights into register fragments and the tokens into the slices above (pair `p` of word `w`'s
 /// block is word `w` of chunk `p`).
 #[inline(always)]
-pub fn scaled_pairs(lo: u32, hi: u32, scale: u32) -> [u32; 8] {
-    let (a, b) = (e2m1x8_to_f16x2_pairs(lo), e2m1x8_to_f16x2_pairs(hi));
+pub fn scaled_pairs<C: PairCodec>(lo: u32, hi: u32, scale: u32) -> [u32; 8] {
+    let (a, b) = (C::pairs(lo), C::pairs(hi));
     let mut out = [0u32; 8];
     for i in 0..4 {
         out[i] = cvt::mul_f16x2(a[i], scale);
@@ -51,7 +63,7 @@ pub fn scaled_pairs(lo: u32, hi: u32, scale: u32) -> [u32; 8] {
 /// # Safety
 /// The row's bytes below `k` and its scale codes are readable (8- and 4-byte aligned).
 #[inline(always)]
-pub unsafe fn decode_slice_chunks(
+pub unsafe fn decode_slice_chunks<C: PairCodec>(
     data: *const u8,
     scales: *const u8,
     layout: BlockedScales,
@@ -60,7 +72,8 @@ pub unsafe fn decode_slice_chunks(
     slice: u32,
 ) -> [[u32; 4]; CHUNKS_PER_SLICE as usize] {
     // SAFETY (all four): forwarded.
-    let block = |w: u32| unsafe { SliceBlock::load(data, scales, layout, scale_row, k, slice, w).decode() };
+    let block =
+        |w: u32| unsafe { SliceBlock::load(data, scales, layout, scale_row, k, slice, w).decode::<C>() };
     // Four named blocks and literal indices: an array of them indexed in a loop went to local
     // memory in the grouped preparation pass.
     let (b0, b1, b2, b3) = (block(0), block(1), block(2), block(3));
@@ -136,11 +149,12 @@ impl SliceBlock {
         }
     }
 
-    /// The block's eight scaled pairs ([`scaled_pairs`]), zeros if it does not exist.
+    /// The block's eight scaled pairs ([`scaled_pairs`] with codec `C`), zeros if it does not
+    /// exist.
     #[inline(always)]
-    pub fn decode(self) -> [u32; 8] {
+    pub fn decode<C: PairCodec>(self) -> [u32; 8] {
         let scale = cvt::e4m3_byte_to_f16x2_broadcast(self.codes, self.byte);
-        scaled_pairs(self.lo, self.hi, if self.exists { scale } else { 0 })
+        scaled_pairs::<C>(self.lo, self.hi, if self.exists { scale } else { 0 })
     }
 }
 
@@ -252,7 +266,7 @@ macro_rules! predecode_entry {
                     let (row, slice) = (item / slices_per_row, item % slices_per_row);
                     // SAFETY: the contract above.
                     chunks = unsafe {
-                        decode_slice_chunks(
+                        decode_slice_chunks::<DenseCodec>(
                             data.add(row as usize * (k as usize / 2)),
                             scales,
                             layout,
