@@ -41,9 +41,8 @@ pub trait PairCodec {
 /// Each pair's two codes moved into place by shifts and masks (Marlin's trick): in each 16-bit
 /// half of `word << 4k` the code at bits 12..15 keeps its sign at bit 15 and moves its three low
 /// bits down by 3, giving codes `(3 − k, 7 − k)`; about 3.75 integer instructions a pair, whose
-/// left shifts ptxas issues as `IMAD.SHL` on the FMA pipe. The decode-size kernel uses it: its
-/// loop is bound by issue as much as by memory, and the byte-permute codec, with fewer
-/// instructions but all on the ALU pipe, made its 16-token GEMM 2.6 % slower.
+/// left shifts ptxas issues as `IMAD.SHL` on the FMA pipe (so fewer of them land on the ALU
+/// pipe than the count says).
 pub struct ShiftCodec;
 
 impl PairCodec for ShiftCodec {
@@ -71,8 +70,7 @@ impl PairCodec for ShiftCodec {
 /// The word's four even and four odd codes first turned into fp16 high bytes in place (the
 /// fp16 of [`e2m1_to_f16_bits_scaled`] has a zero low byte), then two of those bytes spread into
 /// each output word by one byte permute (`prmt`): codes `(0, 2), (4, 6), (1, 3), (5, 7)`; about
-/// 2.75 integer instructions a pair. The tiled kernels use it (their wgmma consumers and token
-/// decoders were 1–2.6 % faster with it than with [`ShiftCodec`]).
+/// 2.75 integer instructions a pair, all on the ALU pipe.
 pub struct PermuteCodec;
 
 impl PairCodec for PermuteCodec {
