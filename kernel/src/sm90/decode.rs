@@ -25,7 +25,7 @@
 //! decoded tokens copied window by window into two buffers in turn, no split and no reduction.
 
 use crate::epilogue::{Nvfp4Tile, half_bits, silu};
-use crate::fp4::ShiftCodec;
+use crate::fp4::{PairCodec, ShiftCodec};
 use crate::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, STATUS_OK};
 use crate::layout::{ATOM_BYTES, ATOM_LINE_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
@@ -39,11 +39,13 @@ use crate::sm90::config::{
     decode_verdict_offset, grouped_decode_buffer_bytes, grouped_decode_outputs, stage_block,
 };
 use crate::sm90::registry;
-use crate::sm90::tokens::{SliceBlock, scaled_pairs};
+use crate::sm90::tokens::{GroupedCodec, SliceBlock, scaled_pairs};
 
-/// The decode-size kernel's codec, for its weights and tokens alike: its loop is bound by issue
-/// as much as by memory, and the byte-permute codec ([`crate::fp4::PermuteCodec`]), with fewer
-/// instructions but all on the ALU pipe, made its 16-token GEMM 2.6 % slower.
+/// The dense decode-size kernel's codec, for its weights and the tokens it stages alike: its loop
+/// is bound by issue as much as by memory, and the byte-permute codec
+/// ([`crate::fp4::PermuteCodec`]), with fewer instructions but all on the ALU pipe, made its
+/// 16-token GEMM 2.6 % slower. The grouped entries decode their weights with [`GroupedCodec`],
+/// the codec of the preparation pass that decoded their tokens.
 type Codec = ShiftCodec;
 
 /// One weight row's 16-byte chunk of a decode step as loaded: the packed codes of two scale
@@ -95,9 +97,9 @@ impl RowChunk {
     /// Block `j` (0 or 1) of the chunk decoded: its eight scaled fp16x2 pairs. `byte` is the
     /// first block's code in `codes` (`first_block % 4`).
     #[inline(always)]
-    fn pairs(&self, j: u32, byte: u32) -> [u32; 8] {
+    fn pairs<C: PairCodec>(&self, j: u32, byte: u32) -> [u32; 8] {
         let scale = cvt::e4m3_byte_to_f16x2_broadcast(self.codes, byte + j);
-        scaled_pairs::<Codec>(self.words[2 * j as usize], self.words[2 * j as usize + 1], scale)
+        scaled_pairs::<C>(self.words[2 * j as usize], self.words[2 * j as usize + 1], scale)
     }
 }
 
@@ -329,12 +331,12 @@ impl StagedTokens {
 /// kernel's short splits 0–4 % slower (perf log entry 52), so the dense kernel uses it only for
 /// the one-tile dual GEMM's splits of [`DECODE_PAIRED_MIN_STEPS`] or more (its paired entries,
 /// entry 84). Otherwise: [`RowCursor`]'s predicated loads, also into two register sets in turn
-/// but each loaded one step ahead (entry 85).
+/// but each loaded one step ahead (entry 85). `C`: the codec the staged tokens were decoded with.
 ///
 /// # Safety
 /// As [`RowPair::load`]; the steps' slices are staged.
 #[inline(always)]
-unsafe fn stream<const TILES: usize, const PAIRED: bool>(
+unsafe fn stream<C: PairCodec, const TILES: usize, const PAIRED: bool>(
     pair: &RowPair,
     chunks: [RowChunk; 2],
     [first, end, stride]: [u32; 3],
@@ -347,7 +349,7 @@ unsafe fn stream<const TILES: usize, const PAIRED: bool>(
     // MMAs per tile.
     let mut multiply = |chunks: &[RowChunk; 2], q: u32| {
         for j in 0..DECODE_SLICES_PER_STEP {
-            let weights = [chunks[0].pairs(j, byte), chunks[1].pairs(j, byte)];
+            let weights = [chunks[0].pairs::<C>(j, byte), chunks[1].pairs::<C>(j, byte)];
             let local_slice = (q - origin) * DECODE_SLICES_PER_STEP + j;
             let b: [[u32; 8]; TILES] = core::array::from_fn(|tile| tokens.pairs(tile as u32, local_slice));
             for step in 0..4 {
@@ -735,9 +737,9 @@ unsafe fn decode<
     // SAFETY: as above; the split's slices are staged.
     unsafe {
         if PAIRED {
-            stream::<TILES, true>(&pair, chunks, steps, first_step, tokens, &mut sums)
+            stream::<Codec, TILES, true>(&pair, chunks, steps, first_step, tokens, &mut sums)
         } else {
-            stream::<TILES, false>(&pair, chunks, steps, first_step, tokens, &mut sums)
+            stream::<Codec, TILES, false>(&pair, chunks, steps, first_step, tokens, &mut sums)
         }
     };
     fence::launch_dependents();
@@ -1164,7 +1166,7 @@ impl GroupedChunk {
             let steps = [window, end, 1];
             let tokens = staged.shifted(buffer * buffer_bytes);
             // SAFETY: as above; the window's slices are staged.
-            unsafe { stream::<TILES, true>(pair, chunks, steps, window, tokens, &mut sums) };
+            unsafe { stream::<GroupedCodec, TILES, true>(pair, chunks, steps, window, tokens, &mut sums) };
             (window, buffer) = (end, 1 - buffer);
         }
         sums

@@ -58,6 +58,7 @@ struct GroupedProblem<'a, M, const GATED: bool, const NVFP4: bool> {
 impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for GroupedProblem<'_, M, GATED, NVFP4> {
     type Space = GroupedTiles<SharedGroups>;
     const GATED: bool = GATED;
+    const RECOMPUTE_AFTER_MAINLOOP: bool = true;
     const NVFP4_OUT: bool = {
         assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's");
         NVFP4

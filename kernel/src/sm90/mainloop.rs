@@ -98,6 +98,11 @@ pub(crate) trait Problem {
     const NVFP4_OUT: bool;
     /// Whether the fp16-output epilogue rounds to bf16 instead (the dense bf16 entries).
     const OUT_BF16: bool = false;
+    /// Whether 128-token tiles compute a finished tile's job and the epilogue's staging address
+    /// again after the mainloop instead of holding them across it: the grouped kernels, whose
+    /// 128-token consumers have no registers to spare; the dense ones were 1.6–2.4 % slower on
+    /// 256-token task shapes so (perf log entry 91).
+    const RECOMPUTE_AFTER_MAINLOOP: bool = false;
     /// Factors of the tile's gate and up α that live in device memory (the dense launches'
     /// `DeviceGlobalScales`), read when a tile is finished, after the dependency wait; the
     /// grouped kernels' preparation pass folds them into each group's α.
@@ -1053,7 +1058,18 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         // SAFETY: the workspace and flags were sized by the host plan for this split.
         let finishes_tile = segment.count == 1 || unsafe { fix_up(work, &segment, &mut acc, thread) };
         if finishes_tile {
-            let mut job = job;
+            // The job again from opaque copies of the tile's coordinates (its descriptor read
+            // again), so that its fields are not held across the mainloop.
+            let mut job = if P::RECOMPUTE_AFTER_MAINLOOP && ACC == 64 {
+                let span = TileSpan {
+                    group: reg::opaque(segment.tile.group),
+                    local: reg::opaque(segment.tile.local),
+                    ..segment.tile
+                };
+                problem.job(&span, tile)
+            } else {
+                job
+            };
             // SAFETY: after the dependency wait (`roles`).
             let (gate_factor, up_factor) = unsafe { problem.alpha_factors() };
             job.alpha_gate *= gate_factor;
@@ -1067,7 +1083,13 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                 let staging = shared.decoded_slice(previous_stage(&decoded));
                 unsafe { nvfp4_epilogue(&job, &acc, lane, target, staging, thread) }
             } else {
-                unsafe { epilogue(&job, &acc, lane, P::GATED, P::OUT_BF16, shared.staging(), thread) }
+                // Likewise the staging address, from an opaque base.
+                let staging = if P::RECOMPUTE_AFTER_MAINLOOP && ACC == 64 {
+                    reg::opaque(shared.base) + shared.plan.staging
+                } else {
+                    shared.staging()
+                };
+                unsafe { epilogue(&job, &acc, lane, P::GATED, P::OUT_BF16, staging, thread) }
             }
         }
         if P::NVFP4_OUT {

@@ -32,11 +32,9 @@ pub const CHUNKS_PER_SLICE: u32 = 2 * K_PER_SLICE / 16;
 /// on the H100 from 64 tokens up).
 pub type DenseCodec = PermuteCodec;
 
-/// The codec of the grouped tiled kernels' operands and of their preparation pass' token
-/// buffer. With [`PermuteCodec`] the grouped 128-token kernels were 1–2.5 % faster, but their
-/// consumers needed more than their 200 registers (ptxas spilled tile bookkeeping around the
-/// mainloop), so they keep the shift codec.
-pub type GroupedCodec = ShiftCodec;
+/// The codec of the grouped kernels' weights (tiled and decode-size) and of their preparation
+/// pass' token buffer, which both read.
+pub type GroupedCodec = PermuteCodec;
 
 /// The eight fp16x2 pairs of one 16-element scale block (`lo` = elements 0..7, `hi` = 8..15),
 /// each `e2m1 · scale · 2⁻¹⁴`, in codec `C`'s [`PairCodec::PAIR_ELEMENTS`] order; `scale` is
