@@ -62,8 +62,11 @@ pub const TILE_N: u32 = CONSUMER_WARPGROUPS * N_PER_WARPGROUP;
 /// N must be a multiple of [`TILE_N`]; a last tile with only 64 outputs reads its missing rows
 /// from the last valid row and stores nothing for them.
 pub const PLAIN_TILE_N: u32 = 2 * TILE_N;
-/// Weight rows between a plain tile's "gate" and "up" fragment rows of one thread.
-pub const PLAIN_UP_ROW_OFFSET: u32 = 8;
+/// Weight rows between a plain tile's "gate" and "up" fragment rows of one thread: a consumer
+/// warpgroup's gate rows are the first 32 of its 64 outputs, its up rows the next 32. In the
+/// blocked scale layout row `r + 32` sits 4 bytes after row `r` (`r % 64 < 32`), so a thread's
+/// gate and up scale pairs of a chunk come in one aligned 8-byte load.
+pub const PLAIN_UP_ROW_OFFSET: u32 = 32;
 
 /// Output columns per tile: [`TILE_N`] for the gated kernels, [`PLAIN_TILE_N`] for plain ones.
 pub const fn tile_n(gated: bool) -> u32 {

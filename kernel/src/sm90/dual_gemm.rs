@@ -103,7 +103,7 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const BF16: bool> Pro
             WeightBases::shifted_up(a.b1, a.b1_scales, a.k)
         };
         // SAFETY: forwarded.
-        unsafe { rows.at(&bases).load_chunk(stage, h, into) }
+        unsafe { rows.at(&bases).load_chunk(stage, h, !GATED, into) }
     }
 
     #[inline(always)]

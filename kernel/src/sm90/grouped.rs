@@ -138,7 +138,7 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for GroupedPr
     #[inline(always)]
     unsafe fn load_weight_chunk(&self, rows: &RowPointers, stage: u32, h: usize, into: &mut WeightStage) {
         // SAFETY: forwarded.
-        unsafe { rows.load_chunk(stage, h, into) }
+        unsafe { rows.load_chunk(stage, h, !GATED, into) }
     }
 }
 

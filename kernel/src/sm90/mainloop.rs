@@ -8,8 +8,8 @@
 //! `(g, t)`), called *gate* and *up*:
 //! * gated tiles ([`config::TILE_N`] = 64 outputs): output `n` has its gate row (B1) and its up
 //!   row (B3) in the two halves, so one thread holds both products of the same outputs;
-//! * plain tiles ([`config::PLAIN_TILE_N`] = 128 outputs): the halves are outputs `n` and `n + 8`
-//!   of the same matrix ([`config::PLAIN_UP_ROW_OFFSET`]).
+//! * plain tiles ([`config::PLAIN_TILE_N`] = 128 outputs): the halves are outputs `n` and `n + 32`
+//!   of the same matrix ([`config::PLAIN_UP_ROW_OFFSET`]), whose scale pairs are loaded together.
 
 use crate::common::NVFP4_STAGING_PITCH;
 use crate::desc::{sw128_in_row, sw128_offset, sw128_row, wgmma_desc_sw128_k_major};
@@ -636,15 +636,16 @@ impl ConsumerLane {
     pub fn new(thread: u32, gated: bool) -> Self {
         let (warpgroup, warp, lane) = (thread / WARPGROUP_THREADS, (thread / 32) % 4, thread % 32);
         let (g, t) = (lane / 4, lane % 4);
-        // Gated: 8 outputs a warp (the up half holds the same outputs); plain: 16.
-        let per_warp = if gated {
-            config::N_PER_WARP
+        // 8 gate rows a warp; a gated warpgroup's 32 outputs (the up half holds the same ones),
+        // a plain warpgroup's 64 (its up half the 32 after its gate rows).
+        let per_warpgroup = if gated {
+            config::N_PER_WARPGROUP
         } else {
-            2 * config::N_PER_WARP
+            config::N_PER_WARPGROUP + config::PLAIN_UP_ROW_OFFSET
         };
         Self {
             t,
-            n_in_tile: warpgroup * 4 * per_warp + warp * per_warp + g,
+            n_in_tile: warpgroup * per_warpgroup + warp * config::N_PER_WARP + g,
         }
     }
 
@@ -703,12 +704,17 @@ pub(crate) struct WeightBases {
     pub up_scales: *const u8,
 }
 
-/// Bytes between the blocked scales of rows `r` and `r + PLAIN_UP_ROW_OFFSET` of one 32-row group.
+/// Bytes between the blocked scales of rows `r` and `r + PLAIN_UP_ROW_OFFSET` (`r % 64 < 32`,
+/// the rows plain gate halves use): 4, so that a plain tile's gate and up scale pairs lie in one
+/// aligned 8-byte word ([`RowPointers::load_chunk`]).
 const PLAIN_UP_SCALE_SHIFT: usize = {
     let layout = BlockedScales::new(128, 64);
     let shift = layout.offset(config::PLAIN_UP_ROW_OFFSET as usize, 0) - layout.offset(0, 0);
-    // The same for every row of the group's first half (the rows plain gate halves use).
-    assert!(layout.offset(23, 3) - layout.offset(15, 3) == shift);
+    assert!(shift == 4);
+    // The same for every gate row, in both halves of the 128-row group.
+    assert!(layout.offset(31 + 32, 3) - layout.offset(31, 3) == shift);
+    assert!(layout.offset(64 + 32, 2) - layout.offset(64, 2) == shift);
+    assert!(layout.offset(95 + 32, 1) - layout.offset(95, 1) == shift);
     shift
 };
 
@@ -768,8 +774,8 @@ impl RowOffsets {
     /// The rows of `lane` in a dense plain tile whose up bases are its gate bases shifted by
     /// [`config::PLAIN_UP_ROW_OFFSET`] rows ([`WeightBases::shifted_up`]), so that one offset
     /// serves both halves, as in a gated tile. A lane's gate row lies in the first half of a
-    /// 16-row group (`n % 16 < 8`), so its up row is in the same 32-row group of the scale
-    /// layout. Lanes past N (a last tile of 64 outputs) read the row of the last 16 with the
+    /// 64-row group (`n % 64 < 32`), so its up row is in the same 128-row group of the scale
+    /// layout. Lanes past N (a last tile of 64 outputs) read the row of the last 64 with the
     /// same place in its group (inside B, shifted too); their outputs are not stored.
     #[inline(always)]
     pub fn shifted_plain(job: &TileJob, lane: &ConsumerLane) -> Self {
@@ -777,7 +783,7 @@ impl RowOffsets {
         let row = if output < job.n {
             output
         } else {
-            job.n - 16 + output % 16
+            job.n - 64 + output % 64
         };
         Self::of_rows(job, lane, row, row)
     }
@@ -831,21 +837,34 @@ pub(crate) struct RowPointers {
 
 impl RowPointers {
     /// Issues the loads of chunk `h` of stage `stage` into `w` (they complete while earlier
-    /// slices compute); see [`ChunkLimits`] for a partial last stage.
+    /// slices compute); see [`ChunkLimits`] for a partial last stage. `plain`: a plain tile's
+    /// rows, whose up scale pair lies [`PLAIN_UP_SCALE_SHIFT`] bytes after the gate pair in the
+    /// same aligned 8-byte word (at byte 0 or 2 of each half: even columns, gate rows in the
+    /// first and third 32 of their 128-row group), so one 8-byte load brings both, each in its
+    /// half's bits [`plain_scale_shift`]`(t)..` (moved down where they are converted, in
+    /// [`slice_fragments`]: a shift here, next to the load, waited for it at once). Lanes whose
+    /// rows were clamped to the last row (outputs past N, not stored) read other pairs of the
+    /// same atom.
     ///
     /// # Safety
     /// The rows of a tile of this launch; `stage` one of its stages; `h` < [`WEIGHT_CHUNKS`].
     #[inline(always)]
-    pub unsafe fn load_chunk(&self, stage: u32, h: usize, w: &mut WeightStage) {
+    pub unsafe fn load_chunk(&self, stage: u32, h: usize, plain: bool, w: &mut WeightStage) {
         let (data, scale) = self.limits.chunk(stage, h as u32);
         // SAFETY: offsets inside the rows and their scales (host contract; clamped for a
         // partial last stage); the chunks are 16-byte aligned, the scale pairs 2-byte aligned
-        // (even columns).
+        // (even columns); an atom (512 bytes, 512-byte aligned from the matrix base, which is
+        // 16-byte aligned) holds the whole 8-byte word of its pairs.
         unsafe {
             w.gate[h] = mem::ld_global_stream_v4_b32(self.gate.add(data) as *const u32);
             w.up[h] = mem::ld_global_stream_v4_b32(self.up.add(data) as *const u32);
-            w.gate_scales[h] = mem::ld_global_nc_u16(self.gate_scales.add(scale) as *const u16) as u32;
-            w.up_scales[h] = mem::ld_global_nc_u16(self.up_scales.add(scale) as *const u16) as u32;
+            if plain {
+                let pair = self.gate_scales.add(scale) as usize;
+                [w.gate_scales[h], w.up_scales[h]] = mem::ld_global_nc_v2_b32((pair & !7) as *const u32);
+            } else {
+                w.gate_scales[h] = mem::ld_global_nc_u16(self.gate_scales.add(scale) as *const u16) as u32;
+                w.up_scales[h] = mem::ld_global_nc_u16(self.up_scales.add(scale) as *const u16) as u32;
+            }
         }
     }
 }
@@ -901,16 +920,26 @@ unsafe fn warm_up_weights<P: Problem>(
     }
 }
 
+/// Where a plain tile's scale pairs sit in the words [`RowPointers::load_chunk`] loads: bit
+/// 0 or 16, from quad lane `t` (its blocks `2t, 2t + 1` are bytes `2t % 4` of the atom line; the
+/// scale matrices are 16-byte aligned).
+#[inline(always)]
+const fn plain_scale_shift(t: u32) -> u32 {
+    16 * (t % 2)
+}
+
 /// The 16 fragment registers of one 64-K slice: for each of its 4 k16 steps, `[a0, a1, a2, a3]`
 /// = (gate, pair 2s), (up, pair 2s), (gate, pair 2s + 1), (up, pair 2s + 1) of the thread's
-/// block [`stage_block`]`(j, t)`.
+/// block [`stage_block`]`(j, t)`. `scale_shift`: where the scale pairs sit in `w`'s scale words
+/// (0, or [`plain_scale_shift`] for a plain tile).
 #[inline(always)]
-fn slice_fragments<C: PairCodec>(w: &WeightStage, j: usize) -> [[u32; 4]; 4] {
+fn slice_fragments<C: PairCodec>(w: &WeightStage, j: usize, scale_shift: u32) -> [[u32; 4]; 4] {
     let (h, odd) = (j / 2, j % 2 == 1);
     let words = 2 * (j % 2);
     // One conversion per scale pair (LLVM merges the two slices' `cvt`s), one `prmt` per slice.
-    let gate_scale = cvt::f16x2_broadcast_half(cvt::e4m3x2_to_f16x2(w.gate_scales[h] as u16), odd);
-    let up_scale = cvt::f16x2_broadcast_half(cvt::e4m3x2_to_f16x2(w.up_scales[h] as u16), odd);
+    let pair = |word: u32| (word >> scale_shift) as u16;
+    let gate_scale = cvt::f16x2_broadcast_half(cvt::e4m3x2_to_f16x2(pair(w.gate_scales[h])), odd);
+    let up_scale = cvt::f16x2_broadcast_half(cvt::e4m3x2_to_f16x2(pair(w.up_scales[h])), odd);
     let gate = scaled_pairs::<C>(w.gate[h][words], w.gate[h][words + 1], gate_scale);
     let up = scaled_pairs::<C>(w.up[h][words], w.up[h][words + 1], up_scale);
     let mut steps = [[0u32; 4]; 4];
@@ -945,7 +974,8 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         }
         None => WeightStage::ZERO,
     };
-    let mut fragments = [slice_fragments::<P::Codec>(&current, 0), [[0; 4]; 4]];
+    let scale_shift = if P::GATED { 0 } else { plain_scale_shift(lane.t) };
+    let mut fragments = [slice_fragments::<P::Codec>(&current, 0, scale_shift), [[0; 4]; 4]];
     while let Some(segment) = segments.next() {
         let job = problem.job(&segment.tile, tile);
         let rows = problem.weight_rows(&job, lane);
@@ -1020,16 +1050,16 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                     decoded.advance();
                 }};
             }
-            slice!(0, slice_fragments::<P::Codec>(&current, 1));
+            slice!(0, slice_fragments::<P::Codec>(&current, 1, scale_shift));
             if late_loads {
                 unsafe { problem.load_weight_chunk(next_rows, next_stage, 0, &mut next) };
             }
-            slice!(1, slice_fragments::<P::Codec>(&current, 2));
-            slice!(2, slice_fragments::<P::Codec>(&current, 3));
+            slice!(1, slice_fragments::<P::Codec>(&current, 2, scale_shift));
+            slice!(2, slice_fragments::<P::Codec>(&current, 3, scale_shift));
             if late_loads {
                 unsafe { problem.load_weight_chunk(next_rows, next_stage, 1, &mut next) };
             }
-            slice!(3, slice_fragments::<P::Codec>(&next, 0));
+            slice!(3, slice_fragments::<P::Codec>(&next, 0, scale_shift));
             current = next;
         }
         wgmma::wait_group::<0>();
