@@ -47,6 +47,54 @@ fn sm90_predecoded_tiles_load_one_decoded_slice_per_tma_box_and_keep_no_raw_ring
 }
 
 #[test]
+fn sm90_tile_rows_cover_every_output_once_and_a_plain_threads_scale_pairs_share_a_word() {
+    use nvfp4::BlockedScales;
+    use nvfp4_kernel::sm90::config::{
+        CONSUMER_WARPGROUPS, PLAIN_TILE_N, PLAIN_UP_ROW_OFFSET, TILE_N, gate_output,
+    };
+    for gated in [true, false] {
+        let tile_n = if gated { TILE_N } else { PLAIN_TILE_N };
+        let mut seen = vec![0u32; tile_n as usize];
+        for warpgroup in 0..CONSUMER_WARPGROUPS {
+            for warp in 0..4 {
+                for g in 0..8 {
+                    let gate = gate_output(gated, warpgroup, warp, g);
+                    seen[gate as usize] += 1;
+                    if !gated {
+                        let up = gate + PLAIN_UP_ROW_OFFSET;
+                        seen[up as usize] += 1;
+                        // A last tile of 64 outputs clamps the second warpgroup's rows to the
+                        // last 64 with the same place (`shifted_plain`): still a gate row.
+                        assert!(gate % 64 < 32, "gate output {gate}");
+                    }
+                }
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1), "gated {gated}: {seen:?}");
+    }
+    // A plain thread's gate and up scale pairs (blocks 2t, 2t + 1 of an atom) lie in one aligned
+    // 8-byte word, the up pair 4 bytes after the gate pair, in every 128-row group.
+    let layout = BlockedScales::new(512, 256);
+    for tile in 0..4u32 {
+        for warpgroup in 0..CONSUMER_WARPGROUPS {
+            for warp in 0..4 {
+                for g in 0..8 {
+                    let gate = (tile * PLAIN_TILE_N + gate_output(false, warpgroup, warp, g)) as usize;
+                    for column in [0, 2, 4, 6, 8, 10, 12, 14] {
+                        let (gate_at, up_at) = (
+                            layout.offset(gate, column),
+                            layout.offset(gate + PLAIN_UP_ROW_OFFSET as usize, column),
+                        );
+                        assert_eq!(up_at, gate_at + 4, "row {gate} column {column}");
+                        assert!(gate_at % 8 < 4 && gate_at / 8 == up_at / 8, "row {gate}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn sm90_k_order_gives_every_block_of_a_stage_one_slice_and_lane_and_each_lane_whole_chunks() {
     let mut owner = vec![None; BLOCKS_PER_STAGE as usize];
     for slice in 0..SLICES_PER_STAGE {

@@ -68,6 +68,19 @@ pub const PLAIN_TILE_N: u32 = 2 * TILE_N;
 /// gate and up scale pairs of a chunk come in one aligned 8-byte load.
 pub const PLAIN_UP_ROW_OFFSET: u32 = 32;
 
+/// The output (column of the tile) of the *gate* fragment row of the consumer thread in row group
+/// `g` (0..8) of warp `warp` (0..4) of consumer warpgroup `warpgroup`: 8 outputs a warp; a
+/// gated warpgroup's 32 (its up fragment rows hold the same outputs), a plain warpgroup's 64
+/// (its up fragment rows the [`PLAIN_UP_ROW_OFFSET`] outputs after its gate rows).
+pub const fn gate_output(gated: bool, warpgroup: u32, warp: u32, g: u32) -> u32 {
+    let per_warpgroup = if gated {
+        N_PER_WARPGROUP
+    } else {
+        N_PER_WARPGROUP + PLAIN_UP_ROW_OFFSET
+    };
+    warpgroup * per_warpgroup + warp * N_PER_WARP + g
+}
+
 /// Output columns per tile: [`TILE_N`] for the gated kernels, [`PLAIN_TILE_N`] for plain ones.
 pub const fn tile_n(gated: bool) -> u32 {
     if gated { TILE_N } else { PLAIN_TILE_N }

@@ -636,16 +636,9 @@ impl ConsumerLane {
     pub fn new(thread: u32, gated: bool) -> Self {
         let (warpgroup, warp, lane) = (thread / WARPGROUP_THREADS, (thread / 32) % 4, thread % 32);
         let (g, t) = (lane / 4, lane % 4);
-        // 8 gate rows a warp; a gated warpgroup's 32 outputs (the up half holds the same ones),
-        // a plain warpgroup's 64 (its up half the 32 after its gate rows).
-        let per_warpgroup = if gated {
-            config::N_PER_WARPGROUP
-        } else {
-            config::N_PER_WARPGROUP + config::PLAIN_UP_ROW_OFFSET
-        };
         Self {
             t,
-            n_in_tile: warpgroup * per_warpgroup + warp * config::N_PER_WARP + g,
+            n_in_tile: config::gate_output(gated, warpgroup, warp, g),
         }
     }
 
