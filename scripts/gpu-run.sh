@@ -71,6 +71,8 @@ sanitize() { # tools...
   case " $tools " in *" memcheck "*)
     one memcheck dual-256x4096x7168 $b/examples/dual_gemm --m 256 --n 4096 --k 7168 --check-only
     one memcheck moe-gptoss-2880 $b/examples/moe --tokens 100 --experts 16 --top-k 4 --hidden 2880 --intermediate 2880
+    one memcheck plain-gemm-tiles $b/tests/gpu_dual_gemm --test-threads=1 --exact \
+      the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size
   ;; esac
 }
 
