@@ -22,7 +22,8 @@
 //!
 //! The grouped entries ([`grouped_decode`]) run the same weight stream ([`RowPair`], [`stream`])
 //! for routed decode: one CTA per group and row group over all of K, the preparation pass's
-//! decoded tokens copied window by window into two buffers in turn, no split and no reduction.
+//! decoded tokens copied window by window into two buffers in turn, no split and no reduction;
+//! their weights decode with that pass's codec ([`GroupedCodec`]) instead of [`Codec`].
 
 use crate::epilogue::{Nvfp4Tile, half_bits, silu};
 use crate::fp4::{PairCodec, ShiftCodec};

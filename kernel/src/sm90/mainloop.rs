@@ -1081,9 +1081,10 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         // SAFETY: the workspace and flags were sized by the host plan for this split.
         let finishes_tile = segment.count == 1 || unsafe { fix_up(work, &segment, &mut acc, thread) };
         if finishes_tile {
+            let recompute = P::RECOMPUTE_AFTER_MAINLOOP && ACC == 64;
             // The job again from opaque copies of the tile's coordinates (its descriptor read
             // again), so that its fields are not held across the mainloop.
-            let mut job = if P::RECOMPUTE_AFTER_MAINLOOP && ACC == 64 {
+            let mut job = if recompute {
                 let span = TileSpan {
                     group: reg::opaque(segment.tile.group),
                     local: reg::opaque(segment.tile.local),
@@ -1107,7 +1108,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                 unsafe { nvfp4_epilogue(&job, &acc, lane, target, staging, thread) }
             } else {
                 // Likewise the staging address, from an opaque base.
-                let staging = if P::RECOMPUTE_AFTER_MAINLOOP && ACC == 64 {
+                let staging = if recompute {
                     reg::opaque(shared.base) + shared.plan.staging
                 } else {
                     shared.staging()
