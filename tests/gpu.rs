@@ -600,13 +600,19 @@ fn device_global_scales_give_the_host_global_scales_results_bit_for_bit() {
     let stream = gpu.stream().clone();
     let mut rng = Rng::new(17);
     let (global_a, global_b1, global_b2) = (0.03125f32, 1.7f32, 0.37f32);
-    let (n, k) = (256usize, 1024usize);
-    let b1 = upload_task(&gpu, n, k, &mut rng);
-    let b2 = upload_task(&gpu, n, k, &mut rng);
     let scales = stream.clone_htod(&[global_a, global_b1, global_b2]).unwrap();
     let scale_at = |i: u64| scales.device_ptr(&stream).0 + 4 * i;
     let mut cases = 0;
-    for m in [1usize, 13, 200] {
+    // 1 × 4096 × 7168: whole-K decode-size CTAs (dual and plain GEMM); the others the split
+    // decode-size and the tiled kernels.
+    for (m, n, k) in [
+        (1usize, 256usize, 1024usize),
+        (13, 256, 1024),
+        (200, 256, 1024),
+        (1, 4096, 7168),
+    ] {
+        let b1 = upload_task(&gpu, n, k, &mut rng);
+        let b2 = upload_task(&gpu, n, k, &mut rng);
         let a = upload_task(&gpu, m, k, &mut rng);
         let host = |x: &nvfp4::gpu::DeviceNvFp4Matrix, g: f32| {
             // SAFETY: the library's own buffers, alive for the whole test.
@@ -674,12 +680,12 @@ fn device_global_scales_give_the_host_global_scales_results_bit_for_bit() {
         let bits = |v: &[f16]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert!(
             bits(&host_out.0).iter().any(|&b| b != 0),
-            "m = {m}: a zero result proves nothing"
+            "{m}×{n}×{k}: a zero result proves nothing"
         );
-        assert_eq!(bits(&host_out.0), bits(&device_out.0), "m = {m}: dual GEMM");
-        assert_eq!(bits(&host_out.1), bits(&device_out.1), "m = {m}: GEMM");
-        assert_eq!(host_out.2, device_out.2, "m = {m}: NVFP4 output data");
-        assert_eq!(host_out.3, device_out.3, "m = {m}: NVFP4 output scales");
+        assert_eq!(bits(&host_out.0), bits(&device_out.0), "{m}×{n}×{k}: dual GEMM");
+        assert_eq!(bits(&host_out.1), bits(&device_out.1), "{m}×{n}×{k}: GEMM");
+        assert_eq!(host_out.2, device_out.2, "{m}×{n}×{k}: NVFP4 output data");
+        assert_eq!(host_out.3, device_out.3, "{m}×{n}×{k}: NVFP4 output scales");
         // Ops that read no device scale refuse the view.
         let mut out = stream.alloc_zeros::<f16>(m * k).unwrap();
         let out_ptr = {
@@ -692,7 +698,7 @@ fn device_global_scales_give_the_host_global_scales_results_bit_for_bit() {
         cases += 1;
     }
     println!(
-        "device global scales: {cases} token counts, dual / plain / NVFP4 output bit-identical to host scales"
+        "device global scales: {cases} shapes, dual / plain / NVFP4 output bit-identical to host scales"
     );
 }
 
@@ -709,12 +715,14 @@ fn bf16_output_is_the_fp16_output_rounded_to_bf16() {
     let stream = gpu.stream().clone();
     let mut rng = Rng::new(23);
     let mut worst = 0f32;
-    // 1 × 14336 × 4096: the dual GEMM's paired decode-size entry (splits of 16 steps).
+    // 1 × 14336 × 4096: whole-K decode-size CTAs of 4 warps; 8 × 14336 × 4096: the dual GEMM's
+    // paired decode-size entry (splits of 16 steps).
     for (m, n, k) in [
         (1usize, 256usize, 1024usize),
         (13, 256, 1024),
         (200, 256, 1024),
         (1, 14336, 4096),
+        (8, 14336, 4096),
     ] {
         let b1 = upload_task(&gpu, n, k, &mut rng);
         let b2 = upload_task(&gpu, n, k, &mut rng);
@@ -750,7 +758,7 @@ fn bf16_output_is_the_fp16_output_rounded_to_bf16() {
             );
             assert!(
                 c16.iter().any(|x| x.to_f32() != 0.0),
-                "m = {m}: a zero result proves nothing"
+                "{m}×{n}×{k}: a zero result proves nothing"
             );
             for (i, (h, b)) in c16.iter().zip(&c_bf).enumerate() {
                 let (h, b) = (h.to_f32(), b.to_f32());

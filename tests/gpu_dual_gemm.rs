@@ -73,7 +73,8 @@ fn the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size() {
     // Decode sizes (M ≤ 16), each tile width, K with a partial last stage, and N an odd
     // multiple of 64 (a plain tile holds 128 outputs: the last one half empty).
     for (m, n, k) in [
-        (1, 4096, 7168),
+        (1, 4096, 7168), // whole-K CTAs of 16 warps
+        (6, 4096, 7232), // the same, six token rows, a partial last step
         (2, 2880, 2880),
         (7, 2944, 320),
         (3, 512, 64),   // decode-size, K of one slice: lanes whose blocks lie past K load nothing
@@ -126,9 +127,11 @@ fn the_nvfp4_output_is_the_quantized_fp16_output_bit_for_bit() {
     };
     let mut failures = Vec::new();
     for (m, n, k) in [
-        (1, 4096, 7168),
+        (1, 4096, 7168),  // whole-K CTAs of 16 warps
+        (5, 4096, 7232),  // the same, odd M, a partial last step
+        (1, 14336, 4096), // whole-K CTAs of 4 warps
         (7, 2944, 320),
-        (1, 14336, 4096), // the paired decode-size entry: splits of 16 steps
+        (8, 14336, 4096), // the paired decode-size entry: splits of 16 steps
         (16, 7168, 2048),
         (17, 576, 1024),
         (33, 4096, 7232),
@@ -252,8 +255,9 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
     let Some(gpu) = dual_gemm_gpu_or_skip() else {
         return;
     };
-    // M ≤ 16 on Hopper: the decode-size kernel (K splits of 1 to 7 steps); M = 30, 32: token
-    // tiles of 32 (tokens decoded in the kernel), whole tiles per CTA and stream-K splits.
+    // M ≤ 16 on Hopper: the decode-size kernels (whole-K CTAs, or K splits of 1 to 7 steps);
+    // M = 30, 32: token tiles of 32 (tokens decoded in the kernel), whole tiles per CTA and
+    // stream-K splits.
     check_shapes(
         &gpu,
         &[
@@ -263,10 +267,11 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
             (5, 4096, 7424),  // 29 stages
             (12, 1024, 768),  // 16 tiles of 3 stages
             (30, 2048, 2304), // 32 tiles of 9 stages
-            // Splits of 16 steps: the paired decode-size entry at one token tile, the other
-            // at two.
+            // Whole-K CTAs of 4 and 8 warps; then splits of 16 steps: the paired decode-size
+            // entry at one token tile, the other at two.
             (1, 14336, 4096),
-            (5, 14336, 4096),
+            (1, 8192, 2048),
+            (7, 14336, 4096),
             (16, 12544, 4096),
             // M ≤ 16 whose decode-size split needs several waves (640 row groups): the tiled
             // kernel.

@@ -1,7 +1,7 @@
 //! The sm_90a tile configuration and host plans: tile choice, K order, the dense plan's geometry
 //! and cost model, the decode-size split, and their rejections.
 
-use nvfp4::dual_gemm::{DecodeSplit, Sm90Geometry};
+use nvfp4::dual_gemm::{DecodeSplit, DecodeWholeK, Sm90Geometry};
 use nvfp4::{DualGemmShape, Error};
 use nvfp4_kernel::sm90::config::{BLOCKS_PER_STAGE, SLICES_PER_STAGE, WEIGHT_CHUNKS_PER_STAGE, stage_block};
 use nvfp4_kernel::sm90::registry::{TILES, grouped_tile_for};
@@ -454,6 +454,55 @@ fn the_decode_size_kernel_serves_one_wave_splits_and_the_plain_gemms_one_token_t
     for (n, k) in [(7168, 18432), (7168, 16384), (8192, 28672), (7168, 24576)] {
         for m in [1, 8] {
             assert!(serves(m, false, n, k), "GEMM {m}×{n}×{k}");
+        }
+    }
+}
+
+/// The whole-K decode-size CTAs of `warps` warps an H100 SM holds for `m` tokens and reduction
+/// length `k`: 64 registers a thread, 228 KiB of shared memory (1 KiB reserved per CTA, at most
+/// 227 KiB a CTA).
+fn h100_whole_k_residency(m: u32, k: u32, warps: u32) -> u32 {
+    use nvfp4_kernel::sm90::config::decode_whole_k_shared_bytes;
+    let shared = decode_whole_k_shared_bytes(m, k, warps, true);
+    if shared > 227 * 1024 {
+        return 0;
+    }
+    (228 * 1024 / (shared + 1024)).min(32 / warps)
+}
+
+#[test]
+fn one_token_tile_takes_whole_k_ctas_where_they_fill_the_sms_in_one_wave() {
+    let choose = |m: u32, n: u32, k: u32, gated: bool| {
+        DecodeWholeK::choose([m, n, k], gated, 132, |warps| h100_whole_k_residency(m, k, warps))
+    };
+    let warps = |m, n, k, gated| choose(m, n, k, gated).map(|c| c.warps);
+    // Measured faster than the split kernel on an H100 (dual GEMM 0.87–0.95×, GEMM 0.91–0.97×).
+    assert_eq!(warps(1, 4096, 7168, true), Some(16));
+    assert_eq!(warps(4, 4096, 7168, true), Some(16));
+    assert_eq!(warps(1, 14336, 4096, true), Some(4));
+    assert_eq!(warps(1, 8192, 2048, true), Some(8));
+    assert_eq!(warps(1, 3072, 4096, true), Some(16));
+    assert_eq!(warps(1, 4096, 7168, false), Some(16));
+    assert_eq!(warps(1, 4096, 14336, false), Some(16));
+    assert_eq!(warps(1, 7168, 16384, false), Some(8));
+    // Measured slower: too few warps an SM, or too few steps a warp; or no wave fits.
+    assert_eq!(warps(1, 2048, 8192, true), None);
+    assert_eq!(warps(1, 2048, 8192, false), None);
+    assert_eq!(warps(1, 18432, 7168, true), None);
+    assert_eq!(warps(1, 7168, 2048, false), None);
+    // Token rows over all of K that do not fit beside enough neighbours, and two token tiles.
+    assert_eq!(warps(8, 4096, 7168, true), None);
+    assert_eq!(warps(8, 4096, 14336, false), None);
+    assert_eq!(warps(9, 4096, 7168, true), None);
+    for m in 1..=8 {
+        for (n, k) in [(64, 64), (4096, 7168), (14336, 4096), (7168, 18432), (40960, 256)] {
+            for gated in [false, true] {
+                if let Some(c) = choose(m, n, k, gated) {
+                    assert!(c.warps.is_multiple_of(2) && c.warps <= 16, "{c:?}");
+                    assert_eq!(c.grid, n / 16);
+                    assert!(c.grid <= 132 * h100_whole_k_residency(m, k, c.warps), "{c:?}");
+                }
+            }
         }
     }
 }

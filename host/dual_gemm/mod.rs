@@ -33,7 +33,7 @@ use crate::rules::{SM90_OPERAND_RESCALE, StreamKState, device_globals, kernel_al
 mod sm100_plan;
 mod sm90_plan;
 
-pub use sm90_plan::{DecodeSplit, MAX_MULTIPROCESSORS, Sm90Geometry, grid_size};
+pub use sm90_plan::{DecodeSplit, DecodeWholeK, MAX_MULTIPROCESSORS, Sm90Geometry, grid_size};
 use sm90_plan::{DecodeState, PredecodedTokens};
 pub use sm100_plan::Sm100Geometry;
 
@@ -83,6 +83,9 @@ enum PlannedKernel {
     /// [`DecodeSplit::serves`]): the K-split partial sums and the split
     /// (`nvfp4_kernel::sm90::decode`).
     Sm90Decode(Box<DecodeState>),
+    /// Hopper, one token tile whose whole-K CTAs are all resident at once
+    /// ([`DecodeWholeK::choose`]; `nvfp4_kernel::sm90::decode`): nothing to reduce between CTAs.
+    Sm90WholeK(DecodeWholeK),
     /// Blackwell (never run here).
     Sm100 { geometry: Sm100Geometry },
 }
@@ -97,7 +100,7 @@ impl Gpu {
     /// The decode-size plan of `shape` on sm_90a, if that kernel serves it: M ≤
     /// `DECODE_MAX_TOKENS` and a split whose CTAs are resident in one wave, or the plain GEMM's
     /// one token tile ([`DecodeSplit::serves`]).
-    fn plan_sm90_decode(&self, shape: DualGemmShape, gated: bool) -> Result<Option<DecodeState>> {
+    fn plan_sm90_decode(&self, shape: DualGemmShape, gated: bool) -> Result<Option<PlannedKernel>> {
         if shape.m == 0 || shape.m > DECODE_MAX_TOKENS as usize {
             return Ok(None);
         }
@@ -105,6 +108,9 @@ impl Gpu {
         // The tiled plan validates the shape (N, K multiples, sizes) for both paths.
         Sm90Geometry::for_op(shape, self.multiprocessors(), gated)?;
         let (m, n, k) = (shape.m as u32, shape.n as u32, shape.k as u32);
+        if let Some(whole_k) = self.plan_sm90_whole_k(m, n, k, gated)? {
+            return Ok(Some(PlannedKernel::Sm90WholeK(whole_k)));
+        }
         let kernel = kernels.decode(decode_token_tiles(m), TileEpilogue::f16(gated), false)?;
         // Resident CTAs per SM for each split length (its token rows in shared memory).
         let resident = (0..=sm90::DECODE_MAX_STEPS_PER_SPLIT)
@@ -117,20 +123,43 @@ impl Gpu {
         }
         let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
             .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
-        Ok(Some(DecodeState {
+        Ok(Some(PlannedKernel::Sm90Decode(Box::new(DecodeState {
             partials: DeviceBuffer::zeros(self.stream(), partial_words)?,
             arrivals: DeviceBuffer::zeros(self.stream(), (n / DECODE_GROUP_N) as usize)?,
             split,
-        }))
+        }))))
+    }
+
+    /// The whole-K decode-size block for `m × n × k` on sm_90a, if one fits a wave
+    /// ([`DecodeWholeK::choose`]; the residency with the NVFP4 output's staging, so that every
+    /// output format gets the same block).
+    fn plan_sm90_whole_k(&self, m: u32, n: u32, k: u32, gated: bool) -> Result<Option<DecodeWholeK>> {
+        if decode_token_tiles(m) != 1 {
+            return Ok(None);
+        }
+        let kernel = self
+            .sm90_kernels(op_name(gated))?
+            .decode_whole_k(TileEpilogue::f16(gated));
+        let mut resident = [0; sm90::DECODE_WHOLE_K_MAX_WARPS as usize + 1];
+        for (warps, resident) in resident.iter_mut().enumerate() {
+            let shared = sm90::decode_whole_k_shared_bytes(m, k, warps as u32, true);
+            if warps > 0 && shared <= self.shared_bytes_per_block() {
+                *resident = kernel.resident_per_sm_of(32 * warps as u32, shared)?;
+            }
+        }
+        Ok(DecodeWholeK::choose(
+            [m, n, k],
+            gated,
+            self.multiprocessors(),
+            |warps| resident.get(warps as usize).copied().unwrap_or(0),
+        ))
     }
 
     /// Plans the dense kernels for `shape`: the dual GEMM (`gated`) or the plain GEMM.
     pub(crate) fn plan_dense(&self, shape: DualGemmShape, gated: bool) -> Result<DensePlan> {
         let op = op_name(gated);
         let kernel = match self.arch() {
-            Arch::Sm90a if let Some(decode) = self.plan_sm90_decode(shape, gated)? => {
-                PlannedKernel::Sm90Decode(Box::new(decode))
-            }
+            Arch::Sm90a if let Some(decode) = self.plan_sm90_decode(shape, gated)? => decode,
             Arch::Sm90a => {
                 self.sm90_kernels(op)?;
                 let geometry = Sm90Geometry::for_op(shape, self.multiprocessors(), gated)?;
@@ -161,7 +190,7 @@ impl Gpu {
                 }
             }
         };
-        let programmatic = matches!(kernel, PlannedKernel::Sm90 { .. } | PlannedKernel::Sm90Decode(_));
+        let programmatic = !matches!(kernel, PlannedKernel::Sm100 { .. });
         Ok(DensePlan {
             shape,
             gated,
@@ -337,7 +366,7 @@ impl DensePlan {
     /// As [`DualGemmPlan::set_programmatic_launch`].
     pub(crate) fn set_programmatic_launch(&mut self, enabled: bool) -> Result<()> {
         match self.kernel {
-            PlannedKernel::Sm90 { .. } | PlannedKernel::Sm90Decode(_) => {
+            PlannedKernel::Sm90 { .. } | PlannedKernel::Sm90Decode(_) | PlannedKernel::Sm90WholeK(_) => {
                 self.programmatic = enabled;
                 Ok(())
             }
@@ -362,11 +391,13 @@ impl DensePlan {
                 format!("must be in 1..={} (the launch's CTAs)", geometry.grid),
                 ctas,
             )),
-            PlannedKernel::Sm100 { .. } | PlannedKernel::Sm90Decode(_) => Err(Error::invalid(
-                "abort",
-                "only the tiled sm_90a kernels take stream-K tickets",
-                ctas,
-            )),
+            PlannedKernel::Sm100 { .. } | PlannedKernel::Sm90Decode(_) | PlannedKernel::Sm90WholeK(_) => {
+                Err(Error::invalid(
+                    "abort",
+                    "only the tiled sm_90a kernels take stream-K tickets",
+                    ctas,
+                ))
+            }
         }
     }
 
@@ -382,6 +413,10 @@ impl DensePlan {
                     DECODE_GROUP_N,
                 ),
                 decode.split.grid,
+            ),
+            PlannedKernel::Sm90WholeK(whole_k) => (
+                (sm90::DECODE_TOKEN_TILE, sm90::DECODE_ROWS_PER_WARP),
+                whole_k.grid,
             ),
             PlannedKernel::Sm100 { geometry } => {
                 ((sm100::TILE_M, geometry.tile.outputs(self.gated)), geometry.grid)
@@ -545,6 +580,42 @@ impl DensePlan {
                             &args,
                             self.programmatic,
                         )
+                }
+            }
+            PlannedKernel::Sm90WholeK(whole_k) => {
+                let kernels = gpu.sm90_kernels(op)?;
+                let args = sm90::DecodeArgs {
+                    a: a.data_address() as *const u8,
+                    a_scales: a.scales_address() as *const u8,
+                    b1: b1.data_address() as *const u8,
+                    b1_scales: b1.scales_address() as *const u8,
+                    b2: b2.data_address() as *const u8,
+                    b2_scales: b2.scales_address() as *const u8,
+                    out,
+                    out_scales,
+                    out_global_scale,
+                    partials: std::ptr::null_mut(),
+                    arrivals: std::ptr::null_mut(),
+                    m: m32,
+                    n: n32,
+                    k: k32,
+                    steps_per_split: sm90::decode_steps(k32),
+                    splits: 1,
+                    alpha_gate: sm90_alpha(&a, &b1)?,
+                    alpha_up: sm90_alpha(&a, &b2)?,
+                    device_globals,
+                };
+                // SAFETY: `nvfp4_kernel::sm90::decode`'s whole-K contract: operands of the
+                // planned shape (checked above), M ≤ 8 (the plan), one CTA per 16 outputs of
+                // `warps` warps (even: `DecodeWholeK::WARPS`) and its shared memory.
+                unsafe {
+                    kernels.decode_whole_k(epilogue).launch_blocks_of(
+                        stream,
+                        [whole_k.grid, 32 * whole_k.warps],
+                        sm90::decode_whole_k_shared_bytes(m32, k32, whole_k.warps, epilogue.nvfp4()),
+                        &args,
+                        self.programmatic,
+                    )
                 }
             }
             PlannedKernel::Sm100 { .. } if epilogue.bf16() => Err(Error::MissingKernel {

@@ -1,11 +1,12 @@
 //! The dual GEMM's sm_90a planning: the tiled kernel's geometry and its cost model (tile,
-//! stream-K split, grid), the decode-size kernel's K split, and the token pre-decoding step.
+//! stream-K split, grid), the decode-size kernel's K split or whole-K block, and the token
+//! pre-decoding step.
 
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{REDUCER_SEGMENT, StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
-    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, K_PER_SLICE, K_PER_STAGE, SLICES_PER_STAGE,
-    Tile, decode_steps, decode_token_tiles, padded_k, tile_n,
+    self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_ROWS_PER_WARP, DECODE_WHOLE_K_MAX_WARPS,
+    K_PER_SLICE, K_PER_STAGE, SLICES_PER_STAGE, Tile, decode_steps, decode_token_tiles, padded_k, tile_n,
 };
 use nvfp4_kernel::sm90::registry as sm90_registry;
 
@@ -371,6 +372,57 @@ impl DecodeSplit {
     /// `resident(steps_per_split)` CTAs each.
     fn in_one_wave(&self, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> bool {
         self.grid <= multiprocessors * resident(self.steps_per_split)
+    }
+}
+
+/// The block of the whole-K decode-size kernel (`nvfp4_kernel::sm90::decode`, one token tile)
+/// for one shape: a CTA per 16 outputs over all of K, so no split to reduce between CTAs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeWholeK {
+    /// Warps per CTA (the dual GEMM's: half on each matrix), each streaming every
+    /// `warps`-th (dual GEMM: `warps / 2`-th) step of K.
+    pub warps: u32,
+    /// CTAs: `n / DECODE_ROWS_PER_WARP`.
+    pub grid: u32,
+}
+
+impl DecodeWholeK {
+    /// The warps a CTA may have, most first (even: the dual GEMM's halves).
+    pub const WARPS: [u32; 3] = [DECODE_WHOLE_K_MAX_WARPS, 8, 4];
+    /// Fewest warps a launch must keep on each SM on average: with fewer the split kernel, whose
+    /// CTAs fill the SMs, was faster (H100: dual GEMM 1×2048×8192 on 128 CTAs of 16 warps
+    /// 1.05×, 1×18432×7168 on 1152 CTAs of 2 warps 1.25× the tiled kernel's time).
+    pub const MIN_WARPS_PER_SM: u32 = 20;
+    /// Fewest steps of K a warp must stream: with 2 the CTA's fixed costs (its token rows over
+    /// all of K) outweighed the reduction saved (H100: GEMM 1×7168×2048 1.03×).
+    pub const MIN_STEPS_PER_WARP: u32 = 3;
+
+    /// The block for `m` tokens and `n` outputs of reduction length `k`, dual GEMM if `gated`,
+    /// on `multiprocessors` SMs holding `resident(warps)` CTAs of `warps` warps each (registers
+    /// and the token rows over all of K; 0: does not fit): the most warps whose CTAs are all
+    /// resident at once, keep [`Self::MIN_WARPS_PER_SM`] warps an SM and give each warp
+    /// [`Self::MIN_STEPS_PER_WARP`] steps or more; none for more than one token tile or where
+    /// no block qualifies (the split kernel or the tiled one serves those).
+    pub fn choose(
+        [m, n, k]: [u32; 3],
+        gated: bool,
+        multiprocessors: u32,
+        resident: impl Fn(u32) -> u32,
+    ) -> Option<Self> {
+        if decode_token_tiles(m) != 1 {
+            return None;
+        }
+        let grid = n / DECODE_ROWS_PER_WARP;
+        let steps = decode_steps(k);
+        Self::WARPS
+            .into_iter()
+            .find(|&warps| {
+                let parts = if gated { warps / 2 } else { warps };
+                grid <= multiprocessors * resident(warps)
+                    && grid as u64 * warps as u64 >= (Self::MIN_WARPS_PER_SM * multiprocessors) as u64
+                    && steps.div_ceil(parts) >= Self::MIN_STEPS_PER_WARP
+            })
+            .map(|warps| Self { warps, grid })
     }
 }
 

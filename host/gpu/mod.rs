@@ -161,8 +161,14 @@ impl<A> LoadedKernel<A> {
     /// Blocks of the entry's size with `shared_bytes` of dynamic shared memory that fit on one
     /// SM at once (driver occupancy; 0 when one does not fit).
     pub(crate) fn resident_per_sm_with(&self, shared_bytes: u32) -> Result<u32> {
+        self.resident_per_sm_of(self.kernel.entry.threads_per_block, shared_bytes)
+    }
+
+    /// Blocks of `threads` threads (at most the entry's size) with `shared_bytes` of dynamic
+    /// shared memory that fit on one SM at once (driver occupancy; 0 when one does not fit).
+    pub(crate) fn resident_per_sm_of(&self, threads: u32, shared_bytes: u32) -> Result<u32> {
         Ok(self.function.occupancy_max_active_blocks_per_multiprocessor(
-            self.kernel.entry.threads_per_block,
+            threads,
             shared_bytes as usize,
             None,
         )?)
@@ -202,7 +208,26 @@ impl<A> LoadedKernel<A> {
         args: &A,
         dependent: bool,
     ) -> Result<()> {
+        let threads = self.kernel.entry.threads_per_block;
+        // SAFETY: forwarded.
+        unsafe { self.launch_blocks_of(stream, [blocks, threads], shared_bytes, args, dependent) }
+    }
+
+    /// [`LoadedKernel::launch`] with blocks of `threads` threads (at most the entry's size; for
+    /// kernels that take their block size from the launch).
+    ///
+    /// # Safety
+    /// As [`LoadedKernel::launch`], and the kernel's contract allows `threads` threads a block.
+    pub(crate) unsafe fn launch_blocks_of(
+        &self,
+        stream: &CudaStream,
+        [blocks, threads]: [u32; 2],
+        shared_bytes: u32,
+        args: &A,
+        dependent: bool,
+    ) -> Result<()> {
         use cudarc::driver::sys;
+        debug_assert!(threads <= self.kernel.entry.threads_per_block);
         // The kernel's one parameter is an `A` by value: the driver copies its bytes.
         let mut params = [(args as *const A).cast_mut().cast::<std::ffi::c_void>()];
         // SAFETY: a plain C union; all-zero is a valid value of every member.
@@ -217,7 +242,7 @@ impl<A> LoadedKernel<A> {
             gridDimX: blocks,
             gridDimY: 1,
             gridDimZ: 1,
-            blockDimX: self.kernel.entry.threads_per_block,
+            blockDimX: threads,
             blockDimY: 1,
             blockDimZ: 1,
             sharedMemBytes: shared_bytes,
@@ -359,13 +384,15 @@ pub(crate) struct Sm90Kernels {
     decode: Vec<(u32, [LoadedKernel<sm90::DecodeArgs>; 5])>,
     /// The one-tile dual GEMM's paired decode-size entries: fp16, NVFP4 and bf16 output.
     decode_paired: [LoadedKernel<sm90::DecodeArgs>; 3],
+    /// The whole-K decode-size kernels (one token tile), in [`TileEpilogue`] order as `decode`.
+    decode_whole_k: [LoadedKernel<sm90::DecodeArgs>; 5],
     /// The grouped decode-size kernels: dual GEMM, dual GEMM writing NVFP4, plain GEMM.
     grouped_decode: [LoadedKernel<sm90::GroupedDecodeArgs>; 3],
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
 }
 
 impl Sm90Kernels {
-    fn load(module: &Arc<CudaModule>) -> Result<Self> {
+    fn load(module: &Arc<CudaModule>, shared_bytes_per_block: u32) -> Result<Self> {
         let mut tiled = Vec::new();
         for entries in sm90_registry::TILED {
             let tile = entries.tile;
@@ -422,6 +449,11 @@ impl Sm90Kernels {
             load(paired_nvfp4, true)?,
             load(paired_bf16, false)?,
         ];
+        // Token rows over all of K: as much as a block may have (the plans check the fit).
+        let decode_whole_k = sm90_registry::DECODE_WHOLE_K
+            .map(|kernel| LoadedKernel::load_with_shared(module, kernel, shared_bytes_per_block));
+        let [a, b, c, d, e] = decode_whole_k;
+        let decode_whole_k = [a?, b?, c?, d?, e?];
         // The token buffers of the longest window.
         let load_grouped_decode = |kernel, nvfp4| {
             let shared = sm90::grouped_decode_shared_bytes(sm90::GROUPED_DECODE_MAX_WINDOW_STEPS, nvfp4);
@@ -438,6 +470,7 @@ impl Sm90Kernels {
             predecode_tokens: LoadedKernel::load(module, sm90_registry::PREDECODE_TOKENS)?,
             decode,
             decode_paired,
+            decode_whole_k,
             grouped_decode,
             grouped_prepare: LoadedKernel::load(module, sm90_registry::GROUPED_PREPARE)?,
         })
@@ -472,6 +505,17 @@ impl Sm90Kernels {
                 kernel: format!("grouped decode-size {}", epilogue.operation()),
                 arch: Arch::Sm90a.name(),
             })
+    }
+
+    /// The whole-K decode-size kernel of `epilogue` (one token tile).
+    pub fn decode_whole_k(&self, epilogue: TileEpilogue) -> &LoadedKernel<sm90::DecodeArgs> {
+        &self.decode_whole_k[match epilogue {
+            TileEpilogue::Gated => 0,
+            TileEpilogue::GatedNvfp4 => 1,
+            TileEpilogue::Plain => 2,
+            TileEpilogue::GatedBf16 => 3,
+            TileEpilogue::PlainBf16 => 4,
+        }]
     }
 
     /// The decode-size kernel of `epilogue` for `token_tiles` 8-token tiles; `paired`: the
@@ -619,7 +663,7 @@ impl Gpu {
             amax: load_all(&module, &registry::AMAX)?,
             occupy: LoadedKernel::load(&module, registry::OCCUPY)?,
             sm90: match arch {
-                Arch::Sm90a => Some(Sm90Kernels::load(&module)?),
+                Arch::Sm90a => Some(Sm90Kernels::load(&module, shared_bytes_per_block)?),
                 Arch::Sm100f => None,
             },
             sm100: match arch {
@@ -652,6 +696,11 @@ impl Gpu {
     /// Streaming multiprocessors on the device.
     pub fn multiprocessors(&self) -> u32 {
         self.multiprocessors
+    }
+
+    /// Dynamic shared memory one block may have on the device (opt-in maximum).
+    pub(crate) fn shared_bytes_per_block(&self) -> u32 {
+        self.shared_bytes_per_block
     }
 
     /// The stream this handle issues work on.

@@ -27,10 +27,10 @@ pub fn silu(x: f32) -> f32 {
     x * cvt::rcp_approx(1.0 + cvt::exp2_approx(-x * core::f32::consts::LOG2_E))
 }
 
-/// Scale blocks of an NVFP4 tile's token row.
-const TILE_BLOCKS: u32 = NVFP4_TILE_COLUMNS / SCALE_BLOCK_K as u32;
+/// Scale blocks of a full NVFP4 tile's token row.
+pub const NVFP4_TILE_BLOCKS: u32 = NVFP4_TILE_COLUMNS / SCALE_BLOCK_K as u32;
 const _: () = assert!(
-    TILE_BLOCKS as usize == ATOM_SCALE_COLS,
+    NVFP4_TILE_BLOCKS as usize == ATOM_SCALE_COLS,
     "a tile's blocks fill one scale-atom word"
 );
 
@@ -57,8 +57,11 @@ pub struct Nvfp4Tile {
     pub layout: BlockedScales,
     /// The layout row of the tile's first token.
     pub scale_row: u32,
-    /// The scale column of the tile's first output (a multiple of four).
+    /// The scale column of the tile's first output (a multiple of four for a full tile).
     pub first_block: u32,
+    /// Scale blocks of a token row the tile covers: [`NVFP4_TILE_BLOCKS`] (a full tile), or
+    /// fewer for a narrower one (the whole-K decode-size kernel's 16 outputs: one).
+    pub blocks: u32,
     /// Token rows of the tile that exist.
     pub tokens: u32,
     /// Layout rows this tile writes as zero scales (padding past the last token of the
@@ -114,7 +117,7 @@ impl Nvfp4Tile {
     }
 
     /// Encodes the staged tile: thread `thread` of `threads` takes blocks `thread`, `thread +
-    /// threads`, … (token-major, four per token), then padding rows likewise.
+    /// threads`, … (token-major, `blocks` per token), then padding rows likewise.
     ///
     /// # Safety
     /// Every value of the tile's existing tokens was staged, and the stores made visible by a
@@ -122,10 +125,10 @@ impl Nvfp4Tile {
     /// matrix's shape (data `rows × N/2` bytes, scales the whole layout).
     #[inline(always)]
     pub unsafe fn encode(&self, staging: u32, thread: u32, threads: u32) {
-        let blocks = self.tokens * TILE_BLOCKS;
+        let blocks = self.tokens * self.blocks;
         let mut item = thread;
         while item < blocks {
-            let (token, block) = (item / TILE_BLOCKS, item % TILE_BLOCKS);
+            let (token, block) = (item / self.blocks, item % self.blocks);
             // A block is two chunks.
             let at = |half: u32| staging + nvfp4_staging_chunk(token, 2 * block + half);
             // SAFETY: the staged block (caller), then its bytes and scale in the output.
@@ -146,10 +149,20 @@ impl Nvfp4Tile {
         let (first, end) = self.padding;
         let mut row = first + thread;
         while row < end {
-            // SAFETY: a padding row of the layout: one word holds the tile's four columns.
-            unsafe {
-                let at = self.layout.offset_u32(row, self.first_block);
-                mem::st_global_b32(self.scales.add(at as usize) as *mut u32, 0);
+            if self.blocks == NVFP4_TILE_BLOCKS {
+                // SAFETY: a padding row of the layout: one word holds the tile's four columns.
+                unsafe {
+                    let at = self.layout.offset_u32(row, self.first_block);
+                    mem::st_global_b32(self.scales.add(at as usize) as *mut u32, 0);
+                }
+            } else {
+                for block in 0..self.blocks {
+                    // SAFETY: a padding row's scale byte of one of the tile's columns.
+                    unsafe {
+                        let at = self.layout.offset_u32(row, self.first_block + block);
+                        mem::st_global_b8(self.scales.add(at as usize), 0);
+                    }
+                }
             }
             row += threads;
         }

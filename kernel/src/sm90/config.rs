@@ -738,6 +738,34 @@ pub const fn decode_shared_bytes(m: u32, steps_per_split: u32, nvfp4: bool) -> u
     decode_verdict_offset(m, steps_per_split, nvfp4) + 16
 }
 
+/// Most warps of a CTA of the whole-K decode-size kernel (`sm90::decode`, one token tile): its
+/// CTA owns [`DECODE_ROWS_PER_WARP`] outputs over all of K, its warps (half of them per matrix
+/// in the dual GEMM) streaming every `parts`-th step; the host picks the warps per CTA.
+pub const DECODE_WHOLE_K_MAX_WARPS: u32 = 16;
+/// CTAs of the whole-K decode-size kernel's largest block per SM (`.minnctapersm`): the
+/// register budget of the split kernel's (64 a thread).
+pub const DECODE_WHOLE_K_CTAS_PER_SM: u32 = 2;
+
+/// Dynamic shared memory of a whole-K decode-size CTA of `warps` warps for `m` ≤
+/// [`DECODE_TOKEN_TILE`] tokens: the `m` real token rows over all of K (a lane of a token
+/// column past M reads row `m − 1`, whose products land in outputs never written), then one
+/// record of partial sums per warp, then for NVFP4 output (`nvfp4`) the staging of the
+/// CTA's outputs.
+pub const fn decode_whole_k_shared_bytes(m: u32, k: u32, warps: u32, nvfp4: bool) -> u32 {
+    decode_whole_k_records_offset(m, k)
+        + warps * DECODE_RECORD_WORDS * 4
+        + if nvfp4 {
+            nvfp4_staging_bytes(DECODE_TOKEN_TILE)
+        } else {
+            0
+        }
+}
+
+/// Offset of a whole-K decode-size CTA's partial-sum records: past its token rows.
+pub const fn decode_whole_k_records_offset(m: u32, k: u32) -> u32 {
+    m * decode_token_pitch(decode_steps(k))
+}
+
 const _: () = assert!(
     DECODE_GROUP_N == NVFP4_TILE_COLUMNS
         && TILE_N == NVFP4_TILE_COLUMNS

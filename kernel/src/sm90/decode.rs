@@ -20,12 +20,17 @@
 //! outputs ([`Nvfp4Tile`]): the result does not depend on which CTA comes last, and no second
 //! launch is needed.
 //!
+//! The whole-K entries ([`decode_whole_k`], one token tile) split K inside the CTA instead: a
+//! CTA owns 16 outputs over all of K, its warps (the host picks 4, 8 or 16) stream every
+//! `parts`-th step, and it adds their sums in shared memory — no partial sums in global
+//! memory, no arrival and no last CTA, where its CTAs fill the SMs in one wave.
+//!
 //! The grouped entries ([`grouped_decode`]) run the same weight stream ([`RowPair`], [`stream`])
 //! for routed decode: one CTA per group and row group over all of K, the preparation pass's
 //! decoded tokens copied window by window into two buffers in turn, no split and no reduction;
 //! their weights decode with that pass's codec ([`GroupedCodec`]) instead of [`Codec`].
 
-use crate::epilogue::{Nvfp4Tile, half_bits, silu};
+use crate::epilogue::{NVFP4_TILE_BLOCKS, Nvfp4Tile, half_bits, silu};
 use crate::fp4::{PairCodec, ShiftCodec};
 use crate::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, STATUS_OK};
 use crate::layout::{ATOM_BYTES, ATOM_LINE_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
@@ -37,7 +42,8 @@ use crate::sm90::config::{
     DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
     GROUPED_DECODE_TOKEN_BUFFERS, GROUPED_DECODE_WARM_UP_STEPS, GroupedDecodeArgs, GroupedDecodeWarmUp,
     K_PER_SLICE, balanced_window_steps, decode_steps, decode_token_pitch, decode_token_tiles,
-    decode_verdict_offset, grouped_decode_buffer_bytes, grouped_decode_outputs, stage_block,
+    decode_verdict_offset, decode_whole_k_records_offset, grouped_decode_buffer_bytes,
+    grouped_decode_outputs, stage_block,
 };
 use crate::sm90::registry;
 use crate::sm90::tokens::{GroupedCodec, SliceBlock, scaled_pairs};
@@ -487,7 +493,7 @@ unsafe fn stage_tokens<const HALVES: bool>(
     }
 }
 
-/// The dense kernel's staging: the `tiles` token tiles of steps `first..end` decoded from A
+/// The dense kernels' staging: `token_rows` token rows of steps `first..end` decoded from A
 /// (`m` rows of `k / 2` bytes, blocked scales), rows past `m` zeros.
 ///
 /// # Safety
@@ -498,13 +504,12 @@ unsafe fn stage_dense_tokens(
     a_scales: *const u8,
     m: u32,
     k: u32,
-    tiles: u32,
+    token_rows: u32,
     [first, end]: [u32; 2],
     pitch: u32,
 ) {
     let layout = BlockedScales::new(m as usize, k as usize);
     let slices = (end.saturating_sub(first) * DECODE_SLICES_PER_STEP).max(1);
-    let token_rows = tiles * DECODE_TOKEN_TILE;
     let real_rows = m.min(token_rows);
     let block = |token: u32, local_slice: u32, w: u32| {
         // SAFETY: A's row `token` < m and its scales (contract).
@@ -522,7 +527,7 @@ unsafe fn stage_dense_tokens(
     };
     // SAFETY (both): forwarded; `stage_tokens` calls `block` for the first `real_rows` (< m)
     // rows only. Half slices for one token tile (M ≤ 8), whole ones for two (see there).
-    if tiles == 1 {
+    if token_rows <= DECODE_TOKEN_TILE {
         unsafe { stage_tokens::<true>([real_rows, token_rows], slices, pitch, block) }
     } else {
         unsafe { stage_tokens::<false>([real_rows, token_rows], slices, pitch, block) }
@@ -729,7 +734,17 @@ unsafe fn decode<
     // The split's tokens, decoded into shared memory once per CTA.
     let pitch = decode_token_pitch(steps_per_split);
     // SAFETY: A's rows and scales (contract); the token rows fit `decode_shared_bytes`.
-    unsafe { stage_dense_tokens(a, a_scales, m, k, tiles, [first_step, end_step], pitch) };
+    unsafe {
+        stage_dense_tokens(
+            a,
+            a_scales,
+            m,
+            k,
+            tiles * DECODE_TOKEN_TILE,
+            [first_step, end_step],
+            pitch,
+        )
+    };
     fence::sync_threads();
 
     let mut sums = [[0f32; 4]; TILES];
@@ -918,12 +933,198 @@ unsafe fn decode<
         layout: BlockedScales::new(m as usize, n as usize),
         scale_row: 0,
         first_block: group * DECODE_GROUP_N / SCALE_BLOCK_K as u32,
+        blocks: NVFP4_TILE_BLOCKS,
         tokens: m,
         padding: Nvfp4Tile::padding_rows(m, 0, m),
         global_scale: out_global_scale,
     };
     // SAFETY: every token of the row group staged above; C's buffers hold `m × n` (contract).
     unsafe { tile_out.encode(staging, thread, DECODE_WARPS * 32) };
+}
+
+macro_rules! decode_whole_k_entries {
+    ($gated:ident $nvfp4:ident $plain:ident $bf16:ident $plain_bf16:ident) => {
+        decode_whole_k_entry!($gated, true, false, false);
+        decode_whole_k_entry!($nvfp4, true, true, false);
+        decode_whole_k_entry!($plain, false, false, false);
+        decode_whole_k_entry!($bf16, true, false, true);
+        decode_whole_k_entry!($plain_bf16, false, false, true);
+    };
+}
+
+macro_rules! decode_whole_k_entry {
+    ($name:ident, $gated:literal, $nvfp4:literal, $bf16:literal) => {
+        /// The whole-K decode-size dual GEMM (or plain GEMM) for up to 8 tokens (see
+        /// [`decode_whole_k`]).
+        ///
+        /// # Safety
+        /// Arguments must satisfy [`DecodeArgs`]' contract but for the split (`partials`,
+        /// `arrivals`, `steps_per_split` and `splits` are ignored) with M ≤ 8, launched with
+        /// `n / DECODE_ROWS_PER_WARP` CTAs of `w · 32` threads, `w` ≤
+        /// `DECODE_WHOLE_K_MAX_WARPS` (even for the dual GEMM), and
+        /// `decode_whole_k_shared_bytes(m, k, w, nvfp4)` of dynamic shared memory.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
+            // SAFETY: forwarded.
+            unsafe { decode_whole_k::<$gated, $nvfp4, $bf16>(args) }
+        }
+    };
+}
+
+registry::decode_whole_k_entries!(decode_whole_k_entries);
+
+/// The whole-K decode-size kernel: a CTA owns [`DECODE_ROWS_PER_WARP`] outputs over all of K,
+/// so no split is reduced between CTAs (no partial sums in global memory, no arrival counter,
+/// no last CTA's reduction) — for one token tile, where the CTA's token rows over all of K
+/// fit beside its neighbours.
+///
+/// Its `parts` warps per matrix (the block's warps, halved for the dual GEMM: gate first, then
+/// up) each stream the CTA's 16 rows at steps `part, part + parts, …` with [`stream`], so that
+/// at any time the CTA's warps read neighbouring 64-byte pieces of the same rows. Only the real
+/// token rows are staged (a lane of a token column past M reads row `m − 1`: its products land
+/// in accumulators of outputs that are never written). After the loop every warp puts its sums
+/// in shared memory, and warp 0 adds the parts in order (deterministic) and writes the outputs
+/// as the split kernel's last CTA does (fp16, bf16, or NVFP4: one scale block per token).
+///
+/// # Safety
+/// As the entry points.
+#[inline(always)]
+unsafe fn decode_whole_k<const GATED: bool, const NVFP4: bool, const BF16: bool>(args: DecodeArgs) {
+    const { assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's") };
+    const { assert!(!(NVFP4 && BF16), "one output format") };
+    let DecodeArgs {
+        a,
+        a_scales,
+        b1,
+        b1_scales,
+        b2,
+        b2_scales,
+        out,
+        out_scales,
+        out_global_scale,
+        m,
+        n,
+        k,
+        alpha_gate,
+        alpha_up,
+        device_globals,
+        ..
+    } = args;
+    let warps = sreg::block_dim_x() / 32;
+    let parts = if GATED { warps / 2 } else { warps };
+    if parts == 0 || m == 0 || m > DECODE_TOKEN_TILE {
+        return; // never with a valid launch; also proves the divisions cannot panic
+    }
+    let thread = sreg::thread_idx_x();
+    let (warp, lane) = (thread / 32, thread % 32);
+    let (g, t) = (lane / 4, lane % 4);
+    let (matrix, part) = (warp / parts, warp % parts);
+    let (data, scales) = if matrix == 0 {
+        (b1, b1_scales)
+    } else {
+        (b2, b2_scales)
+    };
+    let first_row = sreg::block_idx_x() * DECODE_ROWS_PER_WARP;
+    let rows = [first_row + g, first_row + g + 8];
+    let layout = BlockedScales::new(n as usize, k as usize);
+    let steps = decode_steps(k);
+
+    // The first steps of every part into L2 before the dependency wait (as the split kernel):
+    // one contiguous range per row, by the first part's warp of each matrix.
+    if part == 0 && t == 0 {
+        let row_bytes = k / 2;
+        let bytes = (DECODE_WARM_UP_STEPS * parts * DECODE_BLOCKS_PER_STEP * 8).min(row_bytes);
+        for row in rows {
+            // SAFETY: the start of this lane's row inside B (contract), 16-byte aligned, a
+            // multiple of 16 bytes.
+            unsafe { copy::prefetch_bulk_l2(data.add((row * row_bytes) as usize), bytes) };
+        }
+    }
+
+    let pair = RowPair::new(data, scales, layout, rows, k, t);
+    fence::grid_dependency_wait(); // A may come from the kernel before (no-op if plain)
+    // SAFETY: this lane's rows of B (contract); a step past K loads the row's first chunk.
+    let chunks = unsafe { pair.load::<true>(part) };
+
+    // The real token rows over all of K, decoded into shared memory once per CTA.
+    let pitch = decode_token_pitch(steps);
+    // SAFETY: A's rows and scales (contract); the rows fit `decode_whole_k_shared_bytes`.
+    unsafe { stage_dense_tokens(a, a_scales, m, k, m, [0, steps], pitch) };
+    fence::sync_threads();
+
+    let mut sums = [[0f32; 4]; 1];
+    let tokens = StagedTokens::new(pitch, g.min(m - 1), t);
+    // SAFETY: as above; every step's slices are staged.
+    unsafe { stream::<Codec, 1, false>(&pair, chunks, [part, steps, parts], 0, tokens, &mut sums) };
+    fence::launch_dependents();
+
+    // Every warp's sums as a record past the token rows; warp 0 adds them in part order.
+    let records = smem::base() + decode_whole_k_records_offset(m, k);
+    let record = |warp: u32| records + (warp * 32 + lane) * 16;
+    // SAFETY: this warp's record, inside `decode_whole_k_shared_bytes`.
+    unsafe { smem::st_v4(record(warp), sums[0].map(f32::to_bits)) };
+    fence::sync_threads();
+    let staging = records + warps * DECODE_RECORD_WORDS * 4;
+    if warp == 0 {
+        let (mut gate, mut up) = ([0f32; 4], [0f32; 4]);
+        for p in 0..parts {
+            // SAFETY: the records, written before the barrier.
+            let (g, u) = unsafe {
+                (
+                    smem::ld_v4(record(p)),
+                    if GATED {
+                        smem::ld_v4(record(parts + p))
+                    } else {
+                        [0; 4]
+                    },
+                )
+            };
+            for i in 0..4 {
+                gate[i] += f32::from_bits(g[i]);
+                up[i] += f32::from_bits(u[i]);
+            }
+        }
+        // SAFETY: the launch contract; after the dependency wait.
+        let (alpha_gate, alpha_up) = {
+            let (gate_factor, up_factor) = unsafe { device_globals.factors() };
+            (alpha_gate * gate_factor, alpha_up * up_factor)
+        };
+        for i in 0..4u32 {
+            let (token, column) = output_position(0, 0, g, t, i);
+            let value = finish::<GATED>(alpha_gate, alpha_up, gate[i as usize], up[i as usize]);
+            if token < m {
+                if NVFP4 {
+                    // SAFETY: token < m ≤ 8, column < 16: inside the staging.
+                    unsafe { Nvfp4Tile::stage(staging, token, column, value) };
+                } else {
+                    let row = first_row + column;
+                    // SAFETY: inside C (token < m, row < n).
+                    unsafe {
+                        mem::st_global_b16(out.add((token * n + row) as usize), half_bits(value, BF16))
+                    };
+                }
+            }
+        }
+    }
+    if !NVFP4 {
+        return;
+    }
+    fence::sync_threads();
+    let tile_out = Nvfp4Tile {
+        data: (out as *mut u8).wrapping_add((first_row / 2) as usize),
+        data_pitch: n / 2,
+        scales: out_scales,
+        layout: BlockedScales::new(m as usize, n as usize),
+        scale_row: 0,
+        first_block: first_row / SCALE_BLOCK_K as u32,
+        blocks: DECODE_ROWS_PER_WARP / SCALE_BLOCK_K as u32,
+        tokens: m,
+        padding: Nvfp4Tile::padding_rows(m, 0, m),
+        global_scale: out_global_scale,
+    };
+    // SAFETY: every token of the CTA's outputs staged above; C's buffers hold `m × n`
+    // (contract).
+    unsafe { tile_out.encode(staging, thread, warps * 32) };
 }
 
 macro_rules! grouped_decode_entries {
@@ -1285,6 +1486,7 @@ unsafe fn grouped_out<const TILES: usize, const GATED: bool, const NVFP4: bool>(
         layout: BlockedScales::new(desc.rows as usize, desc.n as usize),
         scale_row: first,
         first_block: column0 / SCALE_BLOCK_K as u32,
+        blocks: NVFP4_TILE_BLOCKS,
         tokens: count,
         padding: Nvfp4Tile::padding_rows(desc.rows, first, count),
         global_scale: desc.out_global_scale,

@@ -5,7 +5,7 @@
 //!
 #![doc = include_str!("../../../docs/sm90-kernels.md")]
 
-use crate::epilogue::Nvfp4Tile;
+use crate::epilogue::{NVFP4_TILE_BLOCKS, Nvfp4Tile};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{fence, reg, smem, sreg, wgmma};
 use crate::schedule::{StreamK, TileGrid, TileSpan, UniformTiles};
@@ -124,6 +124,7 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const BF16: bool> Pro
             layout: BlockedScales::new(a.m as usize, a.n as usize),
             scale_row: token_row,
             first_block: n0 / SCALE_BLOCK_K as u32,
+            blocks: NVFP4_TILE_BLOCKS,
             tokens: job.tokens,
             padding: Nvfp4Tile::padding_rows(a.m, token_row, job.tokens),
             global_scale: a.out_global_scale,

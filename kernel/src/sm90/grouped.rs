@@ -3,7 +3,7 @@
 //! design is in `docs/sm90-kernels.md` (shown as `nvfp4_kernel::design::sm90` by `cargo doc`),
 //! section "Grouped GEMM and grouped dual GEMM".
 
-use crate::epilogue::Nvfp4Tile;
+use crate::epilogue::{NVFP4_TILE_BLOCKS, Nvfp4Tile};
 use crate::grouped::{GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, prepare_scratch_offset};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
@@ -121,6 +121,7 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for GroupedPr
             layout: BlockedScales::new(desc.rows as usize, desc.n as usize),
             scale_row: row0,
             first_block: n0 / SCALE_BLOCK_K as u32,
+            blocks: NVFP4_TILE_BLOCKS,
             tokens: job.tokens,
             padding: Nvfp4Tile::padding_rows(desc.rows, row0, job.tokens),
             global_scale: desc.out_global_scale,

@@ -11,7 +11,8 @@
 use crate::grouped::GroupedPrepareArgs;
 use crate::launch::{EntryPoint, Kernel};
 use crate::sm90::config::{
-    DECODE_WARPS, DecodeArgs, DualGemmArgs, GroupedArgs, GroupedDecodeArgs, PredecodeArgs, Tile, check_tile,
+    DECODE_WARPS, DECODE_WHOLE_K_CTAS_PER_SM, DECODE_WHOLE_K_MAX_WARPS, DecodeArgs, DualGemmArgs,
+    GroupedArgs, GroupedDecodeArgs, PredecodeArgs, Tile, check_tile,
 };
 
 /// The tiled kernels, smallest tile first, one line per token-tile width:
@@ -82,6 +83,20 @@ macro_rules! decode_paired_entries {
 }
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use decode_paired_entries;
+
+/// The whole-K decode-size kernels (`sm90::decode`), one token tile (M ≤ 8): `dual_entry
+/// dual_nvfp4_entry plain_entry dual_bf16_entry plain_bf16_entry`.
+macro_rules! decode_whole_k_entries {
+    ($callback:ident) => {
+        $callback! {
+            nvfp4_dual_gemm_whole_k_decode_sm90_m8 nvfp4_dual_gemm_nvfp4_whole_k_decode_sm90_m8
+                nvfp4_gemm_whole_k_decode_sm90_m8 nvfp4_dual_gemm_bf16_whole_k_decode_sm90_m8
+                nvfp4_gemm_bf16_whole_k_decode_sm90_m8
+        }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use decode_whole_k_entries;
 
 /// The grouped decode-size kernels (`sm90::decode`): `dual_entry dual_nvfp4_entry plain_entry`
 /// (any count of tokens per group, 16 at a time).
@@ -400,6 +415,32 @@ pub const fn decode(token_tiles: u32, epilogue: TileEpilogue) -> Option<Kernel<D
     None
 }
 
+macro_rules! decode_whole_k_table {
+    ($gated:ident $nvfp4:ident $plain:ident $bf16:ident $plain_bf16:ident) => {
+        /// The whole-K decode-size kernels (`decode_whole_k_entries!`): dual GEMM, dual GEMM
+        /// writing NVFP4, plain GEMM, dual and plain GEMM writing bf16. Launched with any
+        /// block of up to [`DECODE_WHOLE_K_MAX_WARPS`] warps (the host's choice).
+        pub const DECODE_WHOLE_K: [Kernel<DecodeArgs>; 5] = [
+            whole_k_kernel(stringify!($gated)),
+            whole_k_kernel(stringify!($nvfp4)),
+            whole_k_kernel(stringify!($plain)),
+            whole_k_kernel(stringify!($bf16)),
+            whole_k_kernel(stringify!($plain_bf16)),
+        ];
+    };
+}
+decode_whole_k_entries!(decode_whole_k_table);
+
+/// A whole-K decode-size entry: blocks of up to [`DECODE_WHOLE_K_MAX_WARPS`] warps, the
+/// largest [`DECODE_WHOLE_K_CTAS_PER_SM`] to an SM.
+const fn whole_k_kernel(name: &'static str) -> Kernel<DecodeArgs> {
+    Kernel::new(
+        name,
+        DECODE_WHOLE_K_MAX_WARPS * 32,
+        Some(DECODE_WHOLE_K_CTAS_PER_SM),
+    )
+}
+
 macro_rules! grouped_decode_table {
     ($gated:ident $gated_nvfp4:ident $plain:ident) => {
         /// The grouped decode-size kernels (`grouped_decode_entries!`): `DECODE_WARPS` warps,
@@ -522,6 +563,7 @@ const fn entry_count() -> usize {
         + GROUPED_PER_TILE * GROUPED_TILES.len()
         + DECODE_PER_ENTRY * DECODE.len()
         + DECODE_PAIRED.len()
+        + DECODE_WHOLE_K.len()
         + GROUPED_DECODE_KERNELS
         + 2
 }
@@ -554,6 +596,7 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
         i += 1;
     }
     n = put(&mut out, n, &DECODE_PAIRED);
+    n = put(&mut out, n, &DECODE_WHOLE_K);
     n = put(&mut out, n, &GROUPED_DECODE.kernels());
     out[n] = PREDECODE_TOKENS.entry;
     out[n + 1] = GROUPED_PREPARE.entry;
