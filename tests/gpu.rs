@@ -716,13 +716,15 @@ fn bf16_output_is_the_fp16_output_rounded_to_bf16() {
     let mut rng = Rng::new(23);
     let mut worst = 0f32;
     // 1 × 14336 × 4096: whole-K decode-size CTAs of 4 warps; 8 × 14336 × 4096: the dual GEMM's
-    // paired decode-size entry (splits of 16 steps).
+    // paired decode-size entry (splits of 16 steps); 1 × 18432 × 1024: the dual GEMM's
+    // small-CTA whole-K entry.
     for (m, n, k) in [
         (1usize, 256usize, 1024usize),
         (13, 256, 1024),
         (200, 256, 1024),
         (1, 14336, 4096),
         (8, 14336, 4096),
+        (1, 18432, 1024),
     ] {
         let b1 = upload_task(&gpu, n, k, &mut rng);
         let b2 = upload_task(&gpu, n, k, &mut rng);

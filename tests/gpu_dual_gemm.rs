@@ -130,6 +130,7 @@ fn the_nvfp4_output_is_the_quantized_fp16_output_bit_for_bit() {
         (1, 4096, 7168),  // whole-K CTAs of 16 warps
         (5, 4096, 7232),  // the same, odd M, a partial last step
         (1, 14336, 4096), // whole-K CTAs of 4 warps
+        (1, 18432, 2048), // the small-CTA whole-K entries (1152 CTAs: nine an SM)
         (7, 2944, 320),
         (8, 14336, 4096), // the paired decode-size entry: splits of 16 steps
         (16, 7168, 2048),
@@ -267,10 +268,11 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
             (5, 4096, 7424),  // 29 stages
             (12, 1024, 768),  // 16 tiles of 3 stages
             (30, 2048, 2304), // 32 tiles of 9 stages
-            // Whole-K CTAs of 4 and 8 warps; then splits of 16 steps: the paired decode-size
+            // Whole-K CTAs of 4 and 8 warps and small ones; then splits of 16 steps: the paired decode-size
             // entry at one token tile, the other at two.
             (1, 14336, 4096),
             (1, 8192, 2048),
+            (3, 18432, 1024), // the small-CTA entry: nine CTAs an SM
             (7, 14336, 4096),
             (16, 12544, 4096),
             // M ≤ 16 whose decode-size split needs several waves (640 row groups): the tiled

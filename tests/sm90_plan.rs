@@ -461,20 +461,25 @@ fn the_decode_size_kernel_serves_one_wave_splits_and_the_plain_gemms_one_token_t
 /// The whole-K decode-size CTAs of `warps` warps an H100 SM holds for `m` tokens and reduction
 /// length `k`: 64 registers a thread, 228 KiB of shared memory (1 KiB reserved per CTA, at most
 /// 227 KiB a CTA).
-fn h100_whole_k_residency(m: u32, k: u32, warps: u32) -> u32 {
+fn h100_whole_k_residency(m: u32, k: u32, warps: u32, small: bool) -> u32 {
     use nvfp4_kernel::sm90::config::decode_whole_k_shared_bytes;
     let shared = decode_whole_k_shared_bytes(m, k, warps, true);
     if shared > 227 * 1024 {
         return 0;
     }
-    (228 * 1024 / (shared + 1024)).min(32 / warps)
+    // 64 registers a thread, or 56 for the small-CTA entries.
+    let registers = if small { 56 } else { 64 };
+    (228 * 1024 / (shared + 1024)).min(65536 / (32 * warps * registers))
 }
 
 #[test]
 fn one_token_tile_takes_whole_k_ctas_where_they_fill_the_sms_in_one_wave() {
     let choose = |m: u32, n: u32, k: u32, gated: bool| {
-        DecodeWholeK::choose([m, n, k], gated, 132, |warps| h100_whole_k_residency(m, k, warps))
+        DecodeWholeK::choose([m, n, k], gated, 132, |warps, small| {
+            h100_whole_k_residency(m, k, warps, small)
+        })
     };
+    let small = |m, n, k| choose(m, n, k, true).is_some_and(|c| c.small);
     let warps = |m, n, k, gated| choose(m, n, k, gated).map(|c| c.warps);
     // Measured faster than the split kernel on an H100 (dual GEMM 0.87–0.95×, GEMM 0.91–0.97×).
     assert_eq!(warps(1, 4096, 7168, true), Some(16));
@@ -485,10 +490,14 @@ fn one_token_tile_takes_whole_k_ctas_where_they_fill_the_sms_in_one_wave() {
     assert_eq!(warps(1, 4096, 7168, false), Some(16));
     assert_eq!(warps(1, 4096, 14336, false), Some(16));
     assert_eq!(warps(1, 7168, 16384, false), Some(8));
+    // DeepSeek-V3's gate/up at one token: 1152 CTAs, nine a SM only at 56 registers (0.85×
+    // the tiled kernel's time); where eight fit, the 64-register entry.
+    assert_eq!(warps(1, 18432, 7168, true), Some(4));
+    assert!(small(1, 18432, 7168) && !small(1, 14336, 4096) && !small(1, 16384, 7168));
     // Measured slower: too few warps an SM, or too few steps a warp; or no wave fits.
     assert_eq!(warps(1, 2048, 8192, true), None);
     assert_eq!(warps(1, 2048, 8192, false), None);
-    assert_eq!(warps(1, 18432, 7168, true), None);
+    assert_eq!(warps(1, 28672, 8192, true), None);
     assert_eq!(warps(1, 7168, 2048, false), None);
     // Token rows over all of K that do not fit beside enough neighbours, and two token tiles.
     assert_eq!(warps(8, 4096, 7168, true), None);
@@ -500,7 +509,11 @@ fn one_token_tile_takes_whole_k_ctas_where_they_fill_the_sms_in_one_wave() {
                 if let Some(c) = choose(m, n, k, gated) {
                     assert!(c.warps.is_multiple_of(2) && c.warps <= 16, "{c:?}");
                     assert_eq!(c.grid, n / 16);
-                    assert!(c.grid <= 132 * h100_whole_k_residency(m, k, c.warps), "{c:?}");
+                    assert!(gated || !c.small, "{c:?}: small CTAs are the dual GEMM's");
+                    assert!(
+                        c.grid <= 132 * h100_whole_k_residency(m, k, c.warps, c.small),
+                        "{c:?}"
+                    );
                 }
             }
         }

@@ -137,21 +137,30 @@ impl Gpu {
         if decode_token_tiles(m) != 1 {
             return Ok(None);
         }
-        let kernel = self
-            .sm90_kernels(op_name(gated))?
-            .decode_whole_k(TileEpilogue::f16(gated));
-        let mut resident = [0; sm90::DECODE_WHOLE_K_MAX_WARPS as usize + 1];
-        for (warps, resident) in resident.iter_mut().enumerate() {
-            let shared = sm90::decode_whole_k_shared_bytes(m, k, warps as u32, true);
-            if warps > 0 && shared <= self.shared_bytes_per_block() {
-                *resident = kernel.resident_per_sm_of(32 * warps as u32, shared)?;
-            }
+        let kernels = self.sm90_kernels(op_name(gated))?;
+        let epilogue = TileEpilogue::f16(gated);
+        let mut resident = Vec::new();
+        for (warps, small) in DecodeWholeK::BLOCKS {
+            let shared = sm90::decode_whole_k_shared_bytes(m, k, warps, true);
+            let count = if shared > self.shared_bytes_per_block() || (small && !gated) {
+                0
+            } else {
+                kernels
+                    .decode_whole_k(epilogue, small)?
+                    .resident_per_sm_of(32 * warps, shared)?
+            };
+            resident.push(((warps, small), count));
         }
         Ok(DecodeWholeK::choose(
             [m, n, k],
             gated,
             self.multiprocessors(),
-            |warps| resident.get(warps as usize).copied().unwrap_or(0),
+            |warps, small| {
+                resident
+                    .iter()
+                    .find(|(block, _)| *block == (warps, small))
+                    .map_or(0, |&(_, count)| count)
+            },
         ))
     }
 
@@ -609,7 +618,7 @@ impl DensePlan {
                 // planned shape (checked above), M ≤ 8 (the plan), one CTA per 16 outputs of
                 // `warps` warps (even: `DecodeWholeK::WARPS`) and its shared memory.
                 unsafe {
-                    kernels.decode_whole_k(epilogue).launch_blocks_of(
+                    kernels.decode_whole_k(epilogue, whole_k.small)?.launch_blocks_of(
                         stream,
                         [whole_k.grid, 32 * whole_k.warps],
                         sm90::decode_whole_k_shared_bytes(m32, k32, whole_k.warps, epilogue.nvfp4()),

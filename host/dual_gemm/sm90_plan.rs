@@ -6,7 +6,8 @@ use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::schedule::{REDUCER_SEGMENT, StreamK, TileGrid, UniformTiles};
 use nvfp4_kernel::sm90::config::{
     self as sm90, DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_ROWS_PER_WARP, DECODE_WHOLE_K_MAX_WARPS,
-    K_PER_SLICE, K_PER_STAGE, SLICES_PER_STAGE, Tile, decode_steps, decode_token_tiles, padded_k, tile_n,
+    DECODE_WHOLE_K_SMALL_WARPS, K_PER_SLICE, K_PER_STAGE, SLICES_PER_STAGE, Tile, decode_steps,
+    decode_token_tiles, padded_k, tile_n,
 };
 use nvfp4_kernel::sm90::registry as sm90_registry;
 
@@ -384,11 +385,21 @@ pub struct DecodeWholeK {
     pub warps: u32,
     /// CTAs: `n / DECODE_ROWS_PER_WARP`.
     pub grid: u32,
+    /// The dual GEMM's small-CTA entries (`DECODE_WHOLE_K_SMALL_WARPS` warps at fewer
+    /// registers, more CTAs an SM), where the others' CTAs do not fit one wave.
+    pub small: bool,
 }
 
 impl DecodeWholeK {
-    /// The warps a CTA may have, most first (even: the dual GEMM's halves).
-    pub const WARPS: [u32; 3] = [DECODE_WHOLE_K_MAX_WARPS, 8, 4];
+    /// The blocks a launch may have, most warps first (even: the dual GEMM's halves), each
+    /// `(warps, small)`; the small-CTA entries last (dual GEMM only): with 56 registers they
+    /// were 0–4 % slower than the 64-register entry where both fit one wave (H100).
+    pub const BLOCKS: [(u32, bool); 4] = [
+        (DECODE_WHOLE_K_MAX_WARPS, false),
+        (8, false),
+        (4, false),
+        (DECODE_WHOLE_K_SMALL_WARPS, true),
+    ];
     /// Fewest warps a launch must keep on each SM on average: with fewer the split kernel, whose
     /// CTAs fill the SMs, was faster (H100: dual GEMM 1×2048×8192 on 128 CTAs of 16 warps
     /// 1.05×, 1×18432×7168 on 1152 CTAs of 2 warps 1.25× the tiled kernel's time).
@@ -398,31 +409,33 @@ impl DecodeWholeK {
     pub const MIN_STEPS_PER_WARP: u32 = 3;
 
     /// The block for `m` tokens and `n` outputs of reduction length `k`, dual GEMM if `gated`,
-    /// on `multiprocessors` SMs holding `resident(warps)` CTAs of `warps` warps each (registers
-    /// and the token rows over all of K; 0: does not fit): the most warps whose CTAs are all
-    /// resident at once, keep [`Self::MIN_WARPS_PER_SM`] warps an SM and give each warp
-    /// [`Self::MIN_STEPS_PER_WARP`] steps or more; none for more than one token tile or where
-    /// no block qualifies (the split kernel or the tiled one serves those).
+    /// on `multiprocessors` SMs holding `resident(warps, small)` CTAs of that block each
+    /// (registers and the token rows over all of K; 0: does not fit): the first of
+    /// [`Self::BLOCKS`] whose CTAs are all resident at once, keep [`Self::MIN_WARPS_PER_SM`]
+    /// warps an SM and give each warp [`Self::MIN_STEPS_PER_WARP`] steps or more; none for more
+    /// than one token tile or where no block qualifies (the split kernel or the tiled one
+    /// serves those).
     pub fn choose(
         [m, n, k]: [u32; 3],
         gated: bool,
         multiprocessors: u32,
-        resident: impl Fn(u32) -> u32,
+        resident: impl Fn(u32, bool) -> u32,
     ) -> Option<Self> {
         if decode_token_tiles(m) != 1 {
             return None;
         }
         let grid = n / DECODE_ROWS_PER_WARP;
         let steps = decode_steps(k);
-        Self::WARPS
+        Self::BLOCKS
             .into_iter()
-            .find(|&warps| {
+            .filter(|&(_, small)| gated || !small)
+            .find(|&(warps, small)| {
                 let parts = if gated { warps / 2 } else { warps };
-                grid <= multiprocessors * resident(warps)
+                grid <= multiprocessors * resident(warps, small)
                     && grid as u64 * warps as u64 >= (Self::MIN_WARPS_PER_SM * multiprocessors) as u64
                     && steps.div_ceil(parts) >= Self::MIN_STEPS_PER_WARP
             })
-            .map(|warps| Self { warps, grid })
+            .map(|(warps, small)| Self { warps, grid, small })
     }
 }
 

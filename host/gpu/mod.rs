@@ -386,6 +386,8 @@ pub(crate) struct Sm90Kernels {
     decode_paired: [LoadedKernel<sm90::DecodeArgs>; 3],
     /// The whole-K decode-size kernels (one token tile), in [`TileEpilogue`] order as `decode`.
     decode_whole_k: [LoadedKernel<sm90::DecodeArgs>; 5],
+    /// The whole-K dual GEMM's small-CTA entries: fp16, NVFP4 and bf16 output.
+    decode_whole_k_small: [LoadedKernel<sm90::DecodeArgs>; 3],
     /// The grouped decode-size kernels: dual GEMM, dual GEMM writing NVFP4, plain GEMM.
     grouped_decode: [LoadedKernel<sm90::GroupedDecodeArgs>; 3],
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
@@ -450,10 +452,11 @@ impl Sm90Kernels {
             load(paired_bf16, false)?,
         ];
         // Token rows over all of K: as much as a block may have (the plans check the fit).
-        let decode_whole_k = sm90_registry::DECODE_WHOLE_K
-            .map(|kernel| LoadedKernel::load_with_shared(module, kernel, shared_bytes_per_block));
-        let [a, b, c, d, e] = decode_whole_k;
+        let load_whole_k = |kernel| LoadedKernel::load_with_shared(module, kernel, shared_bytes_per_block);
+        let [a, b, c, d, e] = sm90_registry::DECODE_WHOLE_K.map(load_whole_k);
         let decode_whole_k = [a?, b?, c?, d?, e?];
+        let [a, b, c] = sm90_registry::DECODE_WHOLE_K_SMALL.map(load_whole_k);
+        let decode_whole_k_small = [a?, b?, c?];
         // The token buffers of the longest window.
         let load_grouped_decode = |kernel, nvfp4| {
             let shared = sm90::grouped_decode_shared_bytes(sm90::GROUPED_DECODE_MAX_WINDOW_STEPS, nvfp4);
@@ -471,6 +474,7 @@ impl Sm90Kernels {
             decode,
             decode_paired,
             decode_whole_k,
+            decode_whole_k_small,
             grouped_decode,
             grouped_prepare: LoadedKernel::load(module, sm90_registry::GROUPED_PREPARE)?,
         })
@@ -507,15 +511,33 @@ impl Sm90Kernels {
             })
     }
 
-    /// The whole-K decode-size kernel of `epilogue` (one token tile).
-    pub fn decode_whole_k(&self, epilogue: TileEpilogue) -> &LoadedKernel<sm90::DecodeArgs> {
-        &self.decode_whole_k[match epilogue {
-            TileEpilogue::Gated => 0,
-            TileEpilogue::GatedNvfp4 => 1,
-            TileEpilogue::Plain => 2,
-            TileEpilogue::GatedBf16 => 3,
-            TileEpilogue::PlainBf16 => 4,
-        }]
+    /// The whole-K decode-size kernel of `epilogue` (one token tile); `small`: the dual GEMM's
+    /// small-CTA entry (`sm90::DECODE_WHOLE_K_SMALL_WARPS` warps, more CTAs an SM).
+    pub fn decode_whole_k(
+        &self,
+        epilogue: TileEpilogue,
+        small: bool,
+    ) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
+        if !small {
+            return Ok(&self.decode_whole_k[match epilogue {
+                TileEpilogue::Gated => 0,
+                TileEpilogue::GatedNvfp4 => 1,
+                TileEpilogue::Plain => 2,
+                TileEpilogue::GatedBf16 => 3,
+                TileEpilogue::PlainBf16 => 4,
+            }]);
+        }
+        match epilogue {
+            TileEpilogue::Gated => Some(0),
+            TileEpilogue::GatedNvfp4 => Some(1),
+            TileEpilogue::GatedBf16 => Some(2),
+            TileEpilogue::Plain | TileEpilogue::PlainBf16 => None,
+        }
+        .map(|i| &self.decode_whole_k_small[i])
+        .ok_or_else(|| Error::MissingKernel {
+            kernel: format!("small-CTA whole-K decode-size {}", epilogue.operation()),
+            arch: Arch::Sm90a.name(),
+        })
     }
 
     /// The decode-size kernel of `epilogue` for `token_tiles` 8-token tiles; `paired`: the

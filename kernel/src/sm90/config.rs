@@ -745,6 +745,12 @@ pub const DECODE_WHOLE_K_MAX_WARPS: u32 = 16;
 /// CTAs of the whole-K decode-size kernel's largest block per SM (`.minnctapersm`): the
 /// register budget of the split kernel's (64 a thread).
 pub const DECODE_WHOLE_K_CTAS_PER_SM: u32 = 2;
+/// Warps of the whole-K dual GEMM's small-CTA entries: one per matrix and half of K.
+pub const DECODE_WHOLE_K_SMALL_WARPS: u32 = 4;
+/// CTAs of the small-CTA entries per SM (`.minnctapersm`: 56 registers a thread, no spill),
+/// one more than 64 registers allow, for grids just past `8 × SMs` CTAs (DeepSeek-V3's gate/up
+/// at one token: 1152 CTAs on 132 SMs).
+pub const DECODE_WHOLE_K_SMALL_CTAS_PER_SM: u32 = 9;
 
 /// Dynamic shared memory of a whole-K decode-size CTA of `warps` warps for `m` ≤
 /// [`DECODE_TOKEN_TILE`] tokens: the `m` real token rows over all of K (a lane of a token

@@ -21,9 +21,10 @@
 //! launch is needed.
 //!
 //! The whole-K entries ([`decode_whole_k`], one token tile) split K inside the CTA instead: a
-//! CTA owns 16 outputs over all of K, its warps (the host picks 4, 8 or 16) stream every
-//! `parts`-th step, and it adds their sums in shared memory — no partial sums in global
-//! memory, no arrival and no last CTA, where its CTAs fill the SMs in one wave.
+//! CTA owns 16 outputs over all of K, its warps (the host picks 4, 8 or 16; the dual GEMM's
+//! 4-warp CTAs also as small-CTA entries of 56 registers, nine an SM) stream every `parts`-th
+//! step, and it adds their sums in shared memory — no partial sums in global memory, no
+//! arrival and no last CTA, where its CTAs fill the SMs in one wave.
 //!
 //! The grouped entries ([`grouped_decode`]) run the same weight stream ([`RowPair`], [`stream`])
 //! for routed decode: one CTA per group and row group over all of K, the preparation pass's
@@ -960,8 +961,8 @@ macro_rules! decode_whole_k_entry {
         /// # Safety
         /// Arguments must satisfy [`DecodeArgs`]' contract but for the split (`partials`,
         /// `arrivals`, `steps_per_split` and `splits` are ignored) with M ≤ 8, launched with
-        /// `n / DECODE_ROWS_PER_WARP` CTAs of `w · 32` threads, `w` ≤
-        /// `DECODE_WHOLE_K_MAX_WARPS` (even for the dual GEMM), and
+        /// `n / DECODE_ROWS_PER_WARP` CTAs of `w · 32` threads, `w` ≤ the entry's
+        /// `.maxntid` warps (even for the dual GEMM), and
         /// `decode_whole_k_shared_bytes(m, k, w, nvfp4)` of dynamic shared memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
@@ -972,6 +973,16 @@ macro_rules! decode_whole_k_entry {
 }
 
 registry::decode_whole_k_entries!(decode_whole_k_entries);
+
+macro_rules! decode_whole_k_small_entries {
+    ($gated:ident $nvfp4:ident $bf16:ident) => {
+        decode_whole_k_entry!($gated, true, false, false);
+        decode_whole_k_entry!($nvfp4, true, true, false);
+        decode_whole_k_entry!($bf16, true, false, true);
+    };
+}
+
+registry::decode_whole_k_small_entries!(decode_whole_k_small_entries);
 
 /// The whole-K decode-size kernel: a CTA owns [`DECODE_ROWS_PER_WARP`] outputs over all of K,
 /// so no split is reduced between CTAs (no partial sums in global memory, no arrival counter,

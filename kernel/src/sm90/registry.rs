@@ -11,8 +11,9 @@
 use crate::grouped::GroupedPrepareArgs;
 use crate::launch::{EntryPoint, Kernel};
 use crate::sm90::config::{
-    DECODE_WARPS, DECODE_WHOLE_K_CTAS_PER_SM, DECODE_WHOLE_K_MAX_WARPS, DecodeArgs, DualGemmArgs,
-    GroupedArgs, GroupedDecodeArgs, PredecodeArgs, Tile, check_tile,
+    DECODE_WARPS, DECODE_WHOLE_K_CTAS_PER_SM, DECODE_WHOLE_K_MAX_WARPS, DECODE_WHOLE_K_SMALL_CTAS_PER_SM,
+    DECODE_WHOLE_K_SMALL_WARPS, DecodeArgs, DualGemmArgs, GroupedArgs, GroupedDecodeArgs, PredecodeArgs,
+    Tile, check_tile,
 };
 
 /// The tiled kernels, smallest tile first, one line per token-tile width:
@@ -97,6 +98,20 @@ macro_rules! decode_whole_k_entries {
 }
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use decode_whole_k_entries;
+
+/// The whole-K decode-size dual GEMM's small-CTA entries (`sm90::decode`, one token tile):
+/// `config::DECODE_WHOLE_K_SMALL_WARPS` warps, `config::DECODE_WHOLE_K_SMALL_CTAS_PER_SM` CTAs
+/// an SM: `dual_entry dual_nvfp4_entry dual_bf16_entry`.
+macro_rules! decode_whole_k_small_entries {
+    ($callback:ident) => {
+        $callback! {
+            nvfp4_dual_gemm_whole_k4_decode_sm90_m8 nvfp4_dual_gemm_nvfp4_whole_k4_decode_sm90_m8
+                nvfp4_dual_gemm_bf16_whole_k4_decode_sm90_m8
+        }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use decode_whole_k_small_entries;
 
 /// The grouped decode-size kernels (`sm90::decode`): `dual_entry dual_nvfp4_entry plain_entry`
 /// (any count of tokens per group, 16 at a time).
@@ -431,6 +446,28 @@ macro_rules! decode_whole_k_table {
 }
 decode_whole_k_entries!(decode_whole_k_table);
 
+macro_rules! decode_whole_k_small_table {
+    ($gated:ident $nvfp4:ident $bf16:ident) => {
+        /// The whole-K dual GEMM's small-CTA entries (`decode_whole_k_small_entries!`): fp16,
+        /// NVFP4 and bf16 output, blocks of [`DECODE_WHOLE_K_SMALL_WARPS`] warps.
+        pub const DECODE_WHOLE_K_SMALL: [Kernel<DecodeArgs>; 3] = [
+            small_whole_k_kernel(stringify!($gated)),
+            small_whole_k_kernel(stringify!($nvfp4)),
+            small_whole_k_kernel(stringify!($bf16)),
+        ];
+    };
+}
+decode_whole_k_small_entries!(decode_whole_k_small_table);
+
+/// A small-CTA whole-K entry: [`DECODE_WHOLE_K_SMALL_CTAS_PER_SM`] to an SM.
+const fn small_whole_k_kernel(name: &'static str) -> Kernel<DecodeArgs> {
+    Kernel::new(
+        name,
+        DECODE_WHOLE_K_SMALL_WARPS * 32,
+        Some(DECODE_WHOLE_K_SMALL_CTAS_PER_SM),
+    )
+}
+
 /// A whole-K decode-size entry: blocks of up to [`DECODE_WHOLE_K_MAX_WARPS`] warps, the
 /// largest [`DECODE_WHOLE_K_CTAS_PER_SM`] to an SM.
 const fn whole_k_kernel(name: &'static str) -> Kernel<DecodeArgs> {
@@ -564,6 +601,7 @@ const fn entry_count() -> usize {
         + DECODE_PER_ENTRY * DECODE.len()
         + DECODE_PAIRED.len()
         + DECODE_WHOLE_K.len()
+        + DECODE_WHOLE_K_SMALL.len()
         + GROUPED_DECODE_KERNELS
         + 2
 }
@@ -597,6 +635,7 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
     }
     n = put(&mut out, n, &DECODE_PAIRED);
     n = put(&mut out, n, &DECODE_WHOLE_K);
+    n = put(&mut out, n, &DECODE_WHOLE_K_SMALL);
     n = put(&mut out, n, &GROUPED_DECODE.kernels());
     out[n] = PREDECODE_TOKENS.entry;
     out[n + 1] = GROUPED_PREPARE.entry;
