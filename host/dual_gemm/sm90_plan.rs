@@ -402,7 +402,8 @@ impl DecodeWholeK {
     ];
     /// Fewest warps a launch must keep on each SM on average: with fewer the split kernel, whose
     /// CTAs fill the SMs, was faster (H100: dual GEMM 1×2048×8192 on 128 CTAs of 16 warps
-    /// 1.05×, 1×18432×7168 on 1152 CTAs of 2 warps 1.25× the tiled kernel's time).
+    /// 1.05×; 2-warp CTAs, no longer offered, took 1.25× the tiled kernel's time at
+    /// 1×18432×7168, 1.13× with two steps in flight, perf log entries 94–95).
     pub const MIN_WARPS_PER_SM: u32 = 20;
     /// Fewest steps of K a warp must stream: with 2 the CTA's fixed costs (its token rows over
     /// all of K) outweighed the reduction saved (H100: GEMM 1×7168×2048 1.03×).
