@@ -492,6 +492,31 @@ impl DensePlan {
             |a: &NvFp4Ref, b: &NvFp4Ref| kernel_alpha(global(a) * global(b), SM90_OPERAND_RESCALE);
         let (m32, n32, k32) = (m as u32, n as u32, k as u32);
         let device_globals = device_globals(&a, &b1, self.gated.then_some(&b2));
+        // The decode-size kernels' arguments: the split's partial sums and counters, its steps
+        // per split and splits.
+        let decode_args = |[partials, arrivals]: [*mut u32; 2], [steps_per_split, splits]: [u32; 2]| {
+            Ok::<_, Error>(sm90::DecodeArgs {
+                a: a.data_address() as *const u8,
+                a_scales: a.scales_address() as *const u8,
+                b1: b1.data_address() as *const u8,
+                b1_scales: b1.scales_address() as *const u8,
+                b2: b2.data_address() as *const u8,
+                b2_scales: b2.scales_address() as *const u8,
+                out,
+                out_scales,
+                out_global_scale,
+                partials,
+                arrivals,
+                m: m32,
+                n: n32,
+                k: k32,
+                steps_per_split,
+                splits,
+                alpha_gate: sm90_alpha(&a, &b1)?,
+                alpha_up: sm90_alpha(&a, &b2)?,
+                device_globals,
+            })
+        };
         match &self.kernel {
             PlannedKernel::Sm90 {
                 geometry,
@@ -552,27 +577,13 @@ impl DensePlan {
                     splits,
                     grid,
                 } = decode.split;
-                let args = sm90::DecodeArgs {
-                    a: a.data_address() as *const u8,
-                    a_scales: a.scales_address() as *const u8,
-                    b1: b1.data_address() as *const u8,
-                    b1_scales: b1.scales_address() as *const u8,
-                    b2: b2.data_address() as *const u8,
-                    b2_scales: b2.scales_address() as *const u8,
-                    out,
-                    out_scales,
-                    out_global_scale,
-                    partials: decode.partials.address() as *mut u32,
-                    arrivals: decode.arrivals.address() as *mut u32,
-                    m: m32,
-                    n: n32,
-                    k: k32,
-                    steps_per_split,
-                    splits,
-                    alpha_gate: sm90_alpha(&a, &b1)?,
-                    alpha_up: sm90_alpha(&a, &b2)?,
-                    device_globals,
-                };
+                let args = decode_args(
+                    [
+                        decode.partials.address() as *mut u32,
+                        decode.arrivals.address() as *mut u32,
+                    ],
+                    [steps_per_split, splits],
+                )?;
                 // SAFETY: `nvfp4_kernel::sm90::decode`'s contract: operands of the planned shape
                 // (checked above), partial sums and counters sized for this split, the counters
                 // zero (allocated so, and every launch leaves them so).
@@ -594,30 +605,14 @@ impl DensePlan {
             }
             PlannedKernel::Sm90WholeK(whole_k) => {
                 let kernels = gpu.sm90_kernels(op)?;
-                let args = sm90::DecodeArgs {
-                    a: a.data_address() as *const u8,
-                    a_scales: a.scales_address() as *const u8,
-                    b1: b1.data_address() as *const u8,
-                    b1_scales: b1.scales_address() as *const u8,
-                    b2: b2.data_address() as *const u8,
-                    b2_scales: b2.scales_address() as *const u8,
-                    out,
-                    out_scales,
-                    out_global_scale,
-                    partials: std::ptr::null_mut(),
-                    arrivals: std::ptr::null_mut(),
-                    m: m32,
-                    n: n32,
-                    k: k32,
-                    steps_per_split: sm90::decode_steps(k32),
-                    splits: 1,
-                    alpha_gate: sm90_alpha(&a, &b1)?,
-                    alpha_up: sm90_alpha(&a, &b2)?,
-                    device_globals,
-                };
+                // No split: the whole-K kernel reads neither partial sums nor counters.
+                let args = decode_args(
+                    [std::ptr::null_mut(), std::ptr::null_mut()],
+                    [sm90::decode_steps(k32), 1],
+                )?;
                 // SAFETY: `nvfp4_kernel::sm90::decode`'s whole-K contract: operands of the
                 // planned shape (checked above), M ≤ 8 (the plan), one CTA per 16 outputs of
-                // `warps` warps (even: `DecodeWholeK::WARPS`) and its shared memory.
+                // `warps` warps (even: `DecodeWholeK::BLOCKS`) and its shared memory.
                 unsafe {
                     kernels.decode_whole_k(epilogue, whole_k.small)?.launch_blocks_of(
                         stream,

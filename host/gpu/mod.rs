@@ -375,6 +375,29 @@ fn find_tiled<'a, T: PartialEq + std::fmt::Debug, D, G, K>(
         })
 }
 
+/// A decode-size entry's kernel of `epilogue` in its five kernels (`DecodeEntry::kernels`'
+/// order: dual GEMM, NVFP4, plain GEMM, dual bf16, plain bf16).
+fn decode_index(epilogue: TileEpilogue) -> usize {
+    match epilogue {
+        TileEpilogue::Gated => 0,
+        TileEpilogue::GatedNvfp4 => 1,
+        TileEpilogue::Plain => 2,
+        TileEpilogue::GatedBf16 => 3,
+        TileEpilogue::PlainBf16 => 4,
+    }
+}
+
+/// The kernel of `epilogue` among the dual GEMM's three of a paired or small-CTA decode-size
+/// entry (fp16, NVFP4, bf16 output); none for the plain GEMM.
+fn gated_decode_index(epilogue: TileEpilogue) -> Option<usize> {
+    match epilogue {
+        TileEpilogue::Gated => Some(0),
+        TileEpilogue::GatedNvfp4 => Some(1),
+        TileEpilogue::GatedBf16 => Some(2),
+        TileEpilogue::Plain | TileEpilogue::PlainBf16 => None,
+    }
+}
+
 /// The Hopper module's kernels, loaded from its registry (`nvfp4_kernel::sm90::registry`).
 pub(crate) struct Sm90Kernels {
     tiled: Vec<LoadedTile<Tile, sm90::DualGemmArgs, sm90::GroupedArgs>>,
@@ -519,25 +542,14 @@ impl Sm90Kernels {
         small: bool,
     ) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
         if !small {
-            return Ok(&self.decode_whole_k[match epilogue {
-                TileEpilogue::Gated => 0,
-                TileEpilogue::GatedNvfp4 => 1,
-                TileEpilogue::Plain => 2,
-                TileEpilogue::GatedBf16 => 3,
-                TileEpilogue::PlainBf16 => 4,
-            }]);
+            return Ok(&self.decode_whole_k[decode_index(epilogue)]);
         }
-        match epilogue {
-            TileEpilogue::Gated => Some(0),
-            TileEpilogue::GatedNvfp4 => Some(1),
-            TileEpilogue::GatedBf16 => Some(2),
-            TileEpilogue::Plain | TileEpilogue::PlainBf16 => None,
-        }
-        .map(|i| &self.decode_whole_k_small[i])
-        .ok_or_else(|| Error::MissingKernel {
-            kernel: format!("small-CTA whole-K decode-size {}", epilogue.operation()),
-            arch: Arch::Sm90a.name(),
-        })
+        gated_decode_index(epilogue)
+            .map(|i| &self.decode_whole_k_small[i])
+            .ok_or_else(|| Error::MissingKernel {
+                kernel: format!("small-CTA whole-K decode-size {}", epilogue.operation()),
+                arch: Arch::Sm90a.name(),
+            })
     }
 
     /// The decode-size kernel of `epilogue` for `token_tiles` 8-token tiles; `paired`: the
@@ -549,13 +561,7 @@ impl Sm90Kernels {
         paired: bool,
     ) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
         if paired {
-            let index = match epilogue {
-                TileEpilogue::Gated => Some(0),
-                TileEpilogue::GatedNvfp4 => Some(1),
-                TileEpilogue::GatedBf16 => Some(2),
-                TileEpilogue::Plain | TileEpilogue::PlainBf16 => None,
-            };
-            return index
+            return gated_decode_index(epilogue)
                 .filter(|_| token_tiles == 1)
                 .map(|i| &self.decode_paired[i])
                 .ok_or_else(|| Error::MissingKernel {
@@ -566,17 +572,10 @@ impl Sm90Kernels {
                     arch: Arch::Sm90a.name(),
                 });
         }
-        let index = match epilogue {
-            TileEpilogue::Gated => 0,
-            TileEpilogue::GatedNvfp4 => 1,
-            TileEpilogue::Plain => 2,
-            TileEpilogue::GatedBf16 => 3,
-            TileEpilogue::PlainBf16 => 4,
-        };
         self.decode
             .iter()
             .find(|(tiles, _)| *tiles == token_tiles)
-            .map(|(_, kernels)| &kernels[index])
+            .map(|(_, kernels)| &kernels[decode_index(epilogue)])
             .ok_or_else(|| Error::MissingKernel {
                 kernel: format!(
                     "decode-size {} for {token_tiles} token tiles",
