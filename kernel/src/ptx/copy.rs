@@ -90,8 +90,28 @@ pub unsafe fn async_4(dst: u32, src: *const u32, src_bytes: u32) {
     };
 }
 
-/// `cp.async.commit_group`: closes the thread's group of [`async_4`] copies issued since the
-/// last commit (an empty group if none).
+/// `cp.async.ca.shared.global` of 16 bytes from global `src` to shared `dst`, or with
+/// `src_bytes = 0` sixteen zero bytes without reading `src`; it joins the thread's next group
+/// ([`async_commit`]).
+///
+/// # Safety
+/// `dst` must be a 16-byte aligned shared address inside the allocation and `src` a 16-byte
+/// aligned global address; `src_bytes` is 0 or 16, and 16 only where `src` is readable.
+#[inline(always)]
+pub unsafe fn async_16(dst: u32, src: *const u8, src_bytes: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!(
+            "cp.async.ca.shared.global [{d}], [{s}], 16, {n};",
+            d = in(reg32) dst,
+            s = in(reg64) src,
+            n = in(reg32) src_bytes,
+        )
+    };
+}
+
+/// `cp.async.commit_group`: closes the thread's group of [`async_4`] and [`async_16`] copies
+/// issued since the last commit (an empty group if none).
 #[inline(always)]
 pub fn async_commit() {
     // SAFETY: only closes this thread's group of copies.

@@ -731,11 +731,47 @@ pub const fn decode_verdict_offset(m: u32, steps_per_split: u32, nvfp4: bool) ->
     if tokens > reused { tokens } else { reused }
 }
 
+/// Offset of the decode-size kernel's copy of its split's packed token rows (two token tiles:
+/// see [`decode_copied_token_bytes`]): after the verdict word.
+pub const fn decode_copied_tokens_offset(m: u32, steps_per_split: u32, nvfp4: bool) -> u32 {
+    decode_verdict_offset(m, steps_per_split, nvfp4) + 16
+}
+
+/// Bytes between consecutive token rows' packed codes in the decode-size kernel's copy of a
+/// split of `steps` steps: 64 bytes a step, plus 16 so that a warp's reads of 16 rows spread
+/// over the banks.
+pub const fn decode_copied_codes_pitch(steps: u32) -> u32 {
+    steps * DECODE_K_PER_STEP / 2 + 16
+}
+
+/// Bytes between consecutive token rows' scale words in the same copy: one 4-byte word (an
+/// atom's four codes of the row) per 64 K, plus 4.
+pub const fn decode_copied_scales_pitch(steps: u32) -> u32 {
+    steps * (DECODE_K_PER_STEP / K_PER_SLICE) * 4 + 4
+}
+
+/// Bytes of the decode-size kernel's copy of its split's `m` packed token rows: their codes
+/// ([`decode_copied_codes_pitch`] a row), then their scale words
+/// ([`decode_copied_scales_pitch`] a row). Two token tiles only (M > [`DECODE_TOKEN_TILE`]):
+/// one tile decodes straight from global memory.
+pub const fn decode_copied_token_bytes(m: u32, steps_per_split: u32) -> u32 {
+    if decode_token_tiles(m) < 2 {
+        return 0;
+    }
+    let rows = if m < DECODE_MAX_TOKENS {
+        m
+    } else {
+        DECODE_MAX_TOKENS
+    };
+    rows * (decode_copied_codes_pitch(steps_per_split) + decode_copied_scales_pitch(steps_per_split))
+}
+
 /// Dynamic shared memory of the decode-size kernel: the token rows (or the bytes reused after
-/// the loop), then the verdict word ([`decode_verdict_offset`]). The NVFP4 output adds none
+/// the loop), then the verdict word ([`decode_verdict_offset`]), then for two token tiles the
+/// copy of the packed token rows ([`decode_copied_token_bytes`]). The NVFP4 output adds none
 /// unless a split's token rows are shorter than its staging.
 pub const fn decode_shared_bytes(m: u32, steps_per_split: u32, nvfp4: bool) -> u32 {
-    decode_verdict_offset(m, steps_per_split, nvfp4) + 16
+    decode_copied_tokens_offset(m, steps_per_split, nvfp4) + decode_copied_token_bytes(m, steps_per_split)
 }
 
 /// Most warps of a CTA of the whole-K decode-size kernel (`sm90::decode`, one token tile): its

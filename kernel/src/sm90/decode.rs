@@ -38,12 +38,13 @@ use crate::layout::{ATOM_BYTES, ATOM_LINE_BYTES, ATOM_SCALE_COLS, BlockedScales,
 use crate::prepare;
 use crate::ptx::{copy, cvt, fence, mem, mma, reg, smem, sreg};
 use crate::sm90::config::{
-    DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_HALVES_BYTES, DECODE_MAX_TOKENS,
-    DECODE_NVFP4_STAGING_OFFSET, DECODE_PAIRED_MIN_STEPS, DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP,
-    DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX, DecodeArgs,
-    GROUPED_DECODE_TOKEN_BUFFERS, GROUPED_DECODE_WARM_UP_STEPS, GroupedDecodeArgs, GroupedDecodeWarmUp,
-    K_PER_SLICE, balanced_window_steps, decode_steps, decode_token_pitch, decode_token_tiles,
-    decode_verdict_offset, decode_whole_k_records_offset, grouped_decode_buffer_bytes,
+    BLOCKS_PER_STAGE, DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_HALVES_BYTES, DECODE_K_PER_STEP,
+    DECODE_MAX_TOKENS, DECODE_NVFP4_STAGING_OFFSET, DECODE_PAIRED_MIN_STEPS, DECODE_RECORD_WORDS,
+    DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX,
+    DecodeArgs, GROUPED_DECODE_TOKEN_BUFFERS, GROUPED_DECODE_WARM_UP_STEPS, GroupedDecodeArgs,
+    GroupedDecodeWarmUp, K_PER_SLICE, SLICES_PER_STAGE, balanced_window_steps, decode_copied_codes_pitch,
+    decode_copied_scales_pitch, decode_copied_tokens_offset, decode_steps, decode_token_pitch,
+    decode_token_tiles, decode_verdict_offset, decode_whole_k_records_offset, grouped_decode_buffer_bytes,
     grouped_decode_outputs, stage_block,
 };
 use crate::sm90::registry;
@@ -426,18 +427,16 @@ unsafe fn stream<C: PairCodec, const TILES: usize, const PAIRED: bool>(
 /// `block(token, local_slice, w)` loads run `w`'s block for the first `real_rows` rows; the
 /// rows after them are zeros.
 ///
-/// `HALVES`: an item is half a row's slice (two runs), both loads in flight before either is
-/// decoded, and the real rows' items come first, so that at M ≤ 8 with splits of up to 8 steps
-/// every thread waits for one round trip of token loads; else an item is a whole slice (token
-/// row fastest), its runs loaded and decoded in turn — two round trips, which the two-tile
-/// entries keep: with half slices their loops spilled (the NVFP4 entry) or ran up to 5 % slower.
-/// All four runs' loads at once spilled beside the stream's first loads.
+/// An item is half a row's slice (two runs), both loads in flight before either is decoded, and
+/// the real rows' items come first, so that at M ≤ 8 with splits of up to 8 steps every thread
+/// waits for one round trip of token loads. (Two token tiles copy their rows first instead:
+/// [`stage_copied_tokens`].)
 ///
 /// # Safety
 /// `token_rows` rows of `slices` slices at `pitch` fit the kernel's shared memory;
 /// `real_rows ≤ token_rows`.
 #[inline(always)]
-unsafe fn stage_tokens<const HALVES: bool>(
+unsafe fn stage_tokens(
     [real_rows, token_rows]: [u32; 2],
     slices: u32,
     pitch: u32,
@@ -445,34 +444,9 @@ unsafe fn stage_tokens<const HALVES: bool>(
 ) {
     // At least 1: the `max` only proves the divisions below cannot panic.
     let (real_rows, token_rows) = (real_rows.max(1), token_rows.max(1));
-    let store = |at: u32, pairs: [u32; 8]| {
-        // SAFETY: a run of a row's slice inside the token rows (contract).
-        unsafe {
-            smem::st_v4(at, [pairs[0], pairs[1], pairs[2], pairs[3]]);
-            smem::st_v4(at + 16, [pairs[4], pairs[5], pairs[6], pairs[7]]);
-        }
-    };
-    let mut item = sreg::thread_idx_x();
-    if !HALVES {
-        while item < token_rows * slices {
-            let (token, local_slice) = (item % token_rows, item / token_rows);
-            let at = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE;
-            for w in 0..4 {
-                store(
-                    at + 32 * w,
-                    if token < real_rows {
-                        block(token, local_slice, w).decode::<Codec>()
-                    } else {
-                        [0; 8]
-                    },
-                );
-            }
-            item += sreg::block_dim_x();
-        }
-        return;
-    }
     let zero_rows = token_rows.saturating_sub(real_rows).max(1);
     let real_items = real_rows * slices * 2;
+    let mut item = sreg::thread_idx_x();
     while item < token_rows * slices * 2 {
         let real = item < real_items;
         let index = if real { item } else { item - real_items };
@@ -488,17 +462,35 @@ unsafe fn stage_tokens<const HALVES: bool>(
             }
         };
         let (first, second) = (run(0), run(1));
-        store(at, first.decode::<Codec>());
-        store(at + 32, second.decode::<Codec>());
+        // SAFETY (both): a run of a row's slice inside the token rows (contract).
+        unsafe {
+            store_run(at, first.decode::<Codec>());
+            store_run(at + 32, second.decode::<Codec>());
+        }
         item += sreg::block_dim_x();
     }
 }
 
-/// The dense kernels' staging: `token_rows` token rows of steps `first..end` decoded from A
-/// (`m` rows of `k / 2` bytes, blocked scales), rows past `m` zeros.
+/// Stores one decoded run (a block's eight pairs, 32 bytes) at shared address `at`.
 ///
 /// # Safety
-/// A's rows and scales are readable; the rows fit the kernel's shared memory.
+/// `at..at + 32` lies in the token rows, 16-byte aligned.
+#[inline(always)]
+unsafe fn store_run(at: u32, pairs: [u32; 8]) {
+    // SAFETY: the contract above.
+    unsafe {
+        smem::st_v4(at, [pairs[0], pairs[1], pairs[2], pairs[3]]);
+        smem::st_v4(at + 16, [pairs[4], pairs[5], pairs[6], pairs[7]]);
+    }
+}
+
+/// The dense kernels' staging for one token tile: `token_rows` token rows of steps
+/// `first..end` decoded from A (`m` rows of `k / 2` bytes, blocked scales), rows past `m`
+/// zeros ([`stage_tokens`]).
+///
+/// # Safety
+/// A's rows and scales as the decode-size contract states; the rows fit the kernel's shared
+/// memory at `pitch`.
 #[inline(always)]
 unsafe fn stage_dense_tokens(
     a: *const u8,
@@ -511,7 +503,6 @@ unsafe fn stage_dense_tokens(
 ) {
     let layout = BlockedScales::new(m as usize, k as usize);
     let slices = (end.saturating_sub(first) * DECODE_SLICES_PER_STEP).max(1);
-    let real_rows = m.min(token_rows);
     let block = |token: u32, local_slice: u32, w: u32| {
         // SAFETY: A's row `token` < m and its scales (contract).
         unsafe {
@@ -526,12 +517,126 @@ unsafe fn stage_dense_tokens(
             )
         }
     };
-    // SAFETY (both): forwarded; `stage_tokens` calls `block` for the first `real_rows` (< m)
-    // rows only. Half slices for one token tile (M ≤ 8), whole ones for two (see there).
-    if token_rows <= DECODE_TOKEN_TILE {
-        unsafe { stage_tokens::<true>([real_rows, token_rows], slices, pitch, block) }
-    } else {
-        unsafe { stage_tokens::<false>([real_rows, token_rows], slices, pitch, block) }
+    // SAFETY: forwarded; `stage_tokens` calls `block` for the first `m.min(token_rows)` (≤ m)
+    // rows only.
+    unsafe { stage_tokens([m.min(token_rows), token_rows], slices, pitch, block) }
+}
+
+/// The dense kernels' staging for two token tiles (M = 9…16): the `m.min(16)` real token rows'
+/// packed codes and scale words of steps `first..end` copied from A into shared memory at
+/// `copied` first (`cp.async`: every copy of the CTA in flight at once, no registers held;
+/// layout `config::decode_copied_token_bytes`), then decoded from there into the token rows at `pitch`
+/// as [`stage_tokens`] lays them out (an item a whole slice, token row fastest), the rows up to
+/// 16 past `m` zeros. Decoding straight from global memory took a round trip for each of an
+/// item's four runs here: with all four in flight the entries spilled beside the stream's first
+/// loads.
+///
+/// # Safety
+/// A's rows and scales as the decode-size contract states; the token rows at `pitch` and the
+/// copy at `copied` (for `end − first` steps) fit the kernel's shared memory; every thread of
+/// the CTA calls it.
+#[inline(always)]
+unsafe fn stage_copied_tokens(
+    a: *const u8,
+    a_scales: *const u8,
+    [m, k]: [u32; 2],
+    [first, end]: [u32; 2],
+    pitch: u32,
+    copied: u32,
+) {
+    const TOKEN_ROWS: u32 = DECODE_MAX_TOKENS;
+    let steps = end.saturating_sub(first);
+    let real_rows = m.min(TOKEN_ROWS);
+    let (codes_pitch, scales_pitch) = (
+        decode_copied_codes_pitch(steps),
+        decode_copied_scales_pitch(steps),
+    );
+    let scales_at = copied + real_rows * codes_pitch;
+    let (thread, threads) = (sreg::thread_idx_x(), sreg::block_dim_x());
+    let row_bytes = k / 2;
+    // Codes: 16-byte chunks (four a step), those past K zeros.
+    let chunks = steps * DECODE_K_PER_STEP / 32;
+    let mut i = thread;
+    while i < real_rows * chunks {
+        // At least 1: the `max` only proves the divisions cannot panic (chunks > 0 here).
+        let chunks = chunks.max(1);
+        let (row, chunk) = (i / chunks, i % chunks);
+        let byte = first * DECODE_K_PER_STEP / 2 + 16 * chunk;
+        let inside = byte < row_bytes;
+        let src = if inside {
+            // SAFETY: 16 bytes inside A's row `row` < m (K/2 is a multiple of 32).
+            unsafe { a.add((row * row_bytes + byte) as usize) }
+        } else {
+            a
+        };
+        // SAFETY: inside the copy (contract); `src` read only when inside A.
+        unsafe {
+            copy::async_16(
+                copied + row * codes_pitch + 16 * chunk,
+                src,
+                if inside { 16 } else { 0 },
+            )
+        };
+        i += threads;
+    }
+    // Scale words: one per row and atom (64 K), those past K zeros.
+    let layout = BlockedScales::new(m as usize, k as usize);
+    let words = steps * DECODE_K_PER_STEP / K_PER_SLICE;
+    let mut i = thread;
+    while i < real_rows * words {
+        let words = words.max(1);
+        let (row, word) = (i / words, i % words);
+        let atom = first * DECODE_K_PER_STEP / K_PER_SLICE + word;
+        let inside = atom * K_PER_SLICE < k;
+        let src = if inside {
+            // SAFETY: the atom's word of row `row` < m inside A's scales.
+            unsafe { a_scales.add(layout.offset(row as usize, (atom * ATOM_SCALE_COLS as u32) as usize)) }
+        } else {
+            a_scales
+        };
+        // SAFETY: inside the copy (contract); `src` (4-aligned) read only when inside.
+        unsafe {
+            copy::async_4(
+                scales_at + row * scales_pitch + 4 * word,
+                src as *const u32,
+                if inside { 4 } else { 0 },
+            )
+        };
+        i += threads;
+    }
+    copy::async_commit();
+    copy::async_wait_all();
+    fence::sync_threads();
+
+    let slices = (steps * DECODE_SLICES_PER_STEP).max(1);
+    let first_block = first * DECODE_BLOCKS_PER_STEP;
+    let mut item = thread;
+    while item < TOKEN_ROWS * slices {
+        let (token, local_slice) = (item % TOKEN_ROWS, item / TOKEN_ROWS);
+        let slice = first * DECODE_SLICES_PER_STEP + local_slice;
+        let at = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE;
+        for w in 0..4 {
+            let pairs = if token < real_rows {
+                let block =
+                    slice / SLICES_PER_STAGE * BLOCKS_PER_STAGE + stage_block(slice % SLICES_PER_STAGE, w);
+                let local = block - first_block;
+                // SAFETY: row `token`'s copied codes and scale word of a block of this split.
+                unsafe {
+                    SliceBlock::load_shared(
+                        copied + token * codes_pitch + 8 * local,
+                        scales_at + token * scales_pitch + 4 * (local / ATOM_SCALE_COLS as u32),
+                        local % ATOM_SCALE_COLS as u32,
+                        block < k / SCALE_BLOCK_K as u32,
+                    )
+                }
+                .decode::<Codec>()
+            } else {
+                [0; 8]
+            };
+            // SAFETY: a run of a row's slice inside the token rows (contract).
+            unsafe { store_run(at + 32 * w, pairs) };
+        }
+        item += threads;
     }
 }
 
@@ -734,17 +839,26 @@ unsafe fn decode<
 
     // The split's tokens, decoded into shared memory once per CTA.
     let pitch = decode_token_pitch(steps_per_split);
-    // SAFETY: A's rows and scales (contract); the token rows fit `decode_shared_bytes`.
+    // SAFETY: A's rows and scales (contract); the token rows and the copy fit
+    // `decode_shared_bytes`.
     unsafe {
-        stage_dense_tokens(
-            a,
-            a_scales,
-            m,
-            k,
-            tiles * DECODE_TOKEN_TILE,
-            [first_step, end_step],
-            pitch,
-        )
+        if TILES == 1 {
+            stage_dense_tokens(
+                a,
+                a_scales,
+                m,
+                k,
+                DECODE_TOKEN_TILE,
+                [first_step, end_step],
+                pitch,
+            )
+        } else {
+            // Opaque inputs: else the verdict's offset, computed here once, stays live across
+            // the loop (a spill in the plain entries).
+            let copied = smem::base()
+                + decode_copied_tokens_offset(reg::opaque(m), reg::opaque(steps_per_split), NVFP4);
+            stage_copied_tokens(a, a_scales, [m, k], [first_step, end_step], pitch, copied)
+        }
     };
     fence::sync_threads();
 

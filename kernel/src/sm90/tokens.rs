@@ -18,7 +18,7 @@
 
 use crate::fp4::{PairCodec, PermuteCodec, ShiftCodec};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
-use crate::ptx::{cvt, fence, mem, sreg, warp};
+use crate::ptx::{cvt, fence, mem, smem, sreg, warp};
 use crate::sm90::config::{
     BLOCKS_PER_STAGE, K_PER_SLICE, PredecodeArgs, SLICES_PER_STAGE, padded_k, stage_block,
 };
@@ -144,6 +144,26 @@ impl SliceBlock {
                 byte: (column % 4) as u32,
                 exists,
             }
+        }
+    }
+
+    /// Reads a block from a shared-memory copy of its row: its 8 bytes of codes at `codes`
+    /// (8-byte aligned) and the word holding its scale code at `scale_word` (4-aligned: the
+    /// row's codes of the block's atom), the code at byte `byte` of it; `exists` false for a
+    /// block at or past K (it decodes to zeros).
+    ///
+    /// # Safety
+    /// Both addresses lie inside the kernel's shared memory.
+    #[inline(always)]
+    pub unsafe fn load_shared(codes: u32, scale_word: u32, byte: u32, exists: bool) -> Self {
+        // SAFETY: the contract above.
+        let ([lo, hi], codes) = unsafe { (smem::ld_v2(codes), smem::ld_b32(scale_word)) };
+        Self {
+            lo,
+            hi,
+            codes,
+            byte,
+            exists,
         }
     }
 
