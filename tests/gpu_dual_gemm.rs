@@ -79,7 +79,8 @@ fn the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size() {
         (7, 2944, 320),
         (3, 512, 64),   // decode-size, K of one slice: lanes whose blocks lie past K load nothing
         (12, 512, 192), // the same at two token tiles, a partial second step
-        (16, 7168, 2048),
+        (16, 7168, 2048), // two token tiles staged through a copy of their packed rows
+        (13, 2048, 24576), // the same straight from global memory (the copy would cost the wave)
         (5, 40960, 256), // the decode-size kernel in several waves (640 row groups)
         (17, 576, 1024),
         (33, 4096, 7232),
@@ -274,7 +275,7 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
             (1, 8192, 2048),
             (3, 18432, 1024), // the small-CTA entry: nine CTAs an SM
             (7, 14336, 4096),
-            (16, 12544, 4096),
+            (16, 12544, 4096), // two token tiles straight from global memory (no room for the copy)
             // M ≤ 16 whose decode-size split needs several waves (640 row groups): the tiled
             // kernel.
             (1, 40960, 256),

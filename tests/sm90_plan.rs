@@ -277,7 +277,8 @@ fn decode_split_fills_one_wave_with_no_empty_split_and_fits_shared_memory() {
     }
     for nvfp4 in [false, true] {
         assert!(
-            decode_shared_bytes(DECODE_MAX_TOKENS, DECODE_MAX_STEPS_PER_SPLIT, nvfp4) <= MAX_SHARED_BYTES
+            decode_shared_bytes(DECODE_MAX_TOKENS, DECODE_MAX_STEPS_PER_SPLIT, nvfp4, true)
+                <= MAX_SHARED_BYTES
         );
     }
 }
@@ -377,9 +378,47 @@ fn sm90_geometry_takes_k_in_multiples_of_64_with_a_partial_last_stage() {
 /// by registers, fewer when their token rows fill the 228 KiB of shared memory (1 KiB reserved
 /// per CTA).
 fn h100_decode_residency(m: u32, steps: u32) -> u32 {
+    h100_decode_residency_of(m, steps, false)
+}
+
+/// [`h100_decode_residency`], with the two-tile copy of the packed token rows if `copied`.
+fn h100_decode_residency_of(m: u32, steps: u32, copied: bool) -> u32 {
     use nvfp4_kernel::sm90::config::decode_shared_bytes;
-    let per_cta = decode_shared_bytes(m, steps, false) + 1024;
+    let per_cta = decode_shared_bytes(m, steps, false, copied) + 1024;
     (228 * 1024 / per_cta).min(4)
+}
+
+#[test]
+fn two_token_tiles_copy_their_rows_only_where_the_wave_stays_resident() {
+    let plan = |m: u32, n: u32, k: u32| {
+        let split = DecodeSplit::fitted(n, k, 132, |s| h100_decode_residency(m, s));
+        let copied = split.copies_tokens(m, 132, |s| h100_decode_residency_of(m, s, true));
+        (split, copied)
+    };
+    // The MLP's 16-token shapes that run the split kernel: 7 or 4 steps a split, four CTAs an
+    // SM with or without the copy.
+    for (m, n, k) in [
+        (16, 4096, 7168),
+        (16, 8192, 2048),
+        (16, 2048, 8192),
+        (9, 7168, 2048),
+        (12, 512, 192),
+    ] {
+        let (split, copied) = plan(m, n, k);
+        assert!(copied, "{m}×{n}×{k}: {split:?}");
+    }
+    // Llama-2-7B's gate/up at 16 tokens: 172 row groups × 3 splits of 11 steps, four CTAs an SM
+    // without the copy, three with it: the rows are decoded straight from global memory.
+    let (split, copied) = plan(16, 11008, 4096);
+    assert_eq!((split.steps_per_split, split.splits), (11, 3));
+    assert_eq!(h100_decode_residency_of(16, 11, true), 3);
+    assert!(
+        split.serves(16, true, 132, |s| h100_decode_residency(16, s)),
+        "{split:?}"
+    );
+    assert!(!copied, "{split:?}");
+    // One token tile never copies.
+    assert!(!plan(8, 4096, 7168).1);
 }
 
 #[test]

@@ -115,19 +115,24 @@ impl Gpu {
         let kernel = kernels.decode(decode_token_tiles(m), TileEpilogue::f16(gated), false)?;
         // Resident CTAs per SM for each split length (its token rows in shared memory).
         let resident = (0..=sm90::DECODE_MAX_STEPS_PER_SPLIT)
-            .map(|steps| kernel.resident_per_sm_with(decode_shared_bytes(m, steps, false)))
+            .map(|steps| kernel.resident_per_sm_with(decode_shared_bytes(m, steps, false, false)))
             .collect::<Result<Vec<u32>>>()?;
         let resident = |steps: u32| resident.get(steps as usize).copied().unwrap_or(0);
         let split = DecodeSplit::fitted(n, k, self.multiprocessors(), resident);
         if !split.serves(m, gated, self.multiprocessors(), resident) {
             return Ok(None);
         }
+        // Two token tiles copy their packed rows first where that keeps the wave resident.
+        let with_copy =
+            kernel.resident_per_sm_with(decode_shared_bytes(m, split.steps_per_split, false, true))?;
+        let copied_tokens = split.copies_tokens(m, self.multiprocessors(), |_| with_copy);
         let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
             .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
         Ok(Some(PlannedKernel::Sm90Decode(Box::new(DecodeState {
             partials: DeviceBuffer::zeros(self.stream(), partial_words)?,
             arrivals: DeviceBuffer::zeros(self.stream(), (n / DECODE_GROUP_N) as usize)?,
             split,
+            copied_tokens,
         }))))
     }
 
@@ -494,7 +499,8 @@ impl DensePlan {
         let device_globals = device_globals(&a, &b1, self.gated.then_some(&b2));
         // The decode-size kernels' arguments: the split's partial sums and counters, its steps
         // per split and splits.
-        let decode_args = |[partials, arrivals]: [*mut u32; 2], [steps_per_split, splits]: [u32; 2]| {
+        let decode_args = |[partials, arrivals]: [*mut u32; 2],
+                           [steps_per_split, splits, copied_tokens]: [u32; 3]| {
             Ok::<_, Error>(sm90::DecodeArgs {
                 a: a.data_address() as *const u8,
                 a_scales: a.scales_address() as *const u8,
@@ -512,6 +518,7 @@ impl DensePlan {
                 k: k32,
                 steps_per_split,
                 splits,
+                copied_tokens,
                 alpha_gate: sm90_alpha(&a, &b1)?,
                 alpha_up: sm90_alpha(&a, &b2)?,
                 device_globals,
@@ -582,7 +589,7 @@ impl DensePlan {
                         decode.partials.address() as *mut u32,
                         decode.arrivals.address() as *mut u32,
                     ],
-                    [steps_per_split, splits],
+                    [steps_per_split, splits, u32::from(decode.copied_tokens)],
                 )?;
                 // SAFETY: `nvfp4_kernel::sm90::decode`'s contract: operands of the planned shape
                 // (checked above), partial sums and counters sized for this split, the counters
@@ -597,7 +604,7 @@ impl DensePlan {
                         .launch(
                             stream,
                             grid,
-                            decode_shared_bytes(m32, steps_per_split, epilogue.nvfp4()),
+                            decode_shared_bytes(m32, steps_per_split, epilogue.nvfp4(), decode.copied_tokens),
                             &args,
                             self.programmatic,
                         )
@@ -608,7 +615,7 @@ impl DensePlan {
                 // No split: the whole-K kernel reads neither partial sums nor counters.
                 let args = decode_args(
                     [std::ptr::null_mut(), std::ptr::null_mut()],
-                    [sm90::decode_steps(k32), 1],
+                    [sm90::decode_steps(k32), 1, 0],
                 )?;
                 // SAFETY: `nvfp4_kernel::sm90::decode`'s whole-K contract: operands of the
                 // planned shape (checked above), M ≤ 8 (the plan), one CTA per 16 outputs of

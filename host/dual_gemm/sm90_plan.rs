@@ -280,6 +280,9 @@ pub(super) struct DecodeState {
     /// One arrival counter per row group, zero between launches (the last CTA resets it).
     pub(super) arrivals: DeviceBuffer<u32>,
     pub(super) split: DecodeSplit,
+    /// Whether the launch stages two token tiles through a copy of their packed rows
+    /// ([`DecodeSplit::copies_tokens`]).
+    pub(super) copied_tokens: bool,
 }
 
 /// The K split of the decode-size kernel (`nvfp4_kernel::sm90::decode`) for one shape.
@@ -367,6 +370,16 @@ impl DecodeSplit {
     /// GEMM and two token tiles have one loop).
     pub fn paired(&self, m: u32, gated: bool) -> bool {
         gated && decode_token_tiles(m) == 1 && self.steps_per_split >= sm90::DECODE_PAIRED_MIN_STEPS
+    }
+
+    /// Whether `m` tokens of this split stage through a copy of their packed rows in shared
+    /// memory (`nvfp4_kernel::sm90::config::DecodeArgs::copied_tokens`): two token tiles whose
+    /// CTAs all stay resident at once on `multiprocessors` SMs holding `resident_copied(steps)`
+    /// CTAs each with the copy's shared memory. The copy was 2.5–9 % faster at 9–16 tokens
+    /// (H100, perf log entry 99) but must not cost the one wave: its ≈ 1.15 KiB a step took
+    /// Llama-2-7B's gate/up (16×11008×4096, 516 CTAs of 11 steps) from four CTAs an SM to three.
+    pub fn copies_tokens(&self, m: u32, multiprocessors: u32, resident_copied: impl Fn(u32) -> u32) -> bool {
+        decode_token_tiles(m) > 1 && self.in_one_wave(multiprocessors, resident_copied)
     }
 
     /// Whether all the split's CTAs are resident at once on `multiprocessors` SMs holding

@@ -449,10 +449,14 @@ impl Sm90Kernels {
                 grouped,
             });
         }
-        // The most the plans ask for: 16 token rows of the longest split.
+        // The most the plans ask for: 16 token rows of the longest split, and their copy.
         let load = |kernel, nvfp4| {
-            let shared =
-                sm90::decode_shared_bytes(sm90::DECODE_MAX_TOKENS, sm90::DECODE_MAX_STEPS_PER_SPLIT, nvfp4);
+            let shared = sm90::decode_shared_bytes(
+                sm90::DECODE_MAX_TOKENS,
+                sm90::DECODE_MAX_STEPS_PER_SPLIT,
+                nvfp4,
+                true,
+            );
             LoadedKernel::load_with_shared(module, kernel, shared)
         };
         let mut decode = Vec::new();

@@ -548,6 +548,10 @@ pub struct DecodeArgs {
     pub steps_per_split: u32,
     /// K splits; the grid is `splits × n / DECODE_GROUP_N` CTAs, split slowest.
     pub splits: u32,
+    /// Nonzero: two token tiles stage through a copy of their split's packed rows in shared
+    /// memory (one round trip; the launch holds `decode_shared_bytes(…, true)`), else straight
+    /// from global memory (a round trip per run). Ignored at one token tile.
+    pub copied_tokens: u32,
     /// Scale of the gate product (`2²⁸ · g_A · g_B1`, as the tiled kernel's).
     pub alpha_gate: f32,
     /// Scale of the up product.
@@ -767,11 +771,17 @@ pub const fn decode_copied_token_bytes(m: u32, steps_per_split: u32) -> u32 {
 }
 
 /// Dynamic shared memory of the decode-size kernel: the token rows (or the bytes reused after
-/// the loop), then the verdict word ([`decode_verdict_offset`]), then for two token tiles the
-/// copy of the packed token rows ([`decode_copied_token_bytes`]). The NVFP4 output adds none
-/// unless a split's token rows are shorter than its staging.
-pub const fn decode_shared_bytes(m: u32, steps_per_split: u32, nvfp4: bool) -> u32 {
-    decode_copied_tokens_offset(m, steps_per_split, nvfp4) + decode_copied_token_bytes(m, steps_per_split)
+/// the loop), then the verdict word ([`decode_verdict_offset`]), then where two token tiles
+/// stage through a copy of their packed rows (`copied`: [`DecodeArgs::copied_tokens`]) that
+/// copy ([`decode_copied_token_bytes`]). The NVFP4 output adds none unless a split's token rows
+/// are shorter than its staging.
+pub const fn decode_shared_bytes(m: u32, steps_per_split: u32, nvfp4: bool, copied: bool) -> u32 {
+    decode_copied_tokens_offset(m, steps_per_split, nvfp4)
+        + if copied {
+            decode_copied_token_bytes(m, steps_per_split)
+        } else {
+            0
+        }
 }
 
 /// Most warps of a CTA of the whole-K decode-size kernel (`sm90::decode`, one token tile): its

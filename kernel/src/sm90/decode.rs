@@ -427,16 +427,19 @@ unsafe fn stream<C: PairCodec, const TILES: usize, const PAIRED: bool>(
 /// `block(token, local_slice, w)` loads run `w`'s block for the first `real_rows` rows; the
 /// rows after them are zeros.
 ///
-/// An item is half a row's slice (two runs), both loads in flight before either is decoded, and
-/// the real rows' items come first, so that at M ≤ 8 with splits of up to 8 steps every thread
-/// waits for one round trip of token loads. (Two token tiles copy their rows first instead:
-/// [`stage_copied_tokens`].)
+/// `HALVES`: an item is half a row's slice (two runs), both loads in flight before either is
+/// decoded, and the real rows' items come first, so that at M ≤ 8 with splits of up to 8 steps
+/// every thread waits for one round trip of token loads; else an item is a whole slice (token
+/// row fastest), its four runs loaded and decoded in turn — a round trip each (with half
+/// slices the two-tile entries' loops spilled or ran up to 5 % slower; all four runs' loads at
+/// once spilled beside the stream's first loads). Two token tiles take that path only where
+/// the copy of [`stage_copied_tokens`], one round trip, would crowd CTAs off the SMs.
 ///
 /// # Safety
 /// `token_rows` rows of `slices` slices at `pitch` fit the kernel's shared memory;
 /// `real_rows ≤ token_rows`.
 #[inline(always)]
-unsafe fn stage_tokens(
+unsafe fn stage_tokens<const HALVES: bool>(
     [real_rows, token_rows]: [u32; 2],
     slices: u32,
     pitch: u32,
@@ -444,9 +447,29 @@ unsafe fn stage_tokens(
 ) {
     // At least 1: the `max` only proves the divisions below cannot panic.
     let (real_rows, token_rows) = (real_rows.max(1), token_rows.max(1));
+    // SAFETY: a run of a row's slice inside the token rows (contract).
+    let store = |at: u32, pairs: [u32; 8]| unsafe { store_run(at, pairs) };
+    let mut item = sreg::thread_idx_x();
+    if !HALVES {
+        while item < token_rows * slices {
+            let (token, local_slice) = (item % token_rows, item / token_rows);
+            let at = smem::base() + token * pitch + local_slice * 2 * K_PER_SLICE;
+            for w in 0..4 {
+                store(
+                    at + 32 * w,
+                    if token < real_rows {
+                        block(token, local_slice, w).decode::<Codec>()
+                    } else {
+                        [0; 8]
+                    },
+                );
+            }
+            item += sreg::block_dim_x();
+        }
+        return;
+    }
     let zero_rows = token_rows.saturating_sub(real_rows).max(1);
     let real_items = real_rows * slices * 2;
-    let mut item = sreg::thread_idx_x();
     while item < token_rows * slices * 2 {
         let real = item < real_items;
         let index = if real { item } else { item - real_items };
@@ -462,35 +485,18 @@ unsafe fn stage_tokens(
             }
         };
         let (first, second) = (run(0), run(1));
-        // SAFETY (both): a run of a row's slice inside the token rows (contract).
-        unsafe {
-            store_run(at, first.decode::<Codec>());
-            store_run(at + 32, second.decode::<Codec>());
-        }
+        store(at, first.decode::<Codec>());
+        store(at + 32, second.decode::<Codec>());
         item += sreg::block_dim_x();
     }
 }
 
-/// Stores one decoded run (a block's eight pairs, 32 bytes) at shared address `at`.
-///
-/// # Safety
-/// `at..at + 32` lies in the token rows, 16-byte aligned.
-#[inline(always)]
-unsafe fn store_run(at: u32, pairs: [u32; 8]) {
-    // SAFETY: the contract above.
-    unsafe {
-        smem::st_v4(at, [pairs[0], pairs[1], pairs[2], pairs[3]]);
-        smem::st_v4(at + 16, [pairs[4], pairs[5], pairs[6], pairs[7]]);
-    }
-}
-
-/// The dense kernels' staging for one token tile: `token_rows` token rows of steps
+/// The dense kernels' staging straight from global memory: `token_rows` token rows of steps
 /// `first..end` decoded from A (`m` rows of `k / 2` bytes, blocked scales), rows past `m`
-/// zeros ([`stage_tokens`]).
+/// zeros.
 ///
 /// # Safety
-/// A's rows and scales as the decode-size contract states; the rows fit the kernel's shared
-/// memory at `pitch`.
+/// A's rows and scales are readable; the rows fit the kernel's shared memory.
 #[inline(always)]
 unsafe fn stage_dense_tokens(
     a: *const u8,
@@ -503,6 +509,7 @@ unsafe fn stage_dense_tokens(
 ) {
     let layout = BlockedScales::new(m as usize, k as usize);
     let slices = (end.saturating_sub(first) * DECODE_SLICES_PER_STEP).max(1);
+    let real_rows = m.min(token_rows);
     let block = |token: u32, local_slice: u32, w: u32| {
         // SAFETY: A's row `token` < m and its scales (contract).
         unsafe {
@@ -517,9 +524,26 @@ unsafe fn stage_dense_tokens(
             )
         }
     };
-    // SAFETY: forwarded; `stage_tokens` calls `block` for the first `m.min(token_rows)` (≤ m)
-    // rows only.
-    unsafe { stage_tokens([m.min(token_rows), token_rows], slices, pitch, block) }
+    // SAFETY (both): forwarded; `stage_tokens` calls `block` for the first `real_rows` (< m)
+    // rows only. Half slices for one token tile (M ≤ 8), whole ones for two (see there).
+    if token_rows <= DECODE_TOKEN_TILE {
+        unsafe { stage_tokens::<true>([real_rows, token_rows], slices, pitch, block) }
+    } else {
+        unsafe { stage_tokens::<false>([real_rows, token_rows], slices, pitch, block) }
+    }
+}
+
+/// Stores one decoded run (a block's eight pairs, 32 bytes) at shared address `at`.
+///
+/// # Safety
+/// `at..at + 32` lies in the token rows, 16-byte aligned.
+#[inline(always)]
+unsafe fn store_run(at: u32, pairs: [u32; 8]) {
+    // SAFETY: the contract above.
+    unsafe {
+        smem::st_v4(at, [pairs[0], pairs[1], pairs[2], pairs[3]]);
+        smem::st_v4(at + 16, [pairs[4], pairs[5], pairs[6], pairs[7]]);
+    }
 }
 
 /// The dense kernels' staging for two token tiles (M = 9…16): the `m.min(16)` real token rows'
@@ -706,7 +730,8 @@ macro_rules! decode_entry {
         /// # Safety
         /// Arguments must satisfy [`DecodeArgs`]' contract with `decode_token_tiles(m)` equal
         /// to the entry's token tiles, launched with `DECODE_WARPS · 32` threads per CTA and
-        /// [`crate::sm90::config::decode_shared_bytes`] of dynamic shared memory.
+        /// [`crate::sm90::config::decode_shared_bytes`] of dynamic shared memory (with the
+        /// copy where [`DecodeArgs::copied_tokens`] asks for it).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
             // SAFETY: forwarded.
@@ -785,6 +810,7 @@ unsafe fn decode<
         k,
         steps_per_split,
         splits,
+        copied_tokens,
         alpha_gate,
         alpha_up,
         device_globals,
@@ -842,13 +868,13 @@ unsafe fn decode<
     // SAFETY: A's rows and scales (contract); the token rows and the copy fit
     // `decode_shared_bytes`.
     unsafe {
-        if TILES == 1 {
+        if TILES == 1 || copied_tokens == 0 {
             stage_dense_tokens(
                 a,
                 a_scales,
                 m,
                 k,
-                DECODE_TOKEN_TILE,
+                tiles * DECODE_TOKEN_TILE,
                 [first_step, end_step],
                 pitch,
             )
