@@ -502,7 +502,7 @@ fn the_decode_size_kernel_serves_one_wave_splits_and_the_plain_gemms_one_token_t
 /// 227 KiB a CTA).
 fn h100_whole_k_residency(m: u32, k: u32, warps: u32, small: bool) -> u32 {
     use nvfp4_kernel::sm90::config::decode_whole_k_shared_bytes;
-    let shared = decode_whole_k_shared_bytes(m, k, warps, true);
+    let shared = decode_whole_k_shared_bytes(m, k, warps, true, true);
     if shared > 227 * 1024 {
         return 0;
     }

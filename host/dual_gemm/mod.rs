@@ -147,7 +147,9 @@ impl Gpu {
         let epilogue = TileEpilogue::f16(gated);
         let mut resident = Vec::new();
         for (warps, small) in DecodeWholeK::BLOCKS {
-            let shared = sm90::decode_whole_k_shared_bytes(m, k, warps, true);
+            // The dual GEMM's shared memory (staged token rows) for both: the plain GEMM stages
+            // none, but its blocks were chosen and measured with this residency.
+            let shared = sm90::decode_whole_k_shared_bytes(m, k, warps, true, true);
             let count = if shared > self.shared_bytes_per_block() || (small && !gated) {
                 0
             } else {
@@ -624,7 +626,13 @@ impl DensePlan {
                     kernels.decode_whole_k(epilogue, whole_k.small)?.launch_blocks_of(
                         stream,
                         [whole_k.grid, 32 * whole_k.warps],
-                        sm90::decode_whole_k_shared_bytes(m32, k32, whole_k.warps, epilogue.nvfp4()),
+                        sm90::decode_whole_k_shared_bytes(
+                            m32,
+                            k32,
+                            whole_k.warps,
+                            epilogue.gated(),
+                            epilogue.nvfp4(),
+                        ),
                         &args,
                         self.programmatic,
                     )

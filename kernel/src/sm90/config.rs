@@ -799,12 +799,13 @@ pub const DECODE_WHOLE_K_SMALL_WARPS: u32 = 4;
 pub const DECODE_WHOLE_K_SMALL_CTAS_PER_SM: u32 = 9;
 
 /// Dynamic shared memory of a whole-K decode-size CTA of `warps` warps for `m` ≤
-/// [`DECODE_TOKEN_TILE`] tokens: the `m` real token rows over all of K (a lane of a token
-/// column past M reads row `m − 1`, whose products land in outputs never written), then one
-/// record of partial sums per warp, then for NVFP4 output (`nvfp4`) the staging of the
-/// CTA's outputs.
-pub const fn decode_whole_k_shared_bytes(m: u32, k: u32, warps: u32, nvfp4: bool) -> u32 {
-    decode_whole_k_records_offset(m, k)
+/// [`DECODE_TOKEN_TILE`] tokens: for the dual GEMM (`gated`) the `m` real token rows over all of
+/// K (a lane of a token column past M reads row `m − 1`, whose products land in outputs never
+/// written; the plain GEMM's lanes load their token rows beside the weights instead), then one
+/// record of partial sums per warp, then for NVFP4 output (`nvfp4`) the staging of the CTA's
+/// outputs.
+pub const fn decode_whole_k_shared_bytes(m: u32, k: u32, warps: u32, gated: bool, nvfp4: bool) -> u32 {
+    decode_whole_k_records_offset(m, k, gated)
         + warps * DECODE_RECORD_WORDS * 4
         + if nvfp4 {
             nvfp4_staging_bytes(DECODE_TOKEN_TILE)
@@ -813,9 +814,15 @@ pub const fn decode_whole_k_shared_bytes(m: u32, k: u32, warps: u32, nvfp4: bool
         }
 }
 
-/// Offset of a whole-K decode-size CTA's partial-sum records: past its token rows.
-pub const fn decode_whole_k_records_offset(m: u32, k: u32) -> u32 {
-    m * decode_token_pitch(decode_steps(k))
+/// Offset of a whole-K decode-size CTA's partial-sum records: past its token rows (the dual
+/// GEMM, `gated`; the plain GEMM's warps load their token rows' chunks beside the weights and
+/// stage none).
+pub const fn decode_whole_k_records_offset(m: u32, k: u32, gated: bool) -> u32 {
+    if gated {
+        m * decode_token_pitch(decode_steps(k))
+    } else {
+        0
+    }
 }
 
 const _: () = assert!(

@@ -328,6 +328,71 @@ impl StagedTokens {
     }
 }
 
+/// One lane's token row of A (one token tile: the lane's column `g`, or the last real row),
+/// streamed a step at a time as [`RowCursor`] streams a weight row: the same blocks of K, so its
+/// decoded pairs are the lane's B fragment. For the plain whole-K GEMM, whose every step belongs
+/// to one warp: staging decodes no token fewer times, and costs a round trip and a barrier.
+#[derive(Clone, Copy)]
+struct TokenRow {
+    /// The row's step-0 chunk of this lane.
+    data: *const u8,
+    /// Its step-0 scale word.
+    scales: *const u8,
+    /// The lane's first scale code in each scale word.
+    byte: u32,
+    /// Steps whose blocks of this lane lie below K.
+    lane_steps: u32,
+}
+
+impl TokenRow {
+    /// Row `row` of A (`k / 2` bytes a row, blocked scales of `layout`) as quad lane `t` loads
+    /// it.
+    #[inline(always)]
+    fn new(a: *const u8, a_scales: *const u8, layout: BlockedScales, row: u32, k: u32, t: u32) -> Self {
+        let lane_block = stage_block(0, t);
+        let byte = lane_block % ATOM_SCALE_COLS as u32;
+        Self {
+            data: a.wrapping_add((row * (k / 2) + 8 * lane_block) as usize),
+            scales: a_scales.wrapping_add(layout.offset_u32(row, lane_block - byte) as usize),
+            byte,
+            lane_steps: (k / SCALE_BLOCK_K as u32)
+                .saturating_sub(lane_block)
+                .div_ceil(DECODE_BLOCKS_PER_STEP),
+        }
+    }
+
+    /// A chunk that decodes to zeros: the registers before the first load.
+    const NOTHING: RowChunk = RowChunk {
+        words: [0; 4],
+        codes: 0,
+    };
+
+    /// Step `q`'s chunk and scale word if `load` and the lane's blocks of it lie below K
+    /// (else nothing read: `old`'s registers, zero scales).
+    ///
+    /// # Safety
+    /// The row lies inside A and its scales.
+    #[inline(always)]
+    unsafe fn load_if(&self, q: u32, load: bool, old: RowChunk) -> RowChunk {
+        let data = self
+            .data
+            .wrapping_add(q as usize * RowPair::CHUNK_STRIDE as usize);
+        let scales = self
+            .scales
+            .wrapping_add(q as usize * RowPair::SCALE_STRIDE as usize);
+        // SAFETY: the contract; read only for a step whose blocks lie below K.
+        let (words, codes) = unsafe {
+            mem::ld_global_stream_chunk_and_word_if(
+                data as *const u32,
+                scales as *const u32,
+                load && q < self.lane_steps,
+                old.words,
+            )
+        };
+        RowChunk { words, codes }
+    }
+}
+
 /// Multiplies steps `first, first + stride, … < end` of `pair` with the staged tokens (step `q`
 /// at staged slice `(q − origin) · DECODE_SLICES_PER_STEP`) into `sums`, the MMAs' C fragments
 /// per token tile. `chunks` holds step `first`'s loads; each next step's loads go out before a
@@ -417,6 +482,64 @@ unsafe fn stream<C: PairCodec, const TILES: usize, const PAIRED: bool>(
         if q >= end {
             break;
         }
+    }
+}
+
+/// [`stream`]'s loop of one step an iteration for one token tile whose tokens are not staged:
+/// each step's chunk of the lane's token row ([`TokenRow`]) is loaded beside the weights' and
+/// decoded into the lane's B fragment (the same blocks of K as its weight chunks, so the same
+/// pairs). `first_loads` holds step `first`'s weight and token loads.
+///
+/// # Safety
+/// As [`RowPair::load`] and [`TokenRow::load_if`].
+#[inline(always)]
+unsafe fn stream_own_tokens<C: PairCodec>(
+    pair: &RowPair,
+    first_loads: ([RowChunk; 2], RowChunk),
+    [first, end, stride]: [u32; 3],
+    token: TokenRow,
+    sums: &mut [f32; 4],
+) {
+    let byte = pair.byte();
+    let mut multiply = |(chunks, tokens): &([RowChunk; 2], RowChunk)| {
+        let mut slice = |j: u32| {
+            let weights = [chunks[0].pairs::<C>(j, byte), chunks[1].pairs::<C>(j, byte)];
+            let b = tokens.pairs::<C>(j, token.byte);
+            for step in 0..4 {
+                let a = [
+                    weights[0][2 * step],
+                    weights[1][2 * step],
+                    weights[0][2 * step + 1],
+                    weights[1][2 * step + 1],
+                ];
+                *sums = mma::m16n8k16_f32_f16(*sums, a, [b[2 * step], b[2 * step + 1]]);
+            }
+        };
+        // Written out: as a loop, the chunks' words went to local memory, indexed by the slice.
+        const { assert!(DECODE_SLICES_PER_STEP == 2) };
+        slice(0);
+        slice(1);
+    };
+    let cursor = pair.cursor();
+    let stop = end.min(cursor.lane_steps);
+    // SAFETY (both): forwarded; loaded only below K.
+    let load = |q: u32, (old, old_token): ([RowChunk; 2], RowChunk)| unsafe {
+        (
+            cursor.load_if(q, q < stop, old),
+            token.load_if(q, q < end, old_token),
+        )
+    };
+    let (mut even, mut odd, mut q) = (first_loads, (RowCursor::NOTHING, TokenRow::NOTHING), first);
+    while q < end {
+        odd = load(q + stride, odd);
+        multiply(&even);
+        q += stride;
+        if q >= end {
+            break;
+        }
+        even = load(q + stride, even);
+        multiply(&odd);
+        q += stride;
     }
 }
 
@@ -1103,7 +1226,7 @@ macro_rules! decode_whole_k_entry {
         /// `arrivals`, `steps_per_split` and `splits` are ignored) with M ≤ 8, launched with
         /// `n / DECODE_ROWS_PER_WARP` CTAs of `w · 32` threads, `w` ≤ the entry's
         /// `.maxntid` warps (even for the dual GEMM), and
-        /// `decode_whole_k_shared_bytes(m, k, w, nvfp4)` of dynamic shared memory.
+        /// `decode_whole_k_shared_bytes(m, k, w, gated, nvfp4)` of dynamic shared memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
             // SAFETY: forwarded.
@@ -1197,20 +1320,39 @@ unsafe fn decode_whole_k<const GATED: bool, const NVFP4: bool, const BF16: bool>
     // SAFETY: this lane's rows of B (contract); a step past K loads the row's first chunk.
     let chunks = unsafe { pair.load::<true>(part) };
 
-    // The real token rows over all of K, decoded into shared memory once per CTA.
-    let pitch = decode_token_pitch(steps);
-    // SAFETY: A's rows and scales (contract); the rows fit `decode_whole_k_shared_bytes`.
-    unsafe { stage_dense_tokens(a, a_scales, m, k, m, [0, steps], pitch) };
-    fence::sync_threads();
-
     let mut sums = [[0f32; 4]; 1];
-    let tokens = StagedTokens::new(pitch, g.min(m - 1), t);
-    // SAFETY: as above; every step's slices are staged.
-    unsafe { stream::<Codec, 1, false>(&pair, chunks, [part, steps, parts], 0, tokens, &mut sums) };
+    if GATED {
+        // The real token rows over all of K, decoded into shared memory once per CTA (each
+        // step's tokens serve a gate and an up warp).
+        let pitch = decode_token_pitch(steps);
+        // SAFETY: A's rows and scales (contract); the rows fit `decode_whole_k_shared_bytes`.
+        unsafe { stage_dense_tokens(a, a_scales, m, k, m, [0, steps], pitch) };
+        fence::sync_threads();
+        let tokens = StagedTokens::new(pitch, g.min(m - 1), t);
+        // SAFETY: as above; every step's slices are staged.
+        unsafe { stream::<Codec, 1, false>(&pair, chunks, [part, steps, parts], 0, tokens, &mut sums) };
+    } else {
+        // Each step belongs to one warp: its lanes load their token row's chunks beside the
+        // weights (the lanes of token columns past M read row `m − 1`, as staged ones would).
+        let token = TokenRow::new(
+            a,
+            a_scales,
+            BlockedScales::new(m as usize, k as usize),
+            g.min(m - 1),
+            k,
+            t,
+        );
+        // SAFETY: A's row `g.min(m − 1)` and its scales (contract).
+        let first = unsafe { token.load_if(part, true, TokenRow::NOTHING) };
+        // SAFETY: as above.
+        unsafe {
+            stream_own_tokens::<Codec>(&pair, (chunks, first), [part, steps, parts], token, &mut sums[0])
+        };
+    }
     fence::launch_dependents();
 
     // Every warp's sums as a record past the token rows; warp 0 adds them in part order.
-    let records = smem::base() + decode_whole_k_records_offset(m, k);
+    let records = smem::base() + decode_whole_k_records_offset(m, k, GATED);
     let record = |warp: u32| records + (warp * 32 + lane) * 16;
     // SAFETY: this warp's record, inside `decode_whole_k_shared_bytes`.
     unsafe { smem::st_v4(record(warp), sums[0].map(f32::to_bits)) };
