@@ -3,8 +3,11 @@
 //!
 //! ```text
 //! cargo run --release --example dual_gemm -- [--m M] [--n N] [--k K] [--seed S]
-//!     [--dist task|full] [--backend auto|gpu|cpu] [--sets S] [--check-only]
+//!     [--dist task|full] [--backend auto|gpu|cpu] [--sets S] [--check-only] [--op dual|gemm]
 //! ```
+//!
+//! `--op gemm` runs the plain GEMM `C = A·B1ᵀ` (the down projection) the same way instead, on
+//! the GPU only (for example under compute-sanitizer with `--check-only`).
 //!
 //! * `gpu` (the default on a compute capability 9.0 or 10.x device; the 10.x kernel has never
 //!   run): the fused kernel, checked
@@ -20,10 +23,12 @@ use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 use half::f16;
+use nvfp4::dual_gemm::DualGemmPlan;
+use nvfp4::gemm::{GemmPlan, GemmShape};
 use nvfp4::gpu::{DeviceNvFp4Matrix, Gpu};
 use nvfp4::progress::Reporter;
 use nvfp4::reference::{self, TASK_TOLERANCE};
-use nvfp4::{Distribution, DualGemmShape, Problem};
+use nvfp4::{BlockedScales, Distribution, DualGemmShape, Problem};
 use rayon::prelude::*;
 
 const GPU_DEFAULT_SHAPE: DualGemmShape = DualGemmShape {
@@ -37,7 +42,7 @@ const CPU_DEFAULT_SHAPE: DualGemmShape = DualGemmShape {
     k: 7168,
 };
 const USAGE: &str = "usage: dual_gemm [--m M] [--n N] [--k K] [--seed S] [--dist task|full] \
-                     [--backend auto|gpu|cpu] [--sets S] [--check-only]";
+                     [--backend auto|gpu|cpu] [--sets S] [--check-only] [--op dual|gemm]";
 
 struct Args {
     m: Option<usize>,
@@ -48,6 +53,8 @@ struct Args {
     backend: String,
     sets: usize,
     check_only: bool,
+    /// The plain GEMM (`--op gemm`) instead of the dual GEMM.
+    plain: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -60,6 +67,7 @@ fn parse_args() -> Result<Args, String> {
         backend: "auto".into(),
         sets: 50,
         check_only: false,
+        plain: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -81,6 +89,8 @@ fn parse_args() -> Result<Args, String> {
             "--dist" => args.distribution = value.parse().map_err(|e: nvfp4::Error| e.to_string())?,
             "--backend" if ["auto", "gpu", "cpu"].contains(&value.as_str()) => args.backend = value,
             "--backend" => return Err(format!("--backend {value}: must be auto, gpu or cpu")),
+            "--op" if ["dual", "gemm"].contains(&value.as_str()) => args.plain = value == "gemm",
+            "--op" => return Err(format!("--op {value}: must be dual or gemm")),
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -97,6 +107,10 @@ fn main() -> ExitCode {
     };
     let result = match select_gpu(&args.backend) {
         Ok(Some(gpu)) => run_gpu(&args, &gpu),
+        Ok(None) if args.plain => {
+            eprintln!("--op gemm runs on the GPU only\n{USAGE}");
+            return ExitCode::from(2);
+        }
         Ok(None) => run_cpu(&args),
         Err(e) => Err(e),
     };
@@ -133,13 +147,46 @@ fn shape(args: &Args, default: DualGemmShape) -> DualGemmShape {
     }
 }
 
+/// The planned operation of a GPU run: the dual GEMM, or (`--op gemm`) the plain GEMM of A and B1.
+enum Plan {
+    Dual(DualGemmPlan),
+    Plain(GemmPlan),
+}
+
+impl Plan {
+    fn tile_and_grid(&self) -> ((u32, u32), u32) {
+        match self {
+            Plan::Dual(plan) => plan.tile_and_grid(),
+            Plan::Plain(plan) => plan.tile_and_grid(),
+        }
+    }
+
+    fn launch(
+        &self,
+        gpu: &Gpu,
+        [a, b1, b2]: &[DeviceNvFp4Matrix; 3],
+        c: &mut CudaSlice<f16>,
+    ) -> nvfp4::Result<()> {
+        match self {
+            Plan::Dual(plan) => plan.launch(gpu, a, b1, b2, c),
+            Plan::Plain(plan) => plan.launch(gpu, a, b1, c),
+        }
+    }
+}
+
 fn run_gpu(args: &Args, gpu: &Gpu) -> nvfp4::Result<bool> {
     let shape = shape(args, GPU_DEFAULT_SHAPE);
-    let plan = gpu.plan_dual_gemm(shape)?;
+    let DualGemmShape { m, n, k } = shape;
+    let plan = if args.plain {
+        Plan::Plain(gpu.plan_gemm(GemmShape { m, n, k })?)
+    } else {
+        Plan::Dual(gpu.plan_dual_gemm(shape)?)
+    };
     println!(
-        "backend: gpu, {} ({:?}), tile {} tokens × {} outputs, {} CTAs",
+        "backend: gpu, {} ({:?}), {}, tile {} tokens × {} outputs, {} CTAs",
         gpu.name(),
         gpu.arch(),
+        if args.plain { "plain GEMM" } else { "dual GEMM" },
         plan.tile_and_grid().0.0,
         plan.tile_and_grid().0.1,
         plan.tile_and_grid().1
@@ -165,12 +212,15 @@ fn run_gpu(args: &Args, gpu: &Gpu) -> nvfp4::Result<bool> {
     );
 
     let mut c: CudaSlice<f16> = gpu.stream().clone_htod(&vec![f16::NAN; shape.m * shape.n])?;
-    let [a, b1, b2] = &inputs[0];
-    plan.launch(gpu, a, b1, b2, &mut c)?;
+    plan.launch(gpu, &inputs[0], &mut c)?;
     let got = gpu.stream().clone_dtoh(&c)?;
     let reporter = Reporter::new("cpu reference");
     let p = &problems[0];
-    let want = reference::dual_gemm_with_progress(&p.a, &p.b1, &p.b2, &|d, n| reporter.update(d, n))?;
+    let want = if args.plain {
+        reference::gemm(&p.a, &p.b1)?
+    } else {
+        reference::dual_gemm_with_progress(&p.a, &p.b1, &p.b2, &|d, n| reporter.update(d, n))?
+    };
     let report = reference::check(&got, &want, shape.n, TASK_TOLERANCE)?;
     println!("check against the CPU reference (rtol = atol = 1e-3): {report}");
     if args.check_only {
@@ -181,8 +231,8 @@ fn run_gpu(args: &Args, gpu: &Gpu) -> nvfp4::Result<bool> {
     let mut batches = Vec::new();
     for batch in 0..6 {
         let start = gpu.stream().record_event(timing)?;
-        for [a, b1, b2] in &inputs {
-            plan.launch(gpu, a, b1, b2, &mut c)?;
+        for input in &inputs {
+            plan.launch(gpu, input, &mut c)?;
         }
         let end = gpu.stream().record_event(timing)?;
         end.synchronize()?;
@@ -192,13 +242,22 @@ fn run_gpu(args: &Args, gpu: &Gpu) -> nvfp4::Result<bool> {
     }
     batches.sort_by(f64::total_cmp);
     let median = batches[batches.len() / 2];
+    // The plain GEMM does one of the two products and reads one of the two weight matrices.
+    let (flops, bytes) = if args.plain {
+        (
+            shape.flops() / 2.0,
+            shape.bytes() - (n * k / 2 + BlockedScales::new(n, k).len()),
+        )
+    } else {
+        (shape.flops(), shape.bytes())
+    };
     println!(
         "gpu: {median:.1} µs per call (median of {} batches of {}; best {:.1}), {:.0} TFLOP/s, {:.0} GB/s",
         batches.len(),
         inputs.len(),
         batches[0],
-        shape.flops() / median / 1e6,
-        shape.bytes() as f64 / median / 1e3
+        flops / median / 1e6,
+        bytes as f64 / median / 1e3
     );
     Ok(report.passed())
 }

@@ -63,6 +63,10 @@ sanitize() { # tools...
     one $tool dual-3x64x2880 $b/examples/dual_gemm --m 3 --n 64 --k 2880 --check-only # decode-size: 23 splits, a half last step
     one $tool dual-1x14336x4096 $b/examples/dual_gemm --m 1 --n 14336 --k 4096 --check-only # whole-K CTAs of 4 warps
     one $tool dual-5x4096x7232 $b/examples/dual_gemm --m 5 --n 4096 --k 7232 --check-only # whole-K, 16 warps, a half last step
+    one $tool dual-16x12544x4096 $b/examples/dual_gemm --m 16 --n 12544 --k 4096 --check-only # two token tiles straight from global memory (no room for the copy)
+    one $tool gemm-1x4096x7168 $b/examples/dual_gemm --op gemm --m 1 --n 4096 --k 7168 --check-only # whole-K, tokens loaded beside the weights
+    one $tool gemm-6x4096x7232 $b/examples/dual_gemm --op gemm --m 6 --n 4096 --k 7232 --check-only # the same, a half last step
+    one $tool gemm-16x2048x8192 $b/examples/dual_gemm --op gemm --m 16 --n 2048 --k 8192 --check-only # two token tiles through the copy
     one $tool dual-30x2048x2304 $b/examples/dual_gemm --m 30 --n 2048 --k 2304 --check-only
     one $tool dual-64x512x1024 $b/examples/dual_gemm --m 64 --n 512 --k 1024 --check-only
     one $tool dual-512x4096x320 $b/examples/dual_gemm --m 512 --n 4096 --k 320 --check-only # 256-token tiles
