@@ -123,9 +123,12 @@ impl Gpu {
             return Ok(None);
         }
         // Two token tiles copy their packed rows first where that keeps the wave resident.
-        let with_copy =
-            kernel.resident_per_sm_with(decode_shared_bytes(m, split.steps_per_split, false, true))?;
-        let copied_tokens = split.copies_tokens(m, self.multiprocessors(), |_| with_copy);
+        // (The occupancy query only where there is a copy to weigh.)
+        let copied_tokens = decode_token_tiles(m) > 1 && {
+            let with_copy =
+                kernel.resident_per_sm_with(decode_shared_bytes(m, split.steps_per_split, false, true))?;
+            split.copies_tokens(m, self.multiprocessors(), |_| with_copy)
+        };
         let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
             .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
         Ok(Some(PlannedKernel::Sm90Decode(Box::new(DecodeState {

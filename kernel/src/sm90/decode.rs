@@ -349,15 +349,14 @@ impl TokenRow {
     /// it.
     #[inline(always)]
     fn new(a: *const u8, a_scales: *const u8, layout: BlockedScales, row: u32, k: u32, t: u32) -> Self {
-        let lane_block = stage_block(0, t);
-        let byte = lane_block % ATOM_SCALE_COLS as u32;
+        // The row as a weight row pair of it twice, whose first row's cursor is this one.
+        let pair = RowPair::new(a, a_scales, layout, [row, row], k, t);
+        let cursor = pair.cursor();
         Self {
-            data: a.wrapping_add((row * (k / 2) + 8 * lane_block) as usize),
-            scales: a_scales.wrapping_add(layout.offset_u32(row, lane_block - byte) as usize),
-            byte,
-            lane_steps: (k / SCALE_BLOCK_K as u32)
-                .saturating_sub(lane_block)
-                .div_ceil(DECODE_BLOCKS_PER_STEP),
+            data: cursor.data,
+            scales: cursor.scales,
+            byte: pair.byte(),
+            lane_steps: cursor.lane_steps,
         }
     }
 
@@ -390,6 +389,27 @@ impl TokenRow {
             )
         };
         RowChunk { words, codes }
+    }
+}
+
+/// The four K16 MMAs of one 64-K slice: the decoded pairs of a lane's two weight rows (`g`,
+/// `g + 8`) as the A fragments, each tile's token pairs as its B fragments, into `sums`.
+#[inline(always)]
+fn multiply_slice<const TILES: usize>(
+    sums: &mut [[f32; 4]; TILES],
+    weights: &[[u32; 8]; 2],
+    b: &[[u32; 8]; TILES],
+) {
+    for step in 0..4 {
+        let a = [
+            weights[0][2 * step],
+            weights[1][2 * step],
+            weights[0][2 * step + 1],
+            weights[1][2 * step + 1],
+        ];
+        for tile in 0..TILES {
+            sums[tile] = mma::m16n8k16_f32_f16(sums[tile], a, [b[tile][2 * step], b[tile][2 * step + 1]]);
+        }
     }
 }
 
@@ -426,18 +446,7 @@ unsafe fn stream<C: PairCodec, const TILES: usize, const PAIRED: bool>(
             let weights = [chunks[0].pairs::<C>(j, byte), chunks[1].pairs::<C>(j, byte)];
             let local_slice = (q - origin) * DECODE_SLICES_PER_STEP + j;
             let b: [[u32; 8]; TILES] = core::array::from_fn(|tile| tokens.pairs(tile as u32, local_slice));
-            for step in 0..4 {
-                let a = [
-                    weights[0][2 * step],
-                    weights[1][2 * step],
-                    weights[0][2 * step + 1],
-                    weights[1][2 * step + 1],
-                ];
-                for tile in 0..TILES {
-                    sums[tile] =
-                        mma::m16n8k16_f32_f16(sums[tile], a, [b[tile][2 * step], b[tile][2 * step + 1]]);
-                }
-            }
+            multiply_slice(sums, &weights, &b);
         }
     };
     if !PAIRED {
@@ -498,22 +507,13 @@ unsafe fn stream_own_tokens<C: PairCodec>(
     first_loads: ([RowChunk; 2], RowChunk),
     [first, end, stride]: [u32; 3],
     token: TokenRow,
-    sums: &mut [f32; 4],
+    sums: &mut [[f32; 4]; 1],
 ) {
     let byte = pair.byte();
     let mut multiply = |(chunks, tokens): &([RowChunk; 2], RowChunk)| {
         let mut slice = |j: u32| {
             let weights = [chunks[0].pairs::<C>(j, byte), chunks[1].pairs::<C>(j, byte)];
-            let b = tokens.pairs::<C>(j, token.byte);
-            for step in 0..4 {
-                let a = [
-                    weights[0][2 * step],
-                    weights[1][2 * step],
-                    weights[0][2 * step + 1],
-                    weights[1][2 * step + 1],
-                ];
-                *sums = mma::m16n8k16_f32_f16(*sums, a, [b[2 * step], b[2 * step + 1]]);
-            }
+            multiply_slice(sums, &weights, &[tokens.pairs::<C>(j, token.byte)]);
         };
         // Written out: as a loop, the chunks' words went to local memory, indexed by the slice.
         const { assert!(DECODE_SLICES_PER_STEP == 2) };
@@ -1345,9 +1345,7 @@ unsafe fn decode_whole_k<const GATED: bool, const NVFP4: bool, const BF16: bool>
         // SAFETY: A's row `g.min(m − 1)` and its scales (contract).
         let first = unsafe { token.load_if(part, true, TokenRow::NOTHING) };
         // SAFETY: as above.
-        unsafe {
-            stream_own_tokens::<Codec>(&pair, (chunks, first), [part, steps, parts], token, &mut sums[0])
-        };
+        unsafe { stream_own_tokens::<Codec>(&pair, (chunks, first), [part, steps, parts], token, &mut sums) };
     }
     fence::launch_dependents();
 
