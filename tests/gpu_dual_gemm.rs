@@ -73,8 +73,9 @@ fn the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size() {
     // Decode sizes (M ≤ 16), each tile width, K with a partial last stage, and N an odd
     // multiple of 64 (a plain tile holds 128 outputs: the last one half empty).
     for (m, n, k) in [
-        (1, 4096, 7168), // whole-K CTAs of 16 warps
-        (6, 4096, 7232), // the same, six token rows, a partial last step
+        (1, 4096, 7168),  // whole-K CTAs of 16 warps
+        (6, 4096, 7232),  // the same, six token rows, a partial last step
+        (8, 4096, 14336), // the same, eight token rows
         (2, 2880, 2880),
         (7, 2944, 320),
         (3, 512, 64),   // decode-size, K of one slice: lanes whose blocks lie past K load nothing

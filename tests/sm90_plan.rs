@@ -500,9 +500,9 @@ fn the_decode_size_kernel_serves_one_wave_splits_and_the_plain_gemms_one_token_t
 /// The whole-K decode-size CTAs of `warps` warps an H100 SM holds for `m` tokens and reduction
 /// length `k`: 64 registers a thread, 228 KiB of shared memory (1 KiB reserved per CTA, at most
 /// 227 KiB a CTA).
-fn h100_whole_k_residency(m: u32, k: u32, warps: u32, small: bool) -> u32 {
+fn h100_whole_k_residency(m: u32, k: u32, warps: u32, small: bool, gated: bool) -> u32 {
     use nvfp4_kernel::sm90::config::decode_whole_k_shared_bytes;
-    let shared = decode_whole_k_shared_bytes(m, k, warps, true, true);
+    let shared = decode_whole_k_shared_bytes(m, k, warps, gated, true);
     if shared > 227 * 1024 {
         return 0;
     }
@@ -515,7 +515,7 @@ fn h100_whole_k_residency(m: u32, k: u32, warps: u32, small: bool) -> u32 {
 fn one_token_tile_takes_whole_k_ctas_where_they_fill_the_sms_in_one_wave() {
     let choose = |m: u32, n: u32, k: u32, gated: bool| {
         DecodeWholeK::choose([m, n, k], gated, 132, |warps, small| {
-            h100_whole_k_residency(m, k, warps, small)
+            h100_whole_k_residency(m, k, warps, small, gated)
         })
     };
     let small = |m, n, k| choose(m, n, k, true).is_some_and(|c| c.small);
@@ -540,7 +540,9 @@ fn one_token_tile_takes_whole_k_ctas_where_they_fill_the_sms_in_one_wave() {
     assert_eq!(warps(1, 7168, 2048, false), None);
     // Token rows over all of K that do not fit beside enough neighbours, and two token tiles.
     assert_eq!(warps(8, 4096, 7168, true), None);
-    assert_eq!(warps(8, 4096, 14336, false), None);
+    // The plain GEMM stages no token rows: 8 tokens fit whole-K blocks of 16 warps.
+    assert_eq!(warps(8, 4096, 14336, false), Some(16));
+    assert_eq!(warps(8, 4096, 7168, false), Some(16));
     assert_eq!(warps(9, 4096, 7168, true), None);
     for m in 1..=8 {
         for (n, k) in [(64, 64), (4096, 7168), (14336, 4096), (7168, 18432), (40960, 256)] {
@@ -550,7 +552,7 @@ fn one_token_tile_takes_whole_k_ctas_where_they_fill_the_sms_in_one_wave() {
                     assert_eq!(c.grid, n / 16);
                     assert!(gated || !c.small, "{c:?}: small CTAs are the dual GEMM's");
                     assert!(
-                        c.grid <= 132 * h100_whole_k_residency(m, k, c.warps, c.small),
+                        c.grid <= 132 * h100_whole_k_residency(m, k, c.warps, c.small, gated),
                         "{c:?}"
                     );
                 }

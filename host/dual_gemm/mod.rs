@@ -150,9 +150,10 @@ impl Gpu {
         let epilogue = TileEpilogue::f16(gated);
         let mut resident = Vec::new();
         for (warps, small) in DecodeWholeK::BLOCKS {
-            // The dual GEMM's shared memory (staged token rows) for both: the plain GEMM stages
-            // none, but its blocks were chosen and measured with this residency.
-            let shared = sm90::decode_whole_k_shared_bytes(m, k, warps, true, true);
+            // Each op's own shared memory: the plain GEMM stages no token rows, so 5–8 tokens
+            // fit whole-K blocks too (H100: 8×4096×7168 0.946, 8×4096×14336 0.966 the split
+            // kernel's time).
+            let shared = sm90::decode_whole_k_shared_bytes(m, k, warps, gated, true);
             let count = if shared > self.shared_bytes_per_block() || (small && !gated) {
                 0
             } else {
