@@ -888,6 +888,12 @@ registry::decode_paired_entries!(decode_paired_entries);
 /// 128-K steps of its split's weights a decode-size CTA prefetches into L2 before it waits for
 /// the previous kernel.
 const DECODE_WARM_UP_STEPS: u32 = 2;
+/// 128-K steps of each warp's share a whole-K CTA prefetches into L2 before it waits for the
+/// previous kernel. Less than the split kernel's: bulk prefetches of the whole rows made the
+/// whole-K GEMMs 13–28 % slower, and one step a part was faster than two (H100: GEMM
+/// 1×4096×7168 10.45 → 9.91 µs, 8×4096×7168 0.963, dual GEMM 1×14336×4096 0.987; none at all
+/// 0.98–1.01), where the split kernel's rows were 2–5 % slower with one (perf log entry 105).
+const DECODE_WHOLE_K_WARM_UP_STEPS: u32 = 1;
 
 /// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`),
 /// the dual GEMM if `GATED` (written as NVFP4 if `NVFP4`), else the plain GEMM (whose `b2` is
@@ -1307,7 +1313,7 @@ unsafe fn decode_whole_k<const GATED: bool, const NVFP4: bool, const BF16: bool>
     // one contiguous range per row, by the first part's warp of each matrix.
     if part == 0 && t == 0 {
         let row_bytes = k / 2;
-        let bytes = (DECODE_WARM_UP_STEPS * parts * DECODE_BLOCKS_PER_STEP * 8).min(row_bytes);
+        let bytes = (DECODE_WHOLE_K_WARM_UP_STEPS * parts * DECODE_BLOCKS_PER_STEP * 8).min(row_bytes);
         for row in rows {
             // SAFETY: the start of this lane's row inside B (contract), 16-byte aligned, a
             // multiple of 16 bytes.
