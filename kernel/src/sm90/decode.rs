@@ -67,6 +67,20 @@ struct RowChunk {
 }
 
 impl RowChunk {
+    /// The streamed chunk at `data` and scale word at `scales` if `load`; else nothing is read:
+    /// `old`'s registers, zero scales.
+    ///
+    /// # Safety
+    /// `load` only where the chunk and word lie inside the matrix and its scales.
+    #[inline(always)]
+    unsafe fn load_streamed_if(data: *const u8, scales: *const u8, load: bool, old: RowChunk) -> Self {
+        // SAFETY: the contract; nothing is read unless `load`.
+        let (words, codes) = unsafe {
+            mem::ld_global_stream_chunk_and_word_if(data as *const u32, scales as *const u32, load, old.words)
+        };
+        Self { words, codes }
+    }
+
     /// Loads the chunk at byte `data_offset` of `data` and its scale word at byte
     /// `scale_offset` of `scales`; `exists` false loads `fallback` (the row's first chunk and
     /// scale word, always there) and gives it zero scales. Branch-free. `STREAMED`: the chunk
@@ -142,6 +156,16 @@ impl RowPair {
     const CHUNK_STRIDE: u32 = DECODE_BLOCKS_PER_STEP * 8;
     /// Bytes between a row's scale words of consecutive steps.
     const SCALE_STRIDE: u32 = DECODE_BLOCKS_PER_STEP / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32;
+
+    /// Step `q`'s chunk and scale word of the row whose step-0 chunk is at `data` and scale word
+    /// at `scales` (addresses only: nothing is read).
+    #[inline(always)]
+    fn step_addresses(data: *const u8, scales: *const u8, q: u32) -> (*const u8, *const u8) {
+        (
+            data.wrapping_add(q as usize * Self::CHUNK_STRIDE as usize),
+            scales.wrapping_add(q as usize * Self::SCALE_STRIDE as usize),
+        )
+    }
 
     /// Rows `rows` of the matrix at `data` (`k / 2` bytes a row) with blocked scales `scales`
     /// of `layout`, as quad lane `t` loads them.
@@ -261,12 +285,7 @@ impl RowCursor {
     /// The rows lie inside the matrix and its scales; `load` only for a step below K.
     #[inline(always)]
     unsafe fn load_if(&self, q: u32, load: bool, old: [RowChunk; 2]) -> [RowChunk; 2] {
-        let data = self
-            .data
-            .wrapping_add(q as usize * RowPair::CHUNK_STRIDE as usize);
-        let scales = self
-            .scales
-            .wrapping_add(q as usize * RowPair::SCALE_STRIDE as usize);
+        let (data, scales) = RowPair::step_addresses(self.data, self.scales, q);
         let rows = [
             (data, scales),
             (
@@ -274,19 +293,8 @@ impl RowCursor {
                 scales.wrapping_add(ROW8_SCALE_BYTES as usize),
             ),
         ];
-        [0, 1].map(|r| {
-            let (data, scales) = rows[r];
-            // SAFETY: the contract; nothing is read unless `load`.
-            let (words, codes) = unsafe {
-                mem::ld_global_stream_chunk_and_word_if(
-                    data as *const u32,
-                    scales as *const u32,
-                    load,
-                    old[r].words,
-                )
-            };
-            RowChunk { words, codes }
-        })
+        // SAFETY: the contract; nothing is read unless `load`.
+        [0, 1].map(|r| unsafe { RowChunk::load_streamed_if(rows[r].0, rows[r].1, load, old[r]) })
     }
 }
 
@@ -373,22 +381,10 @@ impl TokenRow {
     /// The row lies inside A and its scales.
     #[inline(always)]
     unsafe fn load_if(&self, q: u32, load: bool, old: RowChunk) -> RowChunk {
-        let data = self
-            .data
-            .wrapping_add(q as usize * RowPair::CHUNK_STRIDE as usize);
-        let scales = self
-            .scales
-            .wrapping_add(q as usize * RowPair::SCALE_STRIDE as usize);
         // SAFETY: the contract; read only for a step whose blocks lie below K.
-        let (words, codes) = unsafe {
-            mem::ld_global_stream_chunk_and_word_if(
-                data as *const u32,
-                scales as *const u32,
-                load && q < self.lane_steps,
-                old.words,
-            )
-        };
-        RowChunk { words, codes }
+        let (data, scales) = RowPair::step_addresses(self.data, self.scales, q);
+        // SAFETY: the contract; read only for a step whose blocks lie below K.
+        unsafe { RowChunk::load_streamed_if(data, scales, load && q < self.lane_steps, old) }
     }
 }
 
