@@ -28,7 +28,7 @@ use cudarc::driver::{CudaSlice, DeviceRepr};
 use half::{bf16, f16};
 use nvfp4::gemm::GemmShape;
 use nvfp4::gpu::{DeviceNvFp4Matrix, Gpu};
-use nvfp4::{BlockedScales, Distribution, DualGemmShape, Problem};
+use nvfp4::{Distribution, DualGemmShape, Problem};
 use rayon::prelude::*;
 
 /// The GPU MODE `nvfp4_gemm` problem's benchmark shapes (M × N × K).
@@ -90,17 +90,6 @@ struct Row {
     cublas_bf16: Timing,
     floor_us: f64,
     floor_bound: &'static str,
-}
-
-/// Bytes of one call: A and B as fp4 data with their blocked scales, C as fp16.
-fn shape_bytes(s: GemmShape) -> usize {
-    let operand = |rows: usize| rows * s.k / 2 + BlockedScales::new(rows, s.k).len();
-    operand(s.m) + operand(s.n) + 2 * s.m * s.n
-}
-
-/// FLOPs of one call.
-fn shape_flops(s: GemmShape) -> f64 {
-    2.0 * s.m as f64 * s.n as f64 * s.k as f64
 }
 
 /// Times one cuBLAS GEMM per call in element type `T` on operands dequantized beforehand.
@@ -186,8 +175,8 @@ fn bench_shape(
         options.max_seconds,
     )?;
 
-    let memory_us = shape_bytes(shape) as f64 / setup.ceilings.copy_gbs / 1e3;
-    let compute_us = shape_flops(shape) / setup.ceilings.fp16_tflops / 1e6;
+    let memory_us = shape.bytes() as f64 / setup.ceilings.copy_gbs / 1e3;
+    let compute_us = shape.flops() / setup.ceilings.fp16_tflops / 1e6;
     let (floor_us, floor_bound) = if memory_us > compute_us {
         (memory_us, "memory")
     } else {

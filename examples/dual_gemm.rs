@@ -28,7 +28,7 @@ use nvfp4::gemm::{GemmPlan, GemmShape};
 use nvfp4::gpu::{DeviceNvFp4Matrix, Gpu};
 use nvfp4::progress::Reporter;
 use nvfp4::reference::{self, TASK_TOLERANCE};
-use nvfp4::{BlockedScales, Distribution, DualGemmShape, Problem};
+use nvfp4::{Distribution, DualGemmShape, Problem};
 use rayon::prelude::*;
 
 const GPU_DEFAULT_SHAPE: DualGemmShape = DualGemmShape {
@@ -242,12 +242,9 @@ fn run_gpu(args: &Args, gpu: &Gpu) -> nvfp4::Result<bool> {
     }
     batches.sort_by(f64::total_cmp);
     let median = batches[batches.len() / 2];
-    // The plain GEMM does one of the two products and reads one of the two weight matrices.
     let (flops, bytes) = if args.plain {
-        (
-            shape.flops() / 2.0,
-            shape.bytes() - (n * k / 2 + BlockedScales::new(n, k).len()),
-        )
+        let shape = GemmShape { m, n, k };
+        (shape.flops(), shape.bytes())
     } else {
         (shape.flops(), shape.bytes())
     };

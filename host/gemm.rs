@@ -13,7 +13,7 @@ use half::f16;
 use crate::dual_gemm::{DenseOut, DensePlan};
 use crate::error::Result;
 use crate::gpu::{DeviceNvFp4Matrix, F16Mut, Gpu, NvFp4Ref};
-use crate::problem::DualGemmShape;
+use crate::problem::{DualGemmShape, nvfp4_operand_bytes};
 
 /// `C[M × N] = α · A[M × K] · B[N × K]ᵀ`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,6 +24,19 @@ pub struct GemmShape {
     pub n: usize,
     /// The reduction dimension, in fp4 elements.
     pub k: usize,
+}
+
+impl GemmShape {
+    /// `2·M·N·K`: multiply-adds of the product, counted as 2 FLOPs each.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+
+    /// Bytes each input and the output take once: A and B as fp4 data with their blocked scales
+    /// (padding included), C as fp16.
+    pub fn bytes(&self) -> usize {
+        nvfp4_operand_bytes(self.m, self.k) + nvfp4_operand_bytes(self.n, self.k) + 2 * self.m * self.n
+    }
 }
 
 /// A validated plain GEMM for one shape on one GPU. Launches must be stream-ordered.

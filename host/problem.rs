@@ -50,9 +50,14 @@ impl DualGemmShape {
     /// Bytes each input and the output take once (docs/format.md's count): fp4 data, blocked scales
     /// (padding included) and the fp16 output.
     pub fn bytes(&self) -> usize {
-        let operand = |rows: usize| rows * self.k / 2 + BlockedScales::new(rows, self.k).len();
+        let operand = |rows| nvfp4_operand_bytes(rows, self.k);
         operand(self.m) + 2 * operand(self.n) + 2 * self.m * self.n
     }
+}
+
+/// Bytes of an NVFP4 operand of `rows × k`: its fp4 data and blocked scales (padding included).
+pub(crate) fn nvfp4_operand_bytes(rows: usize, k: usize) -> usize {
+    rows * k / 2 + BlockedScales::new(rows, k).len()
 }
 
 /// Value distributions of random inputs.

@@ -114,3 +114,20 @@ fn scale_padding_items_write_every_padding_byte_once_and_no_real_scale() {
         }
     }
 }
+
+#[test]
+fn a_plain_gemm_counts_one_weight_matrix_and_one_product_of_the_dual_gemm_s_two() {
+    use nvfp4::DualGemmShape;
+    use nvfp4::gemm::GemmShape;
+    for (m, n, k) in [
+        (1, 4096, 7168),
+        (16, 2048, 8192),
+        (129, 192, 64),
+        (4096, 4096, 14336),
+    ] {
+        let (dual, plain) = (DualGemmShape { m, n, k }, GemmShape { m, n, k });
+        let b = n * k / 2 + BlockedScales::new(n, k).len();
+        assert_eq!(plain.bytes(), dual.bytes() - b, "{m}×{n}×{k}");
+        assert_eq!(plain.flops(), dual.flops() / 2.0, "{m}×{n}×{k}");
+    }
+}
