@@ -248,8 +248,8 @@ fn wide_tiles_split_by_stream_k_only_with_two_a_cta_where_whole_ones_leave_a_qua
 #[test]
 fn decode_split_fills_one_wave_with_no_empty_split_and_fits_shared_memory() {
     use nvfp4_kernel::sm90::config::{
-        DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, MAX_SHARED_BYTES, decode_shared_bytes,
-        decode_steps,
+        DECODE_GROUP_N, DECODE_MAX_STEPS_PER_SPLIT, DECODE_MAX_TOKENS, DECODE_WIDE_WARPS_PER_MATRIX,
+        MAX_SHARED_BYTES, decode_shared_bytes, decode_steps,
     };
     // (n, k, resident CTAs, splits): 4 CTAs on each of 132 SMs.
     let cases = [
@@ -277,8 +277,13 @@ fn decode_split_fills_one_wave_with_no_empty_split_and_fits_shared_memory() {
     }
     for nvfp4 in [false, true] {
         assert!(
-            decode_shared_bytes(DECODE_MAX_TOKENS, DECODE_MAX_STEPS_PER_SPLIT, nvfp4, true)
-                <= MAX_SHARED_BYTES
+            decode_shared_bytes(
+                DECODE_MAX_TOKENS,
+                DECODE_MAX_STEPS_PER_SPLIT,
+                nvfp4,
+                true,
+                DECODE_WIDE_WARPS_PER_MATRIX
+            ) <= MAX_SHARED_BYTES
         );
     }
 }
@@ -383,8 +388,8 @@ fn h100_decode_residency(m: u32, steps: u32) -> u32 {
 
 /// [`h100_decode_residency`], with the two-tile copy of the packed token rows if `copied`.
 fn h100_decode_residency_of(m: u32, steps: u32, copied: bool) -> u32 {
-    use nvfp4_kernel::sm90::config::decode_shared_bytes;
-    let per_cta = decode_shared_bytes(m, steps, false, copied) + 1024;
+    use nvfp4_kernel::sm90::config::{DECODE_WARPS_PER_MATRIX, decode_shared_bytes};
+    let per_cta = decode_shared_bytes(m, steps, false, copied, DECODE_WARPS_PER_MATRIX) + 1024;
     (228 * 1024 / per_cta).min(4)
 }
 
@@ -419,6 +424,43 @@ fn two_token_tiles_copy_their_rows_only_where_the_wave_stays_resident() {
     assert!(!copied, "{split:?}");
     // One token tile never copies.
     assert!(!plan(8, 4096, 7168).1);
+}
+
+/// Resident wide decode-size CTAs per SM on an H100 (16 warps of 64 registers: two by
+/// registers), fewer when their token rows fill the shared memory.
+fn h100_wide_residency(m: u32, steps: u32) -> u32 {
+    use nvfp4_kernel::sm90::config::{DECODE_WIDE_WARPS_PER_MATRIX, decode_shared_bytes};
+    let per_cta = decode_shared_bytes(m, steps, false, false, DECODE_WIDE_WARPS_PER_MATRIX) + 1024;
+    (228 * 1024 / per_cta).min(2)
+}
+
+#[test]
+fn two_token_tiles_take_the_wide_entries_where_only_they_fit_one_wave_or_splits_are_long() {
+    use nvfp4_kernel::sm90::config::{DECODE_WIDE_WARPS_PER_MATRIX, decode_group_n};
+    let wide_n = decode_group_n(DECODE_WIDE_WARPS_PER_MATRIX);
+    assert_eq!(wide_n, 128);
+    // (m, n, k) → takes the wide entries, their split (steps, splits).
+    let takes = |m: u32, n: u32, k: u32| {
+        let resident = |s| h100_decode_residency(m, s);
+        let standard = DecodeSplit::fitted(n, k, 132, resident).serves(m, true, 132, resident);
+        let wide = DecodeSplit::fitted_rows(n, k, 132, |s| h100_wide_residency(m, s), wide_n);
+        assert_eq!(wide.grid, wide.splits * n / wide_n, "{m}×{n}×{k}");
+        let takes = wide.takes_wide(standard, 132, |s| h100_wide_residency(m, s));
+        (takes, (wide.steps_per_split, wide.splits))
+    };
+    // Llama-3-8B's 16-token GEMMs: only the wide split fits one wave (two CTAs an SM).
+    assert_eq!(takes(16, 14336, 4096), (true, (16, 2)));
+    assert_eq!(takes(16, 4096, 14336), (true, (14, 8)));
+    assert_eq!(takes(9, 4096, 14336), (true, (14, 8)));
+    // Both fit: the wide entries from `DECODE_WIDE_MIN_STEPS` steps a split.
+    assert_eq!(takes(16, 11008, 4096), (true, (11, 3)));
+    assert_eq!(takes(16, 12544, 4096), (true, (16, 2)));
+    assert!(takes(16, 4096, 9216).0, "16, 4096, 9216");
+    assert!(!takes(16, 4096, 8192).0, "16, 4096, 8192");
+    assert!(!takes(16, 4096, 7168).0, "16, 4096, 7168");
+    assert!(!takes(16, 8192, 2048).0, "16, 8192, 2048");
+    // Neither fits one wave: the tiled kernel (288 wide row groups × 2 splits).
+    assert!(!takes(16, 18432, 7168).0, "16, 18432, 7168");
 }
 
 #[test]

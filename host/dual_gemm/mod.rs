@@ -18,15 +18,17 @@
 use cudarc::driver::CudaSlice;
 use half::f16;
 use nvfp4_kernel::sm90::config::{
-    self as sm90, DECODE_GROUP_N, DECODE_MAX_TOKENS, decode_partial_words, decode_shared_bytes,
-    decode_token_tiles, padded_k, tile_n,
+    self as sm90, DECODE_MAX_TOKENS, decode_partial_words, decode_shared_bytes, decode_token_tiles, padded_k,
+    tile_n,
 };
 use nvfp4_kernel::sm90::registry::TileEpilogue;
 use nvfp4_kernel::sm100::config as sm100;
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
-use crate::gpu::{Arch, DeviceNvFp4Matrix, F16Mut, Gpu, HalfFormat, NvFp4Mut, NvFp4Ref, tensor_map};
+use crate::gpu::{
+    Arch, DecodeForm, DeviceNvFp4Matrix, F16Mut, Gpu, HalfFormat, NvFp4Mut, NvFp4Ref, tensor_map,
+};
 use crate::problem::DualGemmShape;
 use crate::rules::{SM90_OPERAND_RESCALE, StreamKState, device_globals, kernel_alpha, set_a_collector};
 
@@ -68,6 +70,11 @@ pub(crate) enum DenseOut<'a> {
     F16(F16Mut<'a>),
     /// An `M × N` NVFP4 matrix, bit-identical to quantizing the fp16 C with its global scale.
     NvFp4(NvFp4Mut<'a>),
+}
+
+/// Resident CTAs per SM by split length, as a function (0 past the table: does not fit).
+fn per_split(resident: &[u32]) -> impl Fn(u32) -> u32 + '_ {
+    |steps| resident.get(steps as usize).copied().unwrap_or(0)
 }
 
 /// The kernel a plan launches.
@@ -112,30 +119,64 @@ impl Gpu {
         if let Some(whole_k) = self.plan_sm90_whole_k(m, n, k, gated)? {
             return Ok(Some(PlannedKernel::Sm90WholeK(whole_k)));
         }
-        let kernel = kernels.decode(decode_token_tiles(m), TileEpilogue::f16(gated), false)?;
-        // Resident CTAs per SM for each split length (its token rows in shared memory).
-        let resident = (0..=sm90::DECODE_MAX_STEPS_PER_SPLIT)
-            .map(|steps| kernel.resident_per_sm_with(decode_shared_bytes(m, steps, false, false)))
-            .collect::<Result<Vec<u32>>>()?;
-        let resident = |steps: u32| resident.get(steps as usize).copied().unwrap_or(0);
-        let split = DecodeSplit::fitted(n, k, self.multiprocessors(), resident);
-        if !split.serves(m, gated, self.multiprocessors(), resident) {
-            return Ok(None);
+        let tiles = decode_token_tiles(m);
+        let fit = |form: DecodeForm| -> Result<(DecodeSplit, Vec<u32>)> {
+            // Resident CTAs per SM for each split length (its token rows in shared memory).
+            let kernel = kernels.decode(tiles, TileEpilogue::f16(gated), form)?;
+            let resident = (0..=sm90::DECODE_MAX_STEPS_PER_SPLIT)
+                .map(|steps| {
+                    kernel.resident_per_sm_with(decode_shared_bytes(
+                        m,
+                        steps,
+                        false,
+                        false,
+                        form.warps_per_matrix(),
+                    ))
+                })
+                .collect::<Result<Vec<u32>>>()?;
+            let group_n = sm90::decode_group_n(form.warps_per_matrix());
+            let split = DecodeSplit::fitted_rows(n, k, self.multiprocessors(), per_split(&resident), group_n);
+            Ok((split, resident))
+        };
+        let (standard, resident) = fit(DecodeForm::Standard)?;
+        let standard_serves = standard.serves(m, gated, self.multiprocessors(), per_split(&resident));
+        // Two token tiles: the wide entries where their split pays (`DecodeSplit::takes_wide`).
+        let wide_n = sm90::decode_group_n(sm90::DECODE_WIDE_WARPS_PER_MATRIX);
+        let mut choice = standard_serves.then_some((DecodeForm::Standard, standard));
+        if tiles == 2 && n.is_multiple_of(wide_n) {
+            let (wide, resident) = fit(DecodeForm::Wide)?;
+            if wide.takes_wide(standard_serves, self.multiprocessors(), per_split(&resident)) {
+                choice = Some((DecodeForm::Wide, wide));
+            }
         }
+        let Some((form, split)) = choice else {
+            return Ok(None);
+        };
         // Two token tiles copy their packed rows first where that keeps the wave resident.
         // (The occupancy query only where there is a copy to weigh.)
-        let copied_tokens = decode_token_tiles(m) > 1 && {
-            let with_copy =
-                kernel.resident_per_sm_with(decode_shared_bytes(m, split.steps_per_split, false, true))?;
+        let copied_tokens = tiles > 1 && {
+            let kernel = kernels.decode(tiles, TileEpilogue::f16(gated), form)?;
+            let with_copy = kernel.resident_per_sm_with(decode_shared_bytes(
+                m,
+                split.steps_per_split,
+                false,
+                true,
+                form.warps_per_matrix(),
+            ))?;
             split.copies_tokens(m, self.multiprocessors(), |_| with_copy)
         };
         let partial_words = usize::try_from(decode_partial_words(m, n, split.splits))
             .map_err(|_| Error::invalid("m × n", "too large for one launch", format!("{m} × {n}")))?;
         Ok(Some(PlannedKernel::Sm90Decode(Box::new(DecodeState {
             partials: DeviceBuffer::zeros(self.stream(), partial_words)?,
-            arrivals: DeviceBuffer::zeros(self.stream(), (n / DECODE_GROUP_N) as usize)?,
+            arrivals: DeviceBuffer::zeros(self.stream(), (n / split.group_n) as usize)?,
             split,
             copied_tokens,
+            // The one-tile dual GEMM's long splits: two steps an iteration.
+            form: match form {
+                DecodeForm::Standard if split.paired(m, gated) => DecodeForm::Paired,
+                form => form,
+            },
         }))))
     }
 
@@ -431,7 +472,7 @@ impl DensePlan {
             PlannedKernel::Sm90Decode(decode) => (
                 (
                     decode_token_tiles(self.shape.m as u32) * sm90::DECODE_TOKEN_TILE,
-                    DECODE_GROUP_N,
+                    decode.split.group_n,
                 ),
                 decode.split.grid,
             ),
@@ -589,6 +630,7 @@ impl DensePlan {
                     steps_per_split,
                     splits,
                     grid,
+                    ..
                 } = decode.split;
                 let args = decode_args(
                     [
@@ -602,15 +644,17 @@ impl DensePlan {
                 // zero (allocated so, and every launch leaves them so).
                 unsafe {
                     kernels
-                        .decode(
-                            decode_token_tiles(m32),
-                            epilogue,
-                            decode.split.paired(m32, epilogue.gated()),
-                        )?
+                        .decode(decode_token_tiles(m32), epilogue, decode.form)?
                         .launch(
                             stream,
                             grid,
-                            decode_shared_bytes(m32, steps_per_split, epilogue.nvfp4(), decode.copied_tokens),
+                            decode_shared_bytes(
+                                m32,
+                                steps_per_split,
+                                epilogue.nvfp4(),
+                                decode.copied_tokens,
+                                decode.form.warps_per_matrix(),
+                            ),
                             &args,
                             self.programmatic,
                         )

@@ -13,7 +13,7 @@ use nvfp4_kernel::sm90::registry as sm90_registry;
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::DeviceBuffer;
-use crate::gpu::{Gpu, NvFp4Ref};
+use crate::gpu::{DecodeForm, Gpu, NvFp4Ref};
 use crate::problem::DualGemmShape;
 use crate::rules::{KERNEL_INDEX_LIMIT, check_gemm_shape};
 
@@ -283,6 +283,8 @@ pub(super) struct DecodeState {
     /// Whether the launch stages two token tiles through a copy of their packed rows
     /// ([`DecodeSplit::copies_tokens`]).
     pub(super) copied_tokens: bool,
+    /// The entries the split launches (wide: two token tiles, `split.group_n` outputs a CTA).
+    pub(super) form: DecodeForm,
 }
 
 /// The K split of the decode-size kernel (`nvfp4_kernel::sm90::decode`) for one shape.
@@ -292,16 +294,24 @@ pub struct DecodeSplit {
     pub steps_per_split: u32,
     /// K splits, none of them empty.
     pub splits: u32,
-    /// CTAs: `splits × n / DECODE_GROUP_N`.
+    /// CTAs: `splits × n / group_n`.
     pub grid: u32,
+    /// Outputs a CTA (a row group): `DECODE_GROUP_N`, or the wide entries' (`decode_group_n` of
+    /// `DECODE_WIDE_WARPS_PER_MATRIX`).
+    pub group_n: u32,
 }
 
 impl DecodeSplit {
     /// The split of `k` that fills `capacity` resident CTAs once (one wave) with `n /
     /// DECODE_GROUP_N` row groups per split, each split as long as the shared memory allows.
     pub fn new(n: u32, k: u32, capacity: u32) -> Self {
+        Self::with_rows(n, k, capacity, DECODE_GROUP_N)
+    }
+
+    /// [`DecodeSplit::new`] for row groups of `group_n` outputs.
+    pub fn with_rows(n: u32, k: u32, capacity: u32, group_n: u32) -> Self {
         let steps = decode_steps(k).max(1);
-        let groups = (n / DECODE_GROUP_N).max(1);
+        let groups = (n / group_n).max(1);
         let splits = (capacity / groups).clamp(1, steps);
         let steps_per_split = steps.div_ceil(splits).min(DECODE_MAX_STEPS_PER_SPLIT);
         let splits = steps.div_ceil(steps_per_split);
@@ -309,6 +319,7 @@ impl DecodeSplit {
             steps_per_split,
             splits,
             grid: splits * groups,
+            group_n,
         }
     }
 
@@ -320,13 +331,24 @@ impl DecodeSplit {
     /// its steps per split, stretched when more than `DECODE_SATURATING_CTAS` CTAs share an
     /// SM's memory bandwidth, plus `DECODE_CTA_COST_STEPS` of fixed cost.
     pub fn fitted(n: u32, k: u32, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> Self {
+        Self::fitted_rows(n, k, multiprocessors, resident, DECODE_GROUP_N)
+    }
+
+    /// [`DecodeSplit::fitted`] for row groups of `group_n` outputs.
+    pub fn fitted_rows(
+        n: u32,
+        k: u32,
+        multiprocessors: u32,
+        resident: impl Fn(u32) -> u32,
+        group_n: u32,
+    ) -> Self {
         // The most resident CTAs: with the shortest split's token rows.
-        let one_wave = Self::new(n, k, multiprocessors * resident(1).max(1));
+        let one_wave = Self::with_rows(n, k, multiprocessors * resident(1).max(1), group_n);
         if one_wave.in_one_wave(multiprocessors, &resident) {
             return one_wave;
         }
         let steps = decode_steps(k).max(1);
-        let groups = (n / DECODE_GROUP_N).max(1);
+        let groups = (n / group_n).max(1);
         let candidates = (1..=steps).filter_map(|splits| {
             let steps_per_split = steps.div_ceil(splits);
             let splits = steps.div_ceil(steps_per_split);
@@ -342,6 +364,7 @@ impl DecodeSplit {
                 steps_per_split,
                 splits,
                 grid,
+                group_n,
             };
             Some((waves as u64 * wave as u64, grid, split))
         });
@@ -363,6 +386,23 @@ impl DecodeSplit {
     /// 16×2048×8192).
     pub fn serves(&self, m: u32, gated: bool, multiprocessors: u32, resident: impl Fn(u32) -> u32) -> bool {
         self.in_one_wave(multiprocessors, resident) || (decode_token_tiles(m) == 1 && !gated)
+    }
+
+    /// Whether two token tiles take this split of the wide entries (`group_n` of
+    /// `DECODE_WIDE_WARPS_PER_MATRIX`) rather than the standard entries' split: where this one
+    /// fits one wave on `multiprocessors` SMs holding `resident(steps_per_split)` wide CTAs each,
+    /// and the standard one does not (`standard_serves` false) or this split has at least
+    /// `DECODE_WIDE_MIN_STEPS` steps. Measured on an H100 (perf log entry 108): where only the
+    /// wide split fits one wave, dual GEMM 16×14336×4096 0.96 the tiled kernel's time, GEMM
+    /// 16×4096×14336 0.82 (10 and 11 steps: 0.82–0.85).
+    pub fn takes_wide(
+        &self,
+        standard_serves: bool,
+        multiprocessors: u32,
+        resident: impl Fn(u32) -> u32,
+    ) -> bool {
+        self.in_one_wave(multiprocessors, resident)
+            && (!standard_serves || self.steps_per_split >= sm90::DECODE_WIDE_MIN_STEPS)
     }
 
     /// Whether the dual GEMM (`gated`) of `m` tokens takes the decode-size kernel's paired

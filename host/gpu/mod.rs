@@ -398,6 +398,29 @@ fn gated_decode_index(epilogue: TileEpilogue) -> Option<usize> {
     }
 }
 
+/// Which of the decode-size kernel's entries a split launches (`nvfp4_kernel::sm90::decode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DecodeForm {
+    /// `DECODE_WARPS_PER_MATRIX` warps on each matrix, one step an iteration.
+    Standard,
+    /// The one-tile dual GEMM's entries with two steps an iteration
+    /// (`sm90::DECODE_PAIRED_MIN_STEPS`).
+    Paired,
+    /// Two token tiles, `DECODE_WIDE_WARPS_PER_MATRIX` warps on each matrix: twice the outputs a
+    /// CTA.
+    Wide,
+}
+
+impl DecodeForm {
+    /// Warps on each matrix of the form's CTAs.
+    pub(crate) const fn warps_per_matrix(self) -> u32 {
+        match self {
+            Self::Standard | Self::Paired => sm90::DECODE_WARPS_PER_MATRIX,
+            Self::Wide => sm90::DECODE_WIDE_WARPS_PER_MATRIX,
+        }
+    }
+}
+
 /// The Hopper module's kernels, loaded from its registry (`nvfp4_kernel::sm90::registry`).
 pub(crate) struct Sm90Kernels {
     tiled: Vec<LoadedTile<Tile, sm90::DualGemmArgs, sm90::GroupedArgs>>,
@@ -407,6 +430,8 @@ pub(crate) struct Sm90Kernels {
     decode: Vec<(u32, [LoadedKernel<sm90::DecodeArgs>; 5])>,
     /// The one-tile dual GEMM's paired decode-size entries: fp16, NVFP4 and bf16 output.
     decode_paired: [LoadedKernel<sm90::DecodeArgs>; 3],
+    /// The two-tile wide decode-size entries, in [`TileEpilogue`] order as `decode`.
+    decode_wide: [LoadedKernel<sm90::DecodeArgs>; 5],
     /// The whole-K decode-size kernels (one token tile), in [`TileEpilogue`] order as `decode`.
     decode_whole_k: [LoadedKernel<sm90::DecodeArgs>; 5],
     /// The whole-K dual GEMM's small-CTA entries: fp16, NVFP4 and bf16 output.
@@ -450,15 +475,17 @@ impl Sm90Kernels {
             });
         }
         // The most the plans ask for: 16 token rows of the longest split, and their copy.
-        let load = |kernel, nvfp4| {
+        let load_rows = |kernel, nvfp4, warps_per_matrix| {
             let shared = sm90::decode_shared_bytes(
                 sm90::DECODE_MAX_TOKENS,
                 sm90::DECODE_MAX_STEPS_PER_SPLIT,
                 nvfp4,
                 true,
+                warps_per_matrix,
             );
             LoadedKernel::load_with_shared(module, kernel, shared)
         };
+        let load = |kernel, nvfp4| load_rows(kernel, nvfp4, sm90::DECODE_WARPS_PER_MATRIX);
         let mut decode = Vec::new();
         for entry in sm90_registry::DECODE {
             decode.push((
@@ -477,6 +504,15 @@ impl Sm90Kernels {
             load(paired, false)?,
             load(paired_nvfp4, true)?,
             load(paired_bf16, false)?,
+        ];
+        let wide = sm90_registry::DECODE_WIDE;
+        let load_wide = |kernel, nvfp4| load_rows(kernel, nvfp4, sm90::DECODE_WIDE_WARPS_PER_MATRIX);
+        let decode_wide = [
+            load_wide(wide.kernel, false)?,
+            load_wide(wide.nvfp4, true)?,
+            load_wide(wide.plain, false)?,
+            load_wide(wide.bf16, false)?,
+            load_wide(wide.plain_bf16, false)?,
         ];
         // Token rows over all of K: as much as a block may have (the plans check the fit).
         let load_whole_k = |kernel| LoadedKernel::load_with_shared(module, kernel, shared_bytes_per_block);
@@ -500,6 +536,7 @@ impl Sm90Kernels {
             predecode_tokens: LoadedKernel::load(module, sm90_registry::PREDECODE_TOKENS)?,
             decode,
             decode_paired,
+            decode_wide,
             decode_whole_k,
             decode_whole_k_small,
             grouped_decode,
@@ -556,15 +593,27 @@ impl Sm90Kernels {
             })
     }
 
-    /// The decode-size kernel of `epilogue` for `token_tiles` 8-token tiles; `paired`: the
-    /// one-tile dual GEMM's entry with two steps an iteration (`sm90::DECODE_PAIRED_MIN_STEPS`).
+    /// The decode-size kernel of `epilogue` for `token_tiles` 8-token tiles in `form`.
     pub fn decode(
         &self,
         token_tiles: u32,
         epilogue: TileEpilogue,
-        paired: bool,
+        form: DecodeForm,
     ) -> Result<&LoadedKernel<sm90::DecodeArgs>> {
-        if paired {
+        if form == DecodeForm::Wide {
+            return if token_tiles == 2 {
+                Ok(&self.decode_wide[decode_index(epilogue)])
+            } else {
+                Err(Error::MissingKernel {
+                    kernel: format!(
+                        "wide decode-size {} for {token_tiles} token tiles",
+                        epilogue.operation()
+                    ),
+                    arch: Arch::Sm90a.name(),
+                })
+            };
+        }
+        if form == DecodeForm::Paired {
             return gated_decode_index(epilogue)
                 .filter(|_| token_tiles == 1)
                 .map(|i| &self.decode_paired[i])

@@ -482,8 +482,25 @@ pub const DECODE_WARPS: u32 = 2 * DECODE_WARPS_PER_MATRIX;
 pub const DECODE_ROWS_PER_WARP: u32 = 16;
 /// Outputs per CTA (a *row group*) of the decode-size dual GEMM: N must be a multiple (it is,
 /// being one of [`TILE_N`]).
-pub const DECODE_GROUP_N: u32 = DECODE_WARPS_PER_MATRIX * DECODE_ROWS_PER_WARP;
+pub const DECODE_GROUP_N: u32 = decode_group_n(DECODE_WARPS_PER_MATRIX);
 const _: () = assert!(TILE_N.is_multiple_of(DECODE_GROUP_N));
+/// Warps per matrix of the decode-size kernel's wide entries (two token tiles): twice the
+/// rows share a CTA's staged token rows, so that a split's CTAs, two to an SM, cover twice the
+/// outputs of the standard entries' four (N a multiple of [`decode_group_n`] of it).
+pub const DECODE_WIDE_WARPS_PER_MATRIX: u32 = 2 * DECODE_WARPS_PER_MATRIX;
+/// Steps of a two-token-tile split from which the plans launch the wide entries where both
+/// entries' splits fit one wave (where only the wide one does, always). Measured on an H100
+/// (perf log entry 108; wide / standard): dual GEMM 0.94–0.98 at 4–8 steps but its NVFP4 output
+/// 1.01–1.04, 0.96 (0.99) at 9, 0.88–0.93 (0.94–0.95) at 11 and 16; GEMM 1.02 at 4 steps,
+/// 0.99 at 7–8, 0.95 at 9: a wide CTA stages its split's token rows once for twice the rows,
+/// which pays once a split is long.
+pub const DECODE_WIDE_MIN_STEPS: u32 = 9;
+
+/// Outputs per CTA (a *row group*) of the decode-size kernel with `warps_per_matrix` warps on
+/// each matrix.
+pub const fn decode_group_n(warps_per_matrix: u32) -> u32 {
+    warps_per_matrix * DECODE_ROWS_PER_WARP
+}
 /// Tokens per MMA of the decode-size dual GEMM (the MMA's N).
 pub const DECODE_TOKEN_TILE: u32 = 8;
 /// Most tokens the decode-size dual GEMM takes (two token tiles).
@@ -536,17 +553,18 @@ pub struct DecodeArgs {
     pub out_global_scale: f32,
     /// Partial sums: [`decode_partial_words`]`(m, n, splits)` f32.
     pub partials: *mut u32,
-    /// Arrival counters, one per row group (`n / DECODE_GROUP_N`), zero between launches.
+    /// Arrival counters, one per row group (`n / decode_group_n(warps)` for the entry's warps a
+    /// matrix), zero between launches.
     pub arrivals: *mut u32,
     /// Tokens, 1..=[`DECODE_MAX_TOKENS`].
     pub m: u32,
-    /// Outputs, a multiple of [`DECODE_GROUP_N`].
+    /// Outputs, a multiple of the entry's row group ([`decode_group_n`]).
     pub n: u32,
     /// Reduction length, a multiple of [`K_MULTIPLE`].
     pub k: u32,
     /// Steps ([`DECODE_K_PER_STEP`]) per split, at most [`DECODE_MAX_STEPS_PER_SPLIT`].
     pub steps_per_split: u32,
-    /// K splits; the grid is `splits × n / DECODE_GROUP_N` CTAs, split slowest.
+    /// K splits; the grid is `splits × n / decode_group_n(warps)` CTAs, split slowest.
     pub splits: u32,
     /// Nonzero: two token tiles stage through a copy of their split's packed rows in shared
     /// memory (one round trip; the launch holds `decode_shared_bytes(…, true)`), else straight
@@ -579,7 +597,7 @@ pub const fn grouped_decode_buffer_bytes(window_steps: u32) -> u32 {
 /// NVFP4-output entry).
 pub const fn grouped_decode_shared_bytes(window_steps: u32, nvfp4: bool) -> u32 {
     let tokens = GROUPED_DECODE_TOKEN_BUFFERS * grouped_decode_buffer_bytes(window_steps);
-    let reused = decode_reused_bytes(nvfp4);
+    let reused = decode_reused_bytes(nvfp4, DECODE_WARPS_PER_MATRIX);
     if tokens > reused { tokens } else { reused }
 }
 
@@ -690,7 +708,7 @@ pub const fn decode_steps(k: u32) -> u32 {
 }
 
 /// f32 words of the decode-size kernel's partial sums: one record per (split, warp of each row
-/// group, token tile).
+/// group, token tile) — eight outputs' worth a warp and tile, so the same for the wide entries.
 pub const fn decode_partial_words(m: u32, n: u32, splits: u32) -> u64 {
     splits as u64
         * (n / DECODE_GROUP_N) as u64
@@ -707,38 +725,58 @@ pub const fn decode_token_pitch(steps_per_split: u32) -> u32 {
 }
 
 /// Bytes at the start of the decode-size kernel's shared memory that its last CTA's reduction
-/// reuses (after the loop) when it adds the splits in two halves (one token tile): 32 bytes per
-/// reducer thread.
-pub const DECODE_HALVES_BYTES: u32 = DECODE_WARPS_PER_MATRIX * 32 * 32;
+/// reuses (after the loop) when it adds the splits in two halves (one token tile), and the
+/// plain GEMM's halves of K go through: 32 bytes per reducer thread of `warps_per_matrix`.
+pub const fn decode_halves_bytes(warps_per_matrix: u32) -> u32 {
+    warps_per_matrix * 32 * 32
+}
 
-/// Offset of the decode-size kernel's NVFP4 output staging ([`DECODE_MAX_TOKENS`] token rows),
-/// in the token rows that its last CTA no longer reads after the loop, past the reduction's
-/// halves.
-pub const DECODE_NVFP4_STAGING_OFFSET: u32 = DECODE_HALVES_BYTES;
+/// [`decode_halves_bytes`] of the standard entries.
+pub const DECODE_HALVES_BYTES: u32 = decode_halves_bytes(DECODE_WARPS_PER_MATRIX);
+
+/// Offset of the decode-size kernel's NVFP4 output staging ([`DECODE_MAX_TOKENS`] token rows of
+/// each 64-output tile of the row group), in the token rows that its last CTA no longer reads
+/// after the loop, past the reduction's halves.
+pub const fn decode_nvfp4_staging_offset(warps_per_matrix: u32) -> u32 {
+    decode_halves_bytes(warps_per_matrix)
+}
+
+/// [`decode_nvfp4_staging_offset`] of the standard entries.
+pub const DECODE_NVFP4_STAGING_OFFSET: u32 = decode_nvfp4_staging_offset(DECODE_WARPS_PER_MATRIX);
+
+/// Bytes of one 64-output tile's NVFP4 staging in the decode-size kernel (the row group's
+/// tiles follow each other from [`decode_nvfp4_staging_offset`]).
+pub const DECODE_NVFP4_TILE_STAGING_BYTES: u32 = nvfp4_staging_bytes(DECODE_MAX_TOKENS);
 
 /// Bytes at the start of the decode-size kernel's shared memory that its last CTA reuses after
 /// the loop: the reduction's halves, and for NVFP4 output (`nvfp4`) the staging.
-pub const fn decode_reused_bytes(nvfp4: bool) -> u32 {
+pub const fn decode_reused_bytes(nvfp4: bool, warps_per_matrix: u32) -> u32 {
     if nvfp4 {
-        DECODE_NVFP4_STAGING_OFFSET + nvfp4_staging_bytes(DECODE_MAX_TOKENS)
+        decode_nvfp4_staging_offset(warps_per_matrix)
+            + decode_group_n(warps_per_matrix) / NVFP4_TILE_COLUMNS * DECODE_NVFP4_TILE_STAGING_BYTES
     } else {
-        DECODE_HALVES_BYTES
+        decode_halves_bytes(warps_per_matrix)
     }
 }
 
 /// Byte offset of the decode-size kernel's "last to arrive" verdict word: after every token
 /// row of its tiles for one split (rows past M are zeros) and after the bytes its last CTA
 /// reuses ([`decode_reused_bytes`]; `nvfp4`: the NVFP4-output entries).
-pub const fn decode_verdict_offset(m: u32, steps_per_split: u32, nvfp4: bool) -> u32 {
+pub const fn decode_verdict_offset(m: u32, steps_per_split: u32, nvfp4: bool, warps_per_matrix: u32) -> u32 {
     let tokens = decode_token_tiles(m) * DECODE_TOKEN_TILE * decode_token_pitch(steps_per_split);
-    let reused = decode_reused_bytes(nvfp4);
+    let reused = decode_reused_bytes(nvfp4, warps_per_matrix);
     if tokens > reused { tokens } else { reused }
 }
 
 /// Offset of the decode-size kernel's copy of its split's packed token rows (two token tiles:
 /// see [`decode_copied_token_bytes`]): after the verdict word.
-pub const fn decode_copied_tokens_offset(m: u32, steps_per_split: u32, nvfp4: bool) -> u32 {
-    decode_verdict_offset(m, steps_per_split, nvfp4) + 16
+pub const fn decode_copied_tokens_offset(
+    m: u32,
+    steps_per_split: u32,
+    nvfp4: bool,
+    warps_per_matrix: u32,
+) -> u32 {
+    decode_verdict_offset(m, steps_per_split, nvfp4, warps_per_matrix) + 16
 }
 
 /// Bytes between consecutive token rows' packed codes in the decode-size kernel's copy of a
@@ -774,9 +812,16 @@ pub const fn decode_copied_token_bytes(m: u32, steps_per_split: u32) -> u32 {
 /// the loop), then the verdict word ([`decode_verdict_offset`]), then where two token tiles
 /// stage through a copy of their packed rows (`copied`: [`DecodeArgs::copied_tokens`]) that
 /// copy ([`decode_copied_token_bytes`]). The NVFP4 output adds none unless a split's token rows
-/// are shorter than its staging.
-pub const fn decode_shared_bytes(m: u32, steps_per_split: u32, nvfp4: bool, copied: bool) -> u32 {
-    decode_copied_tokens_offset(m, steps_per_split, nvfp4)
+/// are shorter than its staging. `warps_per_matrix`: the entry's ([`DECODE_WARPS_PER_MATRIX`],
+/// or [`DECODE_WIDE_WARPS_PER_MATRIX`] for the wide entries).
+pub const fn decode_shared_bytes(
+    m: u32,
+    steps_per_split: u32,
+    nvfp4: bool,
+    copied: bool,
+    warps_per_matrix: u32,
+) -> u32 {
+    decode_copied_tokens_offset(m, steps_per_split, nvfp4, warps_per_matrix)
         + if copied {
             decode_copied_token_bytes(m, steps_per_split)
         } else {

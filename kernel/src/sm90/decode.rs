@@ -1,7 +1,9 @@
 //! The decode-size dual GEMM and plain GEMM for Hopper (M ≤ 16 tokens): no rings, no handoff
 //! between roles, the K split reduced inside the kernel.
 //!
-//! A CTA owns one *row group* ([`DECODE_GROUP_N`] outputs) and one K split. Its first
+//! A CTA owns one *row group* ([`DECODE_GROUP_N`] outputs; the two-token-tile *wide* entries
+//! twice that, with [`DECODE_WIDE_WARPS_PER_MATRIX`] warps a matrix, so that a split's staged
+//! token rows serve twice the weight rows) and one K split. Its first
 //! [`DECODE_WARPS_PER_MATRIX`] warps stream 16 gate rows each, the others the same rows of up;
 //! in the plain GEMM both halves stream the same rows of B, the first half the split's even
 //! steps and the second its odd ones, and the CTA adds the halves before it publishes its sums.
@@ -31,6 +33,7 @@
 //! decoded tokens copied window by window into two buffers in turn, no split and no reduction;
 //! their weights decode with that pass's codec ([`GroupedCodec`]) instead of [`Codec`].
 
+use crate::common::NVFP4_TILE_COLUMNS;
 use crate::epilogue::{NVFP4_TILE_BLOCKS, Nvfp4Tile, half_bits, silu};
 use crate::fp4::{PairCodec, ShiftCodec};
 use crate::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, STATUS_OK};
@@ -39,13 +42,14 @@ use crate::prepare;
 use crate::ptx::{copy, cvt, fence, mem, mma, reg, smem, sreg};
 use crate::sm90::config::{
     BLOCKS_PER_STAGE, DECODE_BLOCKS_PER_STEP, DECODE_GROUP_N, DECODE_HALVES_BYTES, DECODE_K_PER_STEP,
-    DECODE_MAX_TOKENS, DECODE_NVFP4_STAGING_OFFSET, DECODE_PAIRED_MIN_STEPS, DECODE_RECORD_WORDS,
-    DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS, DECODE_WARPS_PER_MATRIX,
-    DecodeArgs, GROUPED_DECODE_TOKEN_BUFFERS, GROUPED_DECODE_WARM_UP_STEPS, GroupedDecodeArgs,
-    GroupedDecodeWarmUp, K_PER_SLICE, SLICES_PER_STAGE, balanced_window_steps, decode_copied_codes_pitch,
-    decode_copied_scales_pitch, decode_copied_tokens_offset, decode_steps, decode_token_pitch,
-    decode_token_tiles, decode_verdict_offset, decode_whole_k_records_offset, grouped_decode_buffer_bytes,
-    grouped_decode_outputs, stage_block,
+    DECODE_MAX_TOKENS, DECODE_NVFP4_STAGING_OFFSET, DECODE_NVFP4_TILE_STAGING_BYTES, DECODE_PAIRED_MIN_STEPS,
+    DECODE_RECORD_WORDS, DECODE_ROWS_PER_WARP, DECODE_SLICES_PER_STEP, DECODE_TOKEN_TILE, DECODE_WARPS,
+    DECODE_WARPS_PER_MATRIX, DECODE_WIDE_WARPS_PER_MATRIX, DecodeArgs, GROUPED_DECODE_TOKEN_BUFFERS,
+    GROUPED_DECODE_WARM_UP_STEPS, GroupedDecodeArgs, GroupedDecodeWarmUp, K_PER_SLICE, SLICES_PER_STAGE,
+    balanced_window_steps, decode_copied_codes_pitch, decode_copied_scales_pitch,
+    decode_copied_tokens_offset, decode_group_n, decode_halves_bytes, decode_nvfp4_staging_offset,
+    decode_steps, decode_token_pitch, decode_token_tiles, decode_verdict_offset,
+    decode_whole_k_records_offset, grouped_decode_buffer_bytes, grouped_decode_outputs, stage_block,
 };
 use crate::sm90::registry;
 use crate::sm90::tokens::{GroupedCodec, SliceBlock, scaled_pairs};
@@ -783,34 +787,37 @@ unsafe fn stage_copied_tokens(
     }
 }
 
-/// The second half's warps (`warp ≥ DECODE_WARPS_PER_MATRIX`) hand their sums over to the
-/// first half's warp of the same index through shared memory, 16 bytes per lane and tile in the
-/// first `DECODE_HALVES_BYTES` (the token rows, which no warp reads once all are past the first
-/// barrier). Returns, in the first half's warps, the other half's sums per token tile (in the
-/// second half's, zeros).
+/// The second half's warps (`warp ≥ WARPS_PER_MATRIX`) hand their sums over to the first
+/// half's warp of the same index through shared memory, 16 bytes per lane and tile in the first
+/// `decode_halves_bytes(WARPS_PER_MATRIX)` (the token rows, which no warp reads once all are
+/// past the first barrier). Returns, in the first half's warps, the other half's sums per token
+/// tile (in the second half's, zeros).
 ///
 /// # Safety
 /// Every thread of the CTA calls it, after its loop; the kernel's shared memory holds
-/// `DECODE_HALVES_BYTES`.
+/// `decode_halves_bytes(WARPS_PER_MATRIX)`.
 #[inline(always)]
-unsafe fn hand_over<const TILES: usize>(sums: &[[f32; 4]; TILES], warp: u32, lane: u32) -> [[f32; 4]; TILES] {
+unsafe fn hand_over<const TILES: usize, const WARPS_PER_MATRIX: u32>(
+    sums: &[[f32; 4]; TILES],
+    warp: u32,
+    lane: u32,
+) -> [[f32; 4]; TILES] {
     /// A lane's four sums of one tile.
     const LANE_BYTES: u32 = 16;
-    const { assert!(TILES as u32 * DECODE_WARPS_PER_MATRIX * 32 * LANE_BYTES <= DECODE_HALVES_BYTES) };
+    const { assert!(TILES as u32 * WARPS_PER_MATRIX * 32 * LANE_BYTES <= decode_halves_bytes(WARPS_PER_MATRIX)) };
     let at = |tile: usize| {
-        smem::base()
-            + ((warp % DECODE_WARPS_PER_MATRIX * TILES as u32 + tile as u32) * 32 + lane) * LANE_BYTES
+        smem::base() + ((warp % WARPS_PER_MATRIX * TILES as u32 + tile as u32) * 32 + lane) * LANE_BYTES
     };
     fence::sync_threads();
-    if warp >= DECODE_WARPS_PER_MATRIX {
+    if warp >= WARPS_PER_MATRIX {
         for (tile, sums) in sums.iter().enumerate() {
-            // SAFETY: inside the first `DECODE_HALVES_BYTES` (asserted above; the contract).
+            // SAFETY: inside the halves' bytes (asserted above; the contract).
             unsafe { smem::st_v4(at(tile), sums.map(f32::to_bits)) };
         }
     }
     fence::sync_threads();
     let mut other = [[0.0; 4]; TILES];
-    if warp < DECODE_WARPS_PER_MATRIX {
+    if warp < WARPS_PER_MATRIX {
         for (tile, other) in other.iter_mut().enumerate() {
             // SAFETY: as above, written before the barrier.
             *other = unsafe { smem::ld_v4(at(tile)) }.map(f32::from_bits);
@@ -842,19 +849,31 @@ fn finish<const GATED: bool>(alpha_gate: f32, alpha_up: f32, gate: f32, up: f32)
 
 macro_rules! decode_entry {
     ($tiles:literal, $name:ident, $gated:literal, $nvfp4:literal, $bf16:literal, $paired:literal) => {
+        decode_entry!(
+            $tiles,
+            $name,
+            $gated,
+            $nvfp4,
+            $bf16,
+            $paired,
+            DECODE_WARPS_PER_MATRIX
+        );
+    };
+    ($tiles:literal, $name:ident, $gated:literal, $nvfp4:literal, $bf16:literal, $paired:literal, $warps:expr) => {
         /// The decode-size dual GEMM (or plain GEMM) for up to `8 · token_tiles` tokens (see
         /// the module doc); the paired entries for splits of at least
         /// [`DECODE_PAIRED_MIN_STEPS`].
         ///
         /// # Safety
         /// Arguments must satisfy [`DecodeArgs`]' contract with `decode_token_tiles(m)` equal
-        /// to the entry's token tiles, launched with `DECODE_WARPS · 32` threads per CTA and
+        /// to the entry's token tiles and `n` a multiple of its row group
+        /// (`decode_group_n(warps)`), launched with `2 · warps · 32` threads per CTA and
         /// [`crate::sm90::config::decode_shared_bytes`] of dynamic shared memory (with the
         /// copy where [`DecodeArgs::copied_tokens`] asks for it).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: DecodeArgs) {
             // SAFETY: forwarded.
-            unsafe { decode::<$tiles, $gated, $nvfp4, $bf16, $paired>(args) }
+            unsafe { decode::<$tiles, $gated, $nvfp4, $bf16, $paired, { $warps }>(args) }
         }
     };
 }
@@ -881,6 +900,58 @@ macro_rules! decode_paired_entries {
 
 registry::decode_paired_entries!(decode_paired_entries);
 
+macro_rules! decode_wide_entries {
+    ($name:ident $nvfp4:ident $plain:ident $bf16:ident $plain_bf16:ident) => {
+        decode_entry!(
+            2,
+            $name,
+            true,
+            false,
+            false,
+            false,
+            DECODE_WIDE_WARPS_PER_MATRIX
+        );
+        decode_entry!(
+            2,
+            $nvfp4,
+            true,
+            true,
+            false,
+            false,
+            DECODE_WIDE_WARPS_PER_MATRIX
+        );
+        decode_entry!(
+            2,
+            $plain,
+            false,
+            false,
+            false,
+            false,
+            DECODE_WIDE_WARPS_PER_MATRIX
+        );
+        decode_entry!(
+            2,
+            $bf16,
+            true,
+            false,
+            true,
+            false,
+            DECODE_WIDE_WARPS_PER_MATRIX
+        );
+        decode_entry!(
+            2,
+            $plain_bf16,
+            false,
+            false,
+            true,
+            false,
+            DECODE_WIDE_WARPS_PER_MATRIX
+        );
+    };
+}
+
+registry::decode_wide_entries!(decode_wide_entries);
+
 /// 128-K steps of its split's weights a decode-size CTA prefetches into L2 before it waits for
 /// the previous kernel.
 const DECODE_WARM_UP_STEPS: u32 = 2;
@@ -894,7 +965,8 @@ const DECODE_WHOLE_K_WARM_UP_STEPS: u32 = 1;
 /// The kernel body for `TILES` token tiles of [`DECODE_TOKEN_TILE`] (`decode_token_tiles(m)`),
 /// the dual GEMM if `GATED` (written as NVFP4 if `NVFP4`), else the plain GEMM (whose `b2` is
 /// ignored); `PAIRED` (one-tile dual GEMM only): [`stream`]'s loop of two steps an iteration,
-/// for the long splits where it pays ([`DECODE_PAIRED_MIN_STEPS`]).
+/// for the long splits where it pays ([`DECODE_PAIRED_MIN_STEPS`]). `WARPS_PER_MATRIX` warps
+/// stream each matrix (a row group of `decode_group_n(WARPS_PER_MATRIX)` outputs).
 /// One step's weight loads are in flight while a step is decoded: two (the most that fit in 64
 /// registers, one tile) measured slower (perf log entry 31).
 ///
@@ -907,6 +979,7 @@ unsafe fn decode<
     const NVFP4: bool,
     const BF16: bool,
     const PAIRED: bool,
+    const WARPS_PER_MATRIX: u32,
 >(
     args: DecodeArgs,
 ) {
@@ -940,7 +1013,8 @@ unsafe fn decode<
         alpha_up,
         device_globals,
     } = args;
-    let (groups, tiles) = (n / DECODE_GROUP_N, TILES as u32);
+    let group_n = decode_group_n(WARPS_PER_MATRIX);
+    let (groups, tiles) = (n / group_n, TILES as u32);
     if groups == 0 || splits == 0 || decode_token_tiles(m) != tiles {
         return; // never with a valid launch; also proves the divisions cannot panic
     }
@@ -948,7 +1022,7 @@ unsafe fn decode<
     let (warp, lane) = (thread / 32, thread % 32);
     let (g, t) = (lane / 4, lane % 4);
     let (split, group) = (sreg::block_idx_x() / groups, sreg::block_idx_x() % groups);
-    let gate = warp < DECODE_WARPS_PER_MATRIX;
+    let gate = warp < WARPS_PER_MATRIX;
     let (data, scales) = if gate || !GATED {
         (b1, b1_scales)
     } else {
@@ -957,7 +1031,7 @@ unsafe fn decode<
     // The steps this warp streams: all of the split's, or (plain) every other one from its
     // half's parity.
     let (step_offset, step_stride) = if GATED { (0, 1) } else { (u32::from(!gate), 2) };
-    let first_row = group * DECODE_GROUP_N + (warp % DECODE_WARPS_PER_MATRIX) * DECODE_ROWS_PER_WARP;
+    let first_row = group * group_n + (warp % WARPS_PER_MATRIX) * DECODE_ROWS_PER_WARP;
     let rows = [first_row + g, first_row + g + 8];
     let layout = BlockedScales::new(n as usize, k as usize);
     let first_step = split * steps_per_split;
@@ -1007,7 +1081,12 @@ unsafe fn decode<
             // Opaque inputs: else the verdict's offset, computed here once, stays live across
             // the loop (a spill in the plain entries).
             let copied = smem::base()
-                + decode_copied_tokens_offset(reg::opaque(m), reg::opaque(steps_per_split), NVFP4);
+                + decode_copied_tokens_offset(
+                    reg::opaque(m),
+                    reg::opaque(steps_per_split),
+                    NVFP4,
+                    WARPS_PER_MATRIX,
+                );
             stage_copied_tokens(a, a_scales, [m, k], [first_step, end_step], pitch, copied)
         }
     };
@@ -1030,7 +1109,7 @@ unsafe fn decode<
     // publish records and the last CTA reads half as many.
     if !GATED {
         // SAFETY: every thread of the CTA, after its loop.
-        let odd = unsafe { hand_over(&sums, warp, lane) };
+        let odd = unsafe { hand_over::<TILES, WARPS_PER_MATRIX>(&sums, warp, lane) };
         for tile in 0..TILES {
             for i in 0..4 {
                 sums[tile][i] += odd[tile][i];
@@ -1040,7 +1119,8 @@ unsafe fn decode<
 
     // Publish this warp's partial sums (plain: the first half's warps), then count the CTA in.
     let record = |split: u32, warp: u32, tile: u32| {
-        (((split * groups + group) * DECODE_WARPS + warp) * tiles + tile) * DECODE_RECORD_WORDS + 4 * lane
+        (((split * groups + group) * 2 * WARPS_PER_MATRIX + warp) * tiles + tile) * DECODE_RECORD_WORDS
+            + 4 * lane
     };
     if GATED || gate {
         for (tile, sums) in sums.iter().enumerate() {
@@ -1057,7 +1137,14 @@ unsafe fn decode<
     // fence, and the fence (cumulative) before its count (one fence instead of one a thread:
     // 0.991–1.000 of the time on the decode rows, H100).
     fence::sync_threads();
-    let verdict = smem::base() + decode_verdict_offset(m, steps_per_split, NVFP4);
+    // (`TILES` full tiles of tokens: the same offset as `m`'s, known at compile time.)
+    let verdict = smem::base()
+        + decode_verdict_offset(
+            tiles * DECODE_TOKEN_TILE,
+            steps_per_split,
+            NVFP4,
+            WARPS_PER_MATRIX,
+        );
     if thread == 0 {
         fence::acq_rel_gpu();
         // SAFETY: the row group's counter (contract); only the last CTA of this launch writes
@@ -1082,8 +1169,8 @@ unsafe fn decode<
     // With one token tile the CTA has two threads per reducer: each adds half of the splits
     // (all of a half's loads in flight at once up to 4 splits), then the second half's sums go
     // through shared memory to the first: a fixed order, so still deterministic.
-    let reducers = DECODE_WARPS_PER_MATRIX * tiles * 32;
-    let halves = (DECODE_WARPS * 32 / reducers).max(1);
+    let reducers = WARPS_PER_MATRIX * tiles * 32;
+    let halves = (2 * WARPS_PER_MATRIX * 32 / reducers).max(1);
     let (half, reducer) = (thread / reducers, thread % reducers);
     let (tile, warp) = ((reducer / 32) % tiles, reducer / 32 / tiles);
     let load = |split: u32, warp: u32| {
@@ -1099,10 +1186,7 @@ unsafe fn decode<
         while split < end_split {
             let group = [0, 1, 2, 3].map(|i| {
                 if split + i < end_split {
-                    [
-                        load(split + i, warp),
-                        load(split + i, warp + DECODE_WARPS_PER_MATRIX),
-                    ]
+                    [load(split + i, warp), load(split + i, warp + WARPS_PER_MATRIX)]
                 } else {
                     [[0; 4]; 2]
                 }
@@ -1137,7 +1221,7 @@ unsafe fn decode<
         // barrier (the verdict word lies past these bytes).
         let at = smem::base() + reducer * 32;
         if half == 1 {
-            // SAFETY: `reducers · 32` = `DECODE_HALVES_BYTES`, before the verdict word.
+            // SAFETY: `reducers · 32` = the halves' bytes, before the verdict word.
             unsafe {
                 smem::st_v4(at, gate.map(f32::to_bits));
                 smem::st_v4(at + 16, up.map(f32::to_bits));
@@ -1172,7 +1256,7 @@ unsafe fn decode<
         for i in 0..4u32 {
             let (token, column, value) = output(i);
             if token < m {
-                let row = group * DECODE_GROUP_N + column;
+                let row = group * group_n + column;
                 // SAFETY: inside C (token < m, row < n).
                 unsafe { mem::st_global_b16(out.add((token * n + row) as usize), half_bits(value, BF16)) };
             }
@@ -1180,32 +1264,52 @@ unsafe fn decode<
         return;
     }
     let reducing = half == 0;
-    // NVFP4 output (gated launches only): the row group's 64 outputs of every token, staged in
-    // token rows no longer read (every warp passed the arrival barrier), past the halves.
-    let staging = smem::base() + DECODE_NVFP4_STAGING_OFFSET;
+    // NVFP4 output (gated launches only): the row group's outputs of every token, staged in
+    // token rows no longer read (every warp passed the arrival barrier), past the halves, one
+    // staging a 64-output tile.
+    let staging_base = smem::base() + decode_nvfp4_staging_offset(WARPS_PER_MATRIX);
+    let staging = |tile: u32| staging_base + tile * DECODE_NVFP4_TILE_STAGING_BYTES;
     for i in 0..4u32 {
         let (token, column, value) = output(i);
         if reducing && token < m {
-            // SAFETY: token < m ≤ 16, column < 64: inside the staging.
-            unsafe { Nvfp4Tile::stage(staging, token, column, value) };
+            // (Written out for one tile: else the standard entries spill a word.)
+            let (tile, column) = if group_n == NVFP4_TILE_COLUMNS {
+                (0, column)
+            } else {
+                (column / NVFP4_TILE_COLUMNS, column % NVFP4_TILE_COLUMNS)
+            };
+            // SAFETY: token < m ≤ 16, column < 64, tile < the row group's: inside the staging.
+            unsafe { Nvfp4Tile::stage(staging(tile), token, column, value) };
         }
     }
     fence::sync_threads();
-    let data_pitch = n / 2;
-    let tile_out = Nvfp4Tile {
-        data: (out as *mut u8).wrapping_add((group * DECODE_GROUP_N / 2) as usize),
-        data_pitch,
-        scales: out_scales,
-        layout: BlockedScales::new(m as usize, n as usize),
-        scale_row: 0,
-        first_block: group * DECODE_GROUP_N / SCALE_BLOCK_K as u32,
-        blocks: NVFP4_TILE_BLOCKS,
-        tokens: m,
-        padding: Nvfp4Tile::padding_rows(m, 0, m),
-        global_scale: out_global_scale,
+    // One encode of one tile without a loop around it: else the standard entries spill a word.
+    let threads = 2 * WARPS_PER_MATRIX * 32;
+    let tile_out = |tile: u32| {
+        let first_column = group * group_n + tile * NVFP4_TILE_COLUMNS;
+        Nvfp4Tile {
+            data: (out as *mut u8).wrapping_add((first_column / 2) as usize),
+            data_pitch: n / 2,
+            scales: out_scales,
+            layout: BlockedScales::new(m as usize, n as usize),
+            scale_row: 0,
+            first_block: first_column / SCALE_BLOCK_K as u32,
+            blocks: NVFP4_TILE_BLOCKS,
+            tokens: m,
+            padding: Nvfp4Tile::padding_rows(m, 0, m),
+            global_scale: out_global_scale,
+        }
     };
     // SAFETY: every token of the row group staged above; C's buffers hold `m × n` (contract).
-    unsafe { tile_out.encode(staging, thread, DECODE_WARPS * 32) };
+    unsafe {
+        if group_n == NVFP4_TILE_COLUMNS {
+            tile_out(0).encode(staging_base, thread, threads);
+        } else {
+            for tile in 0..group_n / NVFP4_TILE_COLUMNS {
+                tile_out(tile).encode(staging(tile), thread, threads);
+            }
+        }
+    }
 }
 
 macro_rules! decode_whole_k_entries {
@@ -1756,7 +1860,7 @@ unsafe fn grouped_out<const TILES: usize, const GATED: bool, const NVFP4: bool>(
     }
     let matrix_warp = warp % DECODE_WARPS_PER_MATRIX;
     // SAFETY: every thread of the CTA, after its loop.
-    let up = unsafe { hand_over(&sums, warp, lane) };
+    let up = unsafe { hand_over::<_, DECODE_WARPS_PER_MATRIX>(&sums, warp, lane) };
     if warp < DECODE_WARPS_PER_MATRIX {
         for (tile, (gate, up)) in sums.iter().zip(&up).enumerate() {
             for i in 0..4u32 {

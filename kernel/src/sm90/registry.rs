@@ -12,8 +12,8 @@ use crate::grouped::GroupedPrepareArgs;
 use crate::launch::{EntryPoint, Kernel};
 use crate::sm90::config::{
     DECODE_WARPS, DECODE_WHOLE_K_CTAS_PER_SM, DECODE_WHOLE_K_MAX_WARPS, DECODE_WHOLE_K_SMALL_CTAS_PER_SM,
-    DECODE_WHOLE_K_SMALL_WARPS, DecodeArgs, DualGemmArgs, GroupedArgs, GroupedDecodeArgs, PredecodeArgs,
-    Tile, check_tile,
+    DECODE_WHOLE_K_SMALL_WARPS, DECODE_WIDE_WARPS_PER_MATRIX, DecodeArgs, DualGemmArgs, GroupedArgs,
+    GroupedDecodeArgs, PredecodeArgs, Tile, check_tile,
 };
 
 /// The tiled kernels, smallest tile first, one line per token-tile width:
@@ -84,6 +84,21 @@ macro_rules! decode_paired_entries {
 }
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use decode_paired_entries;
+
+/// The decode-size kernels' wide entries (`sm90::decode`): two token tiles (M = 9…16),
+/// `config::DECODE_WIDE_WARPS_PER_MATRIX` warps on each matrix, [`DECODE_WIDE_CTAS_PER_SM`] CTAs
+/// an SM: `dual_entry dual_nvfp4_entry plain_entry dual_bf16_entry plain_bf16_entry`.
+macro_rules! decode_wide_entries {
+    ($callback:ident) => {
+        $callback! {
+            nvfp4_dual_gemm_wide_decode_sm90_m16 nvfp4_dual_gemm_nvfp4_wide_decode_sm90_m16
+                nvfp4_gemm_wide_decode_sm90_m16 nvfp4_dual_gemm_bf16_wide_decode_sm90_m16
+                nvfp4_gemm_bf16_wide_decode_sm90_m16
+        }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use decode_wide_entries;
 
 /// The whole-K decode-size kernels (`sm90::decode`), one token tile (M ≤ 8): `dual_entry
 /// dual_nvfp4_entry plain_entry dual_bf16_entry plain_bf16_entry`.
@@ -417,6 +432,32 @@ macro_rules! decode_paired_table {
 }
 decode_paired_entries!(decode_paired_table);
 
+macro_rules! decode_wide_table {
+    ($name:ident $nvfp4:ident $plain:ident $bf16:ident $plain_bf16:ident) => {
+        /// The decode-size kernels' wide entries (`decode_wide_entries!`), two token tiles:
+        /// `2 · DECODE_WIDE_WARPS_PER_MATRIX` warps, [`DECODE_WIDE_CTAS_PER_SM`] CTAs per SM.
+        pub const DECODE_WIDE: DecodeEntry = DecodeEntry {
+            token_tiles: 2,
+            kernel: wide_kernel(stringify!($name)),
+            nvfp4: wide_kernel(stringify!($nvfp4)),
+            plain: wide_kernel(stringify!($plain)),
+            bf16: wide_kernel(stringify!($bf16)),
+            plain_bf16: wide_kernel(stringify!($plain_bf16)),
+        };
+    };
+}
+decode_wide_entries!(decode_wide_table);
+
+/// A wide decode-size entry: `2 · DECODE_WIDE_WARPS_PER_MATRIX` warps, [`DECODE_WIDE_CTAS_PER_SM`]
+/// CTAs an SM (64 registers a thread, as the standard entries).
+const fn wide_kernel(name: &'static str) -> Kernel<DecodeArgs> {
+    Kernel::new(
+        name,
+        2 * DECODE_WIDE_WARPS_PER_MATRIX * 32,
+        Some(DECODE_WIDE_CTAS_PER_SM),
+    )
+}
+
 /// The decode-size kernel of `epilogue` for `token_tiles` tiles of 8 tokens, if the module has
 /// one.
 pub const fn decode(token_tiles: u32, epilogue: TileEpilogue) -> Option<Kernel<DecodeArgs>> {
@@ -493,6 +534,9 @@ grouped_decode_entries!(grouped_decode_table);
 
 /// CTAs of the decode-size dual GEMM per SM (`.minnctapersm`): 32 warps.
 pub const DECODE_CTAS_PER_SM: u32 = 4;
+/// CTAs per SM the wide decode-size entries are compiled for: twice the warps of the standard
+/// entries' CTAs at the same 64 registers a thread.
+pub const DECODE_WIDE_CTAS_PER_SM: u32 = DECODE_CTAS_PER_SM / 2;
 
 /// CTAs of the grouped decode-size kernels per SM (`.minnctapersm`): 24 warps. Their chunk and
 /// window state beside the dense kernel's stream spilled at 64 registers a thread, the dense
@@ -599,6 +643,7 @@ const fn entry_count() -> usize {
     DENSE_PER_TILE * TILED.len()
         + GROUPED_PER_TILE * GROUPED_TILES.len()
         + DECODE_PER_ENTRY * DECODE.len()
+        + DECODE_PER_ENTRY
         + DECODE_PAIRED.len()
         + DECODE_WHOLE_K.len()
         + DECODE_WHOLE_K_SMALL.len()
@@ -633,6 +678,7 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
         n = put(&mut out, n, &DECODE[i].kernels());
         i += 1;
     }
+    n = put(&mut out, n, &DECODE_WIDE.kernels());
     n = put(&mut out, n, &DECODE_PAIRED);
     n = put(&mut out, n, &DECODE_WHOLE_K);
     n = put(&mut out, n, &DECODE_WHOLE_K_SMALL);
