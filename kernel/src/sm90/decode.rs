@@ -955,6 +955,12 @@ registry::decode_wide_entries!(decode_wide_entries);
 /// 128-K steps of its split's weights a decode-size CTA prefetches into L2 before it waits for
 /// the previous kernel.
 const DECODE_WARM_UP_STEPS: u32 = 2;
+/// The same for the wide dual GEMM's CTAs: their splits are long (at least
+/// `DECODE_WIDE_MIN_STEPS`) and the DRAM idles while every CTA stages its 16 token rows. H100
+/// (perf log entry 109): 6 steps made 16×14336×4096, 16×11008×4096 and 16×12544×4096 0.97–0.98
+/// (8 steps 0.96–0.97, but a 9-step split's NVFP4 output 1.01); more steps for every two-tile
+/// entry made the plain GEMM's and short splits 1.06–1.2× slower.
+const DECODE_WIDE_GATED_WARM_UP_STEPS: u32 = 6;
 /// 128-K steps of each warp's share a whole-K CTA prefetches into L2 before it waits for the
 /// previous kernel. Less than the split kernel's: bulk prefetches of the whole rows made the
 /// whole-K GEMMs 13–28 % slower, and one step a part was faster than two (H100: GEMM
@@ -1043,7 +1049,12 @@ unsafe fn decode<
     if t == 0 {
         let row_bytes = k / 2;
         let first_byte = first_step * DECODE_BLOCKS_PER_STEP * 8;
-        let end_byte = ((first_step + DECODE_WARM_UP_STEPS) * DECODE_BLOCKS_PER_STEP * 8).min(row_bytes);
+        let warm_up = if GATED && WARPS_PER_MATRIX == DECODE_WIDE_WARPS_PER_MATRIX {
+            DECODE_WIDE_GATED_WARM_UP_STEPS
+        } else {
+            DECODE_WARM_UP_STEPS
+        };
+        let end_byte = ((first_step + warm_up) * DECODE_BLOCKS_PER_STEP * 8).min(row_bytes);
         for row in rows {
             // SAFETY: a range of this lane's row inside B (the contract above), 16-byte aligned
             // (`k / 2` and the step's 64 bytes are multiples of 32), a multiple of 16 bytes.
