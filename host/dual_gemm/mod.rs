@@ -107,7 +107,8 @@ impl Gpu {
     /// The decode-size plan of `shape` on sm_90a, if one of those kernels serves it: for one
     /// token tile the whole-K CTAs where a block of them fills the SMs in one wave
     /// ([`DecodeWholeK::choose`]), else (M ≤ `DECODE_MAX_TOKENS`) a split whose CTAs are
-    /// resident in one wave, or the plain GEMM's one token tile ([`DecodeSplit::serves`]).
+    /// resident in one wave, or the plain GEMM's one token tile ([`DecodeSplit::serves`]); for
+    /// two token tiles the wide entries' split where it pays ([`DecodeSplit::takes_wide`]).
     fn plan_sm90_decode(&self, shape: DualGemmShape, gated: bool) -> Result<Option<PlannedKernel>> {
         if shape.m == 0 || shape.m > DECODE_MAX_TOKENS as usize {
             return Ok(None);
