@@ -1316,9 +1316,10 @@ unsafe fn decode<
         if group_n == NVFP4_TILE_COLUMNS {
             tile_out(0).encode(staging_base, thread, threads);
         } else {
-            for tile in 0..group_n / NVFP4_TILE_COLUMNS {
-                tile_out(tile).encode(staging(tile), thread, threads);
-            }
+            // Each tile by its share of the threads, the tiles at once.
+            let per_tile = threads / (group_n / NVFP4_TILE_COLUMNS);
+            let tile = thread / per_tile;
+            tile_out(tile).encode(staging(tile), thread % per_tile, per_tile);
         }
     }
 }
