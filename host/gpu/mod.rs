@@ -486,17 +486,21 @@ impl Sm90Kernels {
             LoadedKernel::load_with_shared(module, kernel, shared)
         };
         let load = |kernel, nvfp4| load_rows(kernel, nvfp4, sm90::DECODE_WARPS_PER_MATRIX);
+        // An entry's five kernels in `decode_index` order, the NVFP4 one with its staging.
+        let load_entry = |entry: sm90_registry::DecodeEntry, warps_per_matrix| -> Result<_> {
+            Ok([
+                load_rows(entry.kernel, false, warps_per_matrix)?,
+                load_rows(entry.nvfp4, true, warps_per_matrix)?,
+                load_rows(entry.plain, false, warps_per_matrix)?,
+                load_rows(entry.bf16, false, warps_per_matrix)?,
+                load_rows(entry.plain_bf16, false, warps_per_matrix)?,
+            ])
+        };
         let mut decode = Vec::new();
         for entry in sm90_registry::DECODE {
             decode.push((
                 entry.token_tiles,
-                [
-                    load(entry.kernel, false)?,
-                    load(entry.nvfp4, true)?,
-                    load(entry.plain, false)?,
-                    load(entry.bf16, false)?,
-                    load(entry.plain_bf16, false)?,
-                ],
+                load_entry(entry, sm90::DECODE_WARPS_PER_MATRIX)?,
             ));
         }
         let [paired, paired_nvfp4, paired_bf16] = sm90_registry::DECODE_PAIRED;
@@ -505,15 +509,7 @@ impl Sm90Kernels {
             load(paired_nvfp4, true)?,
             load(paired_bf16, false)?,
         ];
-        let wide = sm90_registry::DECODE_WIDE;
-        let load_wide = |kernel, nvfp4| load_rows(kernel, nvfp4, sm90::DECODE_WIDE_WARPS_PER_MATRIX);
-        let decode_wide = [
-            load_wide(wide.kernel, false)?,
-            load_wide(wide.nvfp4, true)?,
-            load_wide(wide.plain, false)?,
-            load_wide(wide.bf16, false)?,
-            load_wide(wide.plain_bf16, false)?,
-        ];
+        let decode_wide = load_entry(sm90_registry::DECODE_WIDE, sm90::DECODE_WIDE_WARPS_PER_MATRIX)?;
         // Token rows over all of K: as much as a block may have (the plans check the fit).
         let load_whole_k = |kernel| LoadedKernel::load_with_shared(module, kernel, shared_bytes_per_block);
         let [a, b, c, d, e] = sm90_registry::DECODE_WHOLE_K.map(load_whole_k);
