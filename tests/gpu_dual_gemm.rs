@@ -81,10 +81,12 @@ fn the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size() {
         (3, 512, 64),   // decode-size, K of one slice: lanes whose blocks lie past K load nothing
         (12, 512, 192), // the same at two token tiles, a partial second step
         (16, 7168, 2048), // two token tiles staged through a copy of their packed rows
-        (13, 2048, 24576), // the same straight from global memory (the copy would cost the wave)
-        (16, 4096, 14336), // the wide entries (128 outputs a CTA): only theirs fit one wave
+        (13, 2112, 24576), // the same straight from global memory (the copy would cost the wave; N no multiple of 128: no wide entries)
+        (13, 2048, 24576), // the wide entries (128 outputs a CTA): 12-step splits through the copy
+        (16, 4096, 24576), // the same straight from global memory (24-step splits: no room for the copy)
+        (16, 4096, 14336), // the wide entries: only theirs fit one wave
         (11, 4096, 14400), // the same, odd M, a partial last step
-        (5, 40960, 256), // the decode-size kernel in several waves (640 row groups)
+        (5, 40960, 256),   // the decode-size kernel in several waves (640 row groups)
         (17, 576, 1024),
         (33, 4096, 7232),
         (100, 2880, 2880),
@@ -279,8 +281,9 @@ fn matches_the_reference_on_small_token_tiles_whole_and_split() {
             (1, 8192, 2048),
             (3, 18432, 1024), // the small-CTA entry: nine CTAs an SM
             (7, 14336, 4096),
-            (16, 12544, 4096), // two token tiles straight from global memory (no room for the copy)
+            (16, 12480, 4096), // two token tiles straight from global memory (no room for the copy; N no multiple of 128)
             (16, 14336, 4096), // the wide entries: only theirs fit one wave
+            (12, 4096, 24576), // the same straight from global memory (24-step splits: no room for the copy)
             (9, 14336, 4160),  // the same, odd M, a partial last step
             // M ≤ 16 whose decode-size split needs several waves (640 row groups): the tiled
             // kernel.

@@ -473,15 +473,16 @@ pub struct DualGemmArgs {
     pub abort: u32,
 }
 
-/// Warps per matrix in a CTA of the decode-size dual GEMM (`sm90::decode`): warp `w` streams
-/// 16 rows of the gate weights, warp `w + DECODE_WARPS_PER_MATRIX` the same rows of up.
+/// Warps per matrix in a CTA of the decode-size dual GEMM's standard entries (`sm90::decode`;
+/// the wide ones: [`DECODE_WIDE_WARPS_PER_MATRIX`]): warp `w` streams 16 rows of the gate
+/// weights, warp `w + DECODE_WARPS_PER_MATRIX` the same rows of up.
 pub const DECODE_WARPS_PER_MATRIX: u32 = 4;
-/// Warps per CTA of the decode-size dual GEMM.
+/// Warps per CTA of the decode-size dual GEMM's standard entries.
 pub const DECODE_WARPS: u32 = 2 * DECODE_WARPS_PER_MATRIX;
 /// Weight rows per warp of the decode-size dual GEMM (the MMA's M).
 pub const DECODE_ROWS_PER_WARP: u32 = 16;
-/// Outputs per CTA (a *row group*) of the decode-size dual GEMM: N must be a multiple (it is,
-/// being one of [`TILE_N`]).
+/// Outputs per CTA (a *row group*) of the decode-size dual GEMM's standard entries: N must be a
+/// multiple (it is, being one of [`TILE_N`]).
 pub const DECODE_GROUP_N: u32 = decode_group_n(DECODE_WARPS_PER_MATRIX);
 const _: () = assert!(TILE_N.is_multiple_of(DECODE_GROUP_N));
 /// Warps per matrix of the decode-size kernel's wide entries (two token tiles): twice the
@@ -528,7 +529,8 @@ pub const DECODE_PAIRED_MIN_STEPS: u32 = 16;
 /// f32 words of one warp's partial sums per token tile (its MMA accumulators: 32 lanes × 4).
 pub const DECODE_RECORD_WORDS: u32 = 32 * 4;
 
-/// Arguments of the decode-size dual GEMM (`sm90::registry::DECODE`; see `sm90::decode`).
+/// Arguments of the decode-size dual GEMM (`sm90::registry::DECODE`, `DECODE_PAIRED`,
+/// `DECODE_WIDE`; see `sm90::decode`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DecodeArgs {
@@ -546,8 +548,9 @@ pub struct DecodeArgs {
     pub b2_scales: *const u8,
     /// C, `m × n` fp16; for the NVFP4-output entries, C's packed e2m1 data (`m × n/2` bytes).
     pub out: *mut u16,
-    /// The NVFP4-output entries' C scales (as [`DualGemmArgs::out_scales`]), staged at
-    /// [`DECODE_NVFP4_STAGING_OFFSET`]. Ignored (null) by the other entries.
+    /// The NVFP4-output entries' C scales (as [`DualGemmArgs::out_scales`]), staged from
+    /// [`decode_nvfp4_staging_offset`] of the entry's warps, one staging a 64-output tile.
+    /// Ignored (null) by the other entries.
     pub out_scales: *mut u8,
     /// C's global scale for the NVFP4-output entries.
     pub out_global_scale: f32,
@@ -567,7 +570,7 @@ pub struct DecodeArgs {
     /// K splits; the grid is `splits × n / decode_group_n(warps)` CTAs, split slowest.
     pub splits: u32,
     /// Nonzero: two token tiles stage through a copy of their split's packed rows in shared
-    /// memory (one round trip; the launch holds `decode_shared_bytes(…, true)`), else straight
+    /// memory (one round trip; the launch holds `decode_shared_bytes(…, true, warps)`), else straight
     /// from global memory (a round trip per run). Ignored at one token tile.
     pub copied_tokens: u32,
     /// Scale of the gate product (`2²⁸ · g_A · g_B1`, as the tiled kernel's).

@@ -3,8 +3,9 @@
 //!
 //! A CTA owns one *row group* ([`DECODE_GROUP_N`] outputs; the two-token-tile *wide* entries
 //! twice that, with [`DECODE_WIDE_WARPS_PER_MATRIX`] warps a matrix, so that a split's staged
-//! token rows serve twice the weight rows) and one K split. Its first
-//! [`DECODE_WARPS_PER_MATRIX`] warps stream 16 gate rows each, the others the same rows of up;
+//! token rows serve twice the weight rows) and one K split. Its first `WARPS_PER_MATRIX` warps
+//! ([`DECODE_WARPS_PER_MATRIX`] or the wide count) stream 16 gate rows each, the others the same
+//! rows of up;
 //! in the plain GEMM both halves stream the same rows of B, the first half the split's even
 //! steps and the second its odd ones, and the CTA adds the halves before it publishes its sums.
 //! Per 128-K step, lane `t` of each quad loads one 16-byte chunk (two scale blocks, the tiled

@@ -364,7 +364,8 @@ tiled_entries!(tiled_table);
 pub struct DecodeEntry {
     /// The 8-token tiles they compute (`config::decode_token_tiles(m)`).
     pub token_tiles: u32,
-    /// The dual GEMM: `DECODE_WARPS` warps per CTA and [`DECODE_CTAS_PER_SM`] CTAs per SM,
+    /// The dual GEMM: `DECODE_WARPS` warps per CTA and [`DECODE_CTAS_PER_SM`] CTAs per SM
+    /// ([`DECODE_WIDE`]: `2 · DECODE_WIDE_WARPS_PER_MATRIX` warps, [`DECODE_WIDE_CTAS_PER_SM`]),
     /// which holds ptxas to 64 registers per thread.
     pub kernel: Kernel<DecodeArgs>,
     /// The dual GEMM writing NVFP4, launched as the dual GEMM (its staging reuses token rows:
