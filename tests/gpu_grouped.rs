@@ -798,8 +798,8 @@ fn grouped_dual_gemm_nvfp4_output_is_each_groups_quantized_fp16_output_bit_for_b
             let groups = random_groups(rows, &shapes, true, distribution, 70 + layer as u64);
             let capacity = rows.iter().sum::<usize>() + 5;
             let up = [UpWeights::Separate, UpWeights::Concatenated][layer % 2];
-            // The plan's own choice, then the decode-size kernel (Hopper).
-            for tokens_per_group in [None, Some(4)] {
+            // The plan's own tile, the decode-size kernel and the fitted tiles (Hopper).
+            for tokens_per_group in [None, Some(4), Some(128)] {
                 let name = format!("layer {layer} {distribution:?} {up:?} {tokens_per_group:?}");
                 let inputs = Contiguous::upload(&gpu, &groups, capacity, up);
                 let plan = gpu
@@ -962,7 +962,7 @@ fn a_batch_in_single_allocations_runs_as_one_separate_launch_on_raw_views() {
 
 /// Every tiled token tile of the grouped kernels, chosen through the plan's `tokens_per_group`,
 /// on groups smaller than, equal to and a little or a lot larger than the tile (partial last
-/// tiles, empty groups).
+/// tiles, empty groups); from 65 tokens per group the fitted tile, at each of its widths.
 fn every_token_tile_matches_the_reference_on_groups_around_its_size() {
     let Some(gpu) = grouped_gpu_or_skip() else {
         return;

@@ -62,7 +62,7 @@ impl Sm90Geometry {
         // 64 bits; the kernels' 32-bit counts are tiles, iterations and token items.
         let stages = k32.div_ceil(K_PER_STAGE);
         let mut best: Option<(u64, Self)> = None;
-        let narrow = sm90_registry::grouped_tile_for(m32);
+        let narrow = sm90_registry::covering_tile_for(m32);
         // Beside the narrowest tile that covers M (else the 128-token one): the 256-token tile
         // where M needs more than one, and the 64-token tile beside a 128-token one (twice the
         // tiles, each slice half the tensor work: whole tiles where there are few).

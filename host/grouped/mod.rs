@@ -284,7 +284,7 @@ enum Backend {
         token_pitch: u32,
         token_rows: u32,
         tokens: DeviceBuffer<u16>,
-        token_map: TensorMap,
+        token_maps: [TensorMap; sm90::FITTED_STEPS as usize],
         stream_k: StreamKState,
     },
     /// Blackwell: the tile (contiguous convention; the separate one picks it per launch from
@@ -385,7 +385,11 @@ impl Gpu {
         let tokens_per_group = tokens_per_group.unwrap_or(rows.div_ceil(groups));
         // The tile the iteration bound is checked for: Hopper's, or Blackwell's narrowest.
         let (tile_tokens, tile_outputs, k_per_stage) = match self.arch() {
-            Arch::Sm90a => (tile_for(tokens_per_group).tokens, tile_n(op.gated()), K_PER_STAGE),
+            Arch::Sm90a => (
+                tile_for(tokens_per_group).grouped_tile_tokens(),
+                tile_n(op.gated()),
+                K_PER_STAGE,
+            ),
             Arch::Sm100f => (
                 sm100::TILE_M,
                 sm100_registry::NARROW_TILE.outputs(op.gated()),
@@ -421,8 +425,16 @@ impl Gpu {
                     ));
                 }
                 let tokens = DeviceBuffer::zeros(stream, rows * token_pitch as usize)?;
-                let token_map =
-                    tensor_map::predecoded_tokens(tokens.address(), rows, token_pitch as usize, tile.tokens)?;
+                // One map per fitted width (`GroupedArgs::token_maps`).
+                let mut token_maps = [TensorMap::default(); sm90::FITTED_STEPS as usize];
+                for (s, map) in (1..).zip(&mut token_maps) {
+                    *map = tensor_map::predecoded_tokens(
+                        tokens.address(),
+                        rows,
+                        token_pitch as usize,
+                        tile.grouped_box_rows(s),
+                    )?;
+                }
                 let stream_k = StreamKState::new(
                     self,
                     2 * grid as usize * partial_slot_bytes(tile) as usize / 4,
@@ -444,7 +456,7 @@ impl Gpu {
                     token_pitch,
                     token_rows: rows as u32,
                     tokens,
-                    token_map,
+                    token_maps,
                     stream_k,
                 }
             }
@@ -494,7 +506,8 @@ impl GroupedPlan {
     }
 
     /// Tokens per tile and persistent CTAs of the GEMM kernel (the grouped decode-size kernel:
-    /// its 16 tokens per pass and its CTAs, see [`GroupedPlan::uses_decode_kernel`]).
+    /// its 16 tokens per pass and its CTAs, see [`GroupedPlan::uses_decode_kernel`]; tiles
+    /// fitted to each group: the widest, 192, of their widths of 64, 128 and 192 tokens).
     pub fn tile_and_grid(&self) -> (u32, u32) {
         match &self.backend {
             Backend::Sm90 {
@@ -511,7 +524,7 @@ impl GroupedPlan {
                     groups as u32 * self.decode_row_groups().unwrap_or(0),
                 )
             }
-            Backend::Sm90 { tile, .. } => (tile.tokens, self.grid),
+            Backend::Sm90 { tile, .. } => (tile.grouped_tile_tokens(), self.grid),
             Backend::Sm100 { .. } => (sm100::TILE_M, self.grid),
         }
     }
@@ -582,7 +595,7 @@ impl GroupedPlan {
             Backend::Sm100 { .. } => (0, 0, std::ptr::null_mut()),
         };
         let (tile_tokens, tile_outputs, k_per_stage) = match tile {
-            LaunchTile::Sm90(tile) => (tile.tokens, tile_n(gated), K_PER_STAGE),
+            LaunchTile::Sm90(tile) => (tile.grouped_tile_tokens(), tile_n(gated), K_PER_STAGE),
             LaunchTile::Sm100(tile) => (sm100::TILE_M, tile.outputs(gated), sm100::K_PER_STAGE),
         };
         GroupedPrepareArgs {
@@ -642,7 +655,7 @@ impl GroupedPlan {
         match (&self.backend, tile) {
             (
                 Backend::Sm90 {
-                    token_map,
+                    token_maps,
                     stream_k,
                     decode_window,
                     token_pitch,
@@ -710,7 +723,7 @@ impl GroupedPlan {
                     stream_k.tickets.address(),
                 );
                 let args = sm90::GroupedArgs {
-                    token_map: *token_map,
+                    token_maps: *token_maps,
                     descs: prepare.descs,
                     schedule: prepare.schedule,
                     workspace: workspace as *mut u32,

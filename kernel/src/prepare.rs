@@ -33,6 +33,28 @@ pub(crate) unsafe fn load_desc(descs: *const GroupDesc, g: u32) -> GroupDesc {
     unsafe { load_desc_words::<DESC_INPUT_WORDS>(descs, g) }
 }
 
+/// Group `g`'s `token_row` and `rows` alone (one 16-byte load): what a producer of token
+/// boxes needs, at a fraction of [`load_desc`]'s registers.
+///
+/// # Safety
+/// As [`load_desc`].
+#[inline(always)]
+pub(crate) unsafe fn load_desc_token_rows(descs: *const GroupDesc, g: u32) -> (u32, u32) {
+    const WORD: usize = core::mem::offset_of!(GroupDesc, token_row) / 16;
+    const LANE: usize = core::mem::offset_of!(GroupDesc, token_row) % 16 / 4;
+    const {
+        assert!(
+            LANE < 3
+                && core::mem::offset_of!(GroupDesc, rows) == core::mem::offset_of!(GroupDesc, token_row) + 4,
+            "token_row and rows share one 16-byte word"
+        )
+    };
+    let words = descs.wrapping_add(g as usize) as *const u32;
+    // SAFETY: forwarded; inside group g's record.
+    let word = unsafe { mem::ld_global_v4_b32(words.add(4 * WORD)) };
+    (word[LANE], word[LANE + 1])
+}
+
 /// Group `g`'s whole descriptor, NVFP4-output fields included.
 ///
 /// # Safety

@@ -46,12 +46,16 @@ pub fn wait_group<const N: u32>() {
 /// false overwrites D (`scale-d` = 0).
 macro_rules! wgmma_m64k16_f32_f16_rs {
     ($name:ident, $n:literal, $acc:literal, [$first:literal $(, $i:literal)*]) => {
-        #[doc = concat!("`wgmma.mma_async` m64n", stringify!($n), "k16, f32 += f16 · f16, A from registers.")]
+        wgmma_m64k16_f32_f16_rs!($name, $n, $acc, $acc, [$first $(, $i)*]);
+    };
+    ($name:ident, $n:literal, $acc:literal, $array:literal, [$first:literal $(, $i:literal)*]) => {
+        #[doc = concat!("`wgmma.mma_async` m64n", stringify!($n), "k16, f32 += f16 · f16, A from registers, ")]
+        #[doc = concat!("into the first ", stringify!($acc), " of ", stringify!($array), " accumulators.")]
         ///
         /// # Safety
         /// `b_desc` must describe a valid shared tile; see the module contract.
         #[inline(always)]
-        pub unsafe fn $name(acc: &mut [f32; $acc], a: [u32; 4], b_desc: u64, accumulate: bool) {
+        pub unsafe fn $name(acc: &mut [f32; $array], a: [u32; 4], b_desc: u64, accumulate: bool) {
             // SAFETY: guaranteed by the caller.
             unsafe {
                 asm!(
@@ -103,6 +107,17 @@ wgmma_m64k16_f32_f16_rs!(
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
         28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52,
         53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
+    ]
+);
+wgmma_m64k16_f32_f16_rs!(
+    m64n192k16,
+    192,
+    96,
+    [
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+        28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52,
+        53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77,
+        78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95
     ]
 );
 wgmma_m64k16_f32_f16_rs!(

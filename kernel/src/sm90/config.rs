@@ -176,6 +176,39 @@ pub struct SharedPlan {
     pub total: u32,
 }
 
+/// Steps in which a fitted grouped tile's width grows ([`fitted_tile_width`]): the token count
+/// of the narrowest of the fitted kernels' wgmmas.
+pub const FITTED_TOKEN_STEP: u32 = TOKEN_BOX_ROWS;
+/// Widths of a fitted grouped tile, in [`FITTED_TOKEN_STEP`]s: 1 to this, each with its own
+/// token map (`GroupedArgs::token_maps`) and its own copy of the consumers' stage loop.
+pub const FITTED_STEPS: u32 = 3;
+/// Tokens of a fitted grouped kernel's widest tile: 192, so that its consumers keep the
+/// narrower tiles' weight pipeline (the next stage's loads issued a whole stage ahead), which
+/// 256 tokens' accumulators leave no registers for; and a 256-wide slice costs ≈ 1.73× a
+/// 128-token one, so wider tiles gain little (perf log entry 111).
+pub const FITTED_MAX_TOKENS: u32 = FITTED_STEPS * FITTED_TOKEN_STEP;
+
+/// Token rows of each of the `m_tiles` token tiles of a group of `rows` tokens in a grouped
+/// kernel that fits its tiles to each group ([`Tile::fits_groups`]; `m_tiles = ceil(rows /`
+/// [`FITTED_MAX_TOKENS`]`)`): the group's rows over its tiles, rounded up to
+/// [`FITTED_TOKEN_STEP`]. The first `m_tiles − 1` tiles hold this many tokens, the last one the
+/// rest (at least one: the earlier tiles hold at most `FITTED_MAX_TOKENS · (m_tiles − 1) <
+/// rows`), each tile computed at its own tokens rounded up to the step. 0 for no tile.
+///
+/// The narrowest of the [`FITTED_STEPS`] widths whose `m_tiles` tiles cover the rows, found
+/// by comparison: no division on the GPU, whose producer thread has registers for little more
+/// than its copies.
+pub const fn fitted_tile_width(rows: u32, m_tiles: u32) -> u32 {
+    if m_tiles == 0 {
+        return 0;
+    }
+    let mut steps = 1;
+    while steps < FITTED_STEPS && (steps * FITTED_TOKEN_STEP) as u64 * (m_tiles as u64) < rows as u64 {
+        steps += 1;
+    }
+    steps * FITTED_TOKEN_STEP
+}
+
 /// Bytes of a grouped kernel's shared schedule table: the header and [`MAX_GROUPS`] groups.
 pub const GROUP_TABLE_BYTES: u32 = 16 * (HEADER_RECORDS + MAX_GROUPS);
 
@@ -206,6 +239,37 @@ impl Tile {
     /// 128-row scale groups a tile touches.
     pub const fn scale_groups(&self) -> u32 {
         self.tokens.div_ceil(128)
+    }
+
+    /// Whether this tile's grouped kernels fit their token tiles to each group: the widest
+    /// tile (the one without decoder warpgroups) covers a group's rows with the fewest tiles
+    /// of at most [`FITTED_MAX_TOKENS`], each [`fitted_tile_width`] wide, and runs each tile's
+    /// MMAs at its tokens rounded up to [`FITTED_TOKEN_STEP`] (one copy of the stage loop per
+    /// width). The narrower tiles keep their width in every group.
+    pub const fn fits_groups(&self) -> bool {
+        self.decoder_warpgroups() == 0
+    }
+
+    /// Tokens of a grouped kernel's widest token tile, and rows of its token map's TMA box (one
+    /// box a decoded slice): the tile's, or, where it fits its groups, [`FITTED_MAX_TOKENS`].
+    pub const fn grouped_tile_tokens(&self) -> u32 {
+        if self.fits_groups() {
+            FITTED_MAX_TOKENS
+        } else {
+            self.tokens
+        }
+    }
+
+    /// Token rows of the TMA box of a grouped launch's token map for tiles `steps`
+    /// [`FITTED_TOKEN_STEP`]s wide (1 to [`FITTED_STEPS`]): that many steps, at most the
+    /// launch's widest tile ([`Tile::grouped_tile_tokens`], a fixed tile's width).
+    pub const fn grouped_box_rows(&self, steps: u32) -> u32 {
+        let rows = steps * FITTED_TOKEN_STEP;
+        if rows < self.grouped_tile_tokens() {
+            rows
+        } else {
+            self.grouped_tile_tokens()
+        }
     }
 
     /// Bytes of one decoded slice.
@@ -906,9 +970,11 @@ pub const fn padded_k(k: u32) -> u32 {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GroupedArgs {
-    /// The tensor map of the fp16 token buffer (FLOAT16, dims {pitch, rows}, box {64, T},
-    /// 128-byte swizzle).
-    pub token_map: crate::launch::TensorMap,
+    /// The tensor maps of the fp16 token buffer (FLOAT16, dims {pitch, rows}, 128-byte
+    /// swizzle), map `s` with box {64, [`Tile::grouped_box_rows`]`(s + 1)`}: a fixed tile's
+    /// launch loads every slice with the last (its whole tile), a fitted one each tile's slices
+    /// with the map of its width.
+    pub token_maps: [crate::launch::TensorMap; FITTED_STEPS as usize],
     /// The groups' descriptors.
     pub descs: *const crate::grouped::GroupDesc,
     /// The `GroupedHeader`, then one `GroupSchedule` per group.
@@ -929,6 +995,7 @@ const _: () = assert!(
 );
 
 const _: () = assert!(
-    core::mem::offset_of!(GroupedArgs, token_map).is_multiple_of(crate::launch::PARAM_ALIGN),
+    core::mem::offset_of!(GroupedArgs, token_maps).is_multiple_of(crate::launch::PARAM_ALIGN)
+        && core::mem::size_of::<crate::launch::TensorMap>().is_multiple_of(crate::launch::PARAM_ALIGN),
     "tensor maps must sit at 64-byte offsets of the parameter"
 );

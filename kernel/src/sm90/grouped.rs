@@ -7,9 +7,15 @@ use crate::epilogue::{NVFP4_TILE_BLOCKS, Nvfp4Tile};
 use crate::grouped::{GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, prepare_scratch_offset};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
-use crate::ptx::{fence, mem, reg, smem, sreg, warp, wgmma};
+use crate::ptx::{copy, fence, mem, reg, smem, sreg, warp, wgmma};
 use crate::schedule::{GroupSchedule, GroupTable, GroupedTiles, StreamK, TileSpan};
-use crate::sm90::config::{self, GroupedArgs, K_PER_SLICE, Tile, padded_k, tile_n};
+use crate::sm90::config::{
+    self, FITTED_STEPS, FITTED_TOKEN_STEP, GroupedArgs, K_PER_SLICE, Tile, fitted_tile_width, padded_k,
+    tile_n,
+};
+
+/// Bytes of one tensor map in the kernel parameter.
+const TENSOR_MAP_BYTES: u64 = core::mem::size_of::<crate::launch::TensorMap>() as u64;
 use crate::sm90::mainloop::{
     self, ConsumerLane, PackedTokens, Problem, RowOffsets, RowPointers, Shared, TileJob, WeightBases,
     WeightStage, Work,
@@ -47,18 +53,40 @@ impl GroupTable for SharedGroups {
 }
 
 /// A grouped launch, gated or plain; `NVFP4`: gated, writing NVFP4 (the descriptors'
-/// `out_scales`).
-struct GroupedProblem<'a, M, const GATED: bool, const NVFP4: bool> {
+/// `out_scales`); `FITTED`: its tiles fitted to each group ([`Tile::fits_groups`]).
+struct GroupedProblem<'a, M, const GATED: bool, const NVFP4: bool, const FITTED: bool> {
     args: &'a GroupedArgs,
     table: SharedGroups,
-    /// The generic address of `args.token_map` in parameter space (computed where it is used).
-    token_map: M,
+    /// The generic address of `args.token_maps` in parameter space (computed where it is used).
+    token_maps: M,
 }
 
-impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for GroupedProblem<'_, M, GATED, NVFP4> {
+impl<M, const GATED: bool, const NVFP4: bool, const FITTED: bool>
+    GroupedProblem<'_, M, GATED, NVFP4, FITTED>
+{
+    /// The first row (in its group) and the tokens of the tile `span` of a group of `rows`
+    /// tokens: 128-token tiles (the launch's `tile`), or fitted ones ([`fitted_tile_width`]).
+    #[inline(always)]
+    fn tile_rows(&self, span: &TileSpan, tile: Tile, rows: u32) -> (u32, u32) {
+        let m_tiles = self.table.group(span.group).m_tiles;
+        let m_tile = span.local.checked_rem(m_tiles).unwrap_or(0);
+        let width = if FITTED {
+            fitted_tile_width(rows, m_tiles)
+        } else {
+            tile.tokens
+        };
+        let row0 = m_tile * width;
+        (row0, rows.saturating_sub(row0).min(width))
+    }
+}
+
+impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool> Problem
+    for GroupedProblem<'_, M, GATED, NVFP4, FITTED>
+{
     type Space = GroupedTiles<SharedGroups>;
     const GATED: bool = GATED;
     const RECOMPUTE_AFTER_MAINLOOP: bool = true;
+    const FITTED: bool = FITTED;
     const NVFP4_OUT: bool = {
         assert!(GATED || !NVFP4, "NVFP4 output is the gated epilogue's");
         NVFP4
@@ -66,22 +94,52 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for GroupedPr
 
     #[inline(always)]
     fn token_map(&self) -> u64 {
-        (self.token_map)()
+        // The launch tile's whole width.
+        (self.token_maps)() + (FITTED_STEPS as u64 - 1) * TENSOR_MAP_BYTES
+    }
+
+    #[inline(always)]
+    fn token_rows(&self, span: &TileSpan, tile: Tile) -> (u32, u32) {
+        // SAFETY: span.group < groups.
+        let (token_row, rows) = unsafe { prepare::load_desc_token_rows(self.args.descs, span.group) };
+        let (row0, tokens) = self.tile_rows(span, tile, rows);
+        (token_row + row0, tokens)
+    }
+
+    #[inline(always)]
+    fn token_box(&self, tokens: u32, tile: Tile) -> (u64, u32) {
+        if FITTED {
+            let steps = tokens.div_ceil(FITTED_TOKEN_STEP).clamp(1, FITTED_STEPS);
+            (
+                (self.token_maps)() + (steps as u64 - 1) * TENSOR_MAP_BYTES,
+                tile.grouped_box_rows(steps) * K_PER_SLICE * 2,
+            )
+        } else {
+            (self.token_map(), tile.decoded_slice_bytes())
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn prefetch_token_maps(&self) {
+        let maps = if FITTED { FITTED_STEPS } else { 1 };
+        for s in FITTED_STEPS - maps..FITTED_STEPS {
+            // SAFETY: forwarded; map `s` of the launch's.
+            unsafe { copy::prefetch_tensor_map((self.token_maps)() + s as u64 * TENSOR_MAP_BYTES) };
+        }
     }
 
     #[inline(always)]
     fn job(&self, span: &TileSpan, tile: Tile) -> TileJob {
         // SAFETY: span.group < groups.
         let desc = unsafe { prepare::load_desc(self.args.descs, span.group) };
-        let m_tiles = self.table.group(span.group).m_tiles;
-        let (m_tile, n_tile) = match (span.local.checked_rem(m_tiles), span.local.checked_div(m_tiles)) {
-            (Some(m), Some(n)) => (m, n),
-            _ => (0, 0),
-        };
-        let row0 = m_tile * tile.tokens;
+        let (row0, tokens) = self.tile_rows(span, tile, desc.rows);
+        let n_tile = span
+            .local
+            .checked_div(self.table.group(span.group).m_tiles)
+            .unwrap_or(0);
         TileJob {
             token_row: desc.token_row + row0,
-            tokens: desc.rows.saturating_sub(row0).min(tile.tokens),
+            tokens,
             n0: n_tile * tile_n(GATED),
             n: desc.n,
             k: desc.k,
@@ -143,8 +201,8 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool> Problem for GroupedPr
     }
 }
 
-/// The persistent kernel body for `2·ACC` tokens per tile, gated (writing NVFP4 if `NVFP4`)
-/// or plain.
+/// The persistent kernel body for `2·ACC` tokens per tile (`FITTED`: at most that many, each
+/// tile as wide as its group needs), gated (writing NVFP4 if `NVFP4`) or plain.
 #[inline(always)]
 unsafe fn grouped<
     const ACC: usize,
@@ -154,9 +212,10 @@ unsafe fn grouped<
     const PRODUCER: u32,
     const GATED: bool,
     const NVFP4: bool,
+    const FITTED: bool,
 >(
     args: &GroupedArgs,
-    token_map: impl Fn() -> u64,
+    token_maps: impl Fn() -> u64,
     mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
     let tile = Tile {
@@ -201,10 +260,10 @@ unsafe fn grouped<
     };
     let split = StreamK::new(GroupedTiles { table }, ctas, tile_stages);
     let work = Work::new(split, &shared, args.workspace, args.flags, 0);
-    let problem = GroupedProblem::<_, GATED, NVFP4> {
+    let problem = GroupedProblem::<_, GATED, NVFP4, FITTED> {
         args,
         table,
-        token_map,
+        token_maps,
     };
     // SAFETY: the module contract.
     unsafe {
@@ -224,7 +283,9 @@ macro_rules! entry_point {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(args: GroupedArgs) {
             const TILE: Tile = Tile { tokens: $tokens };
-            const ACC: usize = $tokens / 2;
+            // A fitted tile's accumulators are its widest width's; the mainloop chooses its
+            // wgmma per tile.
+            const ACC: usize = TILE.grouped_tile_tokens() as usize / 2;
             // SAFETY (both): forwarded contract; descriptors point into the decoded slices.
             let mma = |acc: &mut [f32; ACC], a: [u32; 4], b: u64| unsafe { $mma(acc, a, b, true) };
             const REGISTERS: config::RegisterSplit = TILE.grouped_registers();
@@ -238,12 +299,13 @@ macro_rules! entry_point {
                     { REGISTERS.producer },
                     $gated,
                     $nvfp4,
+                    { TILE.fits_groups() },
                 >(
                     &args,
                     || {
                         crate::ptx::kernel_param_address!(
                             $name,
-                            core::mem::offset_of!(GroupedArgs, token_map)
+                            core::mem::offset_of!(GroupedArgs, token_maps)
                         )
                     },
                     mma,
@@ -257,10 +319,10 @@ macro_rules! entry_point {
 /// kernels, then those writing NVFP4, then all plain ones.
 macro_rules! grouped_entries {
     ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident $dense_bf16:ident
-        $dense_plain_bf16:ident ($($gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
-        $($(entry_point!($gated, true, false, $tokens, wgmma::$mma);)?)*
-        $($(entry_point!($gated_nvfp4, true, true, $tokens, wgmma::$mma);)?)*
-        $($(entry_point!($plain, false, false, $tokens, wgmma::$mma);)?)*
+        $dense_plain_bf16:ident ($($grouped_mma:ident $gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
+        $($(entry_point!($gated, true, false, $tokens, wgmma::$grouped_mma);)?)*
+        $($(entry_point!($gated_nvfp4, true, true, $tokens, wgmma::$grouped_mma);)?)*
+        $($(entry_point!($plain, false, false, $tokens, wgmma::$grouped_mma);)?)*
     };
 }
 

@@ -23,8 +23,9 @@ use crate::schedule::{
 };
 use crate::sm90::config::{
     self, BLOCKS_PER_SLICE, BLOCKS_PER_STAGE, DECODED_STAGES, DECODER_WARPGROUPS, EPILOGUE_STAGING_PITCH,
-    FIRST_DECODER_WARPGROUP, K_PER_SLICE, K_PER_STAGE, RAW_STAGES, SCALE_GROUP_BYTES, SLICES_PER_STAGE,
-    SharedPlan, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS, WEIGHT_CHUNKS_PER_STAGE, stage_block,
+    FIRST_DECODER_WARPGROUP, FITTED_TOKEN_STEP, K_PER_SLICE, K_PER_STAGE, RAW_STAGES, SCALE_GROUP_BYTES,
+    SLICES_PER_STAGE, SharedPlan, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS, WEIGHT_CHUNKS_PER_STAGE,
+    stage_block,
 };
 use crate::sm90::tokens::scaled_pairs;
 
@@ -103,6 +104,11 @@ pub(crate) trait Problem {
     /// 128-token consumers have no registers to spare; the dense ones were 1.6–2.4 % slower on
     /// 256-token task shapes so (perf log entry 91).
     const RECOMPUTE_AFTER_MAINLOOP: bool = false;
+    /// Whether the tiles are fitted to their groups ([`Tile::fits_groups`]): the launch's tile
+    /// is the widest (its token rows are loaded whole, one TMA box a slice), and each tile's
+    /// wgmmas run at its job's tokens rounded up to [`FITTED_TOKEN_STEP`], each width its own
+    /// stage loop; the roles' `mma` is not used.
+    const FITTED: bool = false;
     /// Factors of the tile's gate and up α that live in device memory (the dense launches'
     /// `DeviceGlobalScales`), read when a tile is finished, after the dependency wait; the
     /// grouped kernels' preparation pass folds them into each group's α.
@@ -115,6 +121,30 @@ pub(crate) trait Problem {
     }
     /// Generic address of the token operand's tensor map.
     fn token_map(&self) -> u64;
+    /// The tile `span`'s first token row and tokens ([`Problem::job`]'s `token_row` and
+    /// `tokens`), for the producer: a problem may read less for them than for the whole job.
+    #[inline(always)]
+    fn token_rows(&self, span: &TileSpan, tile: Tile) -> (u32, u32) {
+        let job = self.job(span, tile);
+        (job.token_row, job.tokens)
+    }
+    /// The tensor map (generic address) whose box is one decoded slice of a tile of `tokens`
+    /// tokens in a launch of `tile`, and the box's bytes: [`Problem::token_map`] and a whole
+    /// slice, but for fitted tiles, which have a map per width.
+    #[inline(always)]
+    fn token_box(&self, tokens: u32, tile: Tile) -> (u64, u32) {
+        let _ = tokens;
+        (self.token_map(), tile.decoded_slice_bytes())
+    }
+    /// Starts fetching the token maps into the tensor-map cache.
+    ///
+    /// # Safety
+    /// The maps are written before the launch (no kernel writes them).
+    #[inline(always)]
+    unsafe fn prefetch_token_maps(&self) {
+        // SAFETY: forwarded.
+        unsafe { copy::prefetch_tensor_map(self.token_map()) }
+    }
     /// The tile `span` of a launch with `tile.tokens` tokens per tile.
     fn job(&self, span: &TileSpan, tile: Tile) -> TileJob;
     /// The packed tokens, for kernels that decode tokens in the kernel (`None` otherwise).
@@ -347,8 +377,8 @@ pub(crate) unsafe fn roles<
     if warpgroup == producer_warpgroup {
         reg::decrease::<PRODUCER>();
         if thread == producer_warpgroup * WARPGROUP_THREADS {
-            // SAFETY: the plan wrote the tensor map before any launch (no kernel writes it).
-            unsafe { copy::prefetch_tensor_map(problem.token_map()) };
+            // SAFETY: the plan wrote the tensor maps before any launch (no kernel writes them).
+            unsafe { problem.prefetch_token_maps() };
             fence::grid_dependency_wait();
             // SAFETY: the kernel's contract.
             unsafe {
@@ -444,24 +474,26 @@ unsafe fn produce<P: Problem>(problem: &P, packed: &PackedTokens, shared: &Share
 }
 
 /// The producer thread for pre-decoded tokens: per tile and 64-K slice, one TMA box of fp16
-/// tokens (`K_PER_SLICE × tokens`, 128-byte swizzle) straight into the decoded ring.
+/// tokens (`K_PER_SLICE ×` the tile's tokens, or a fitted tile's width; 128-byte swizzle)
+/// straight into the decoded ring.
 #[inline(always)]
 unsafe fn produce_predecoded<P: Problem>(problem: &P, shared: &Shared, work: &Work<P::Space>) {
     let tile = shared.tile;
     let mut ring = RingPosition::<DECODED_STAGES>::new();
     for segment in work.segments() {
-        let token_row = problem.job(&segment.tile, tile).token_row;
+        let (token_row, tokens) = problem.token_rows(&segment.tile, tile);
+        let (map, bytes) = problem.token_box(tokens, tile);
         let first_slice = segment.first_stage * SLICES_PER_STAGE;
         for slice in first_slice..first_slice + segment.stages * SLICES_PER_STAGE {
             let full = shared.decoded_full(ring.stage);
-            // SAFETY: barriers are initialized; the box fills exactly one decoded slice (rows
-            // past the buffer are zeros).
+            // SAFETY: barriers are initialized; the box fills the tile's rows of one decoded
+            // slice (rows past the buffer are zeros).
             unsafe {
                 mbarrier::wait_suspending(shared.decoded_empty(ring.stage), ring.empty_parity());
-                mbarrier::arrive_expect_tx(full, tile.decoded_slice_bytes());
+                mbarrier::arrive_expect_tx(full, bytes);
                 copy::tensor_2d(
                     shared.decoded_slice(ring.stage),
-                    problem.token_map(),
+                    map,
                     (slice * K_PER_SLICE) as i32,
                     token_row as i32,
                     full,
@@ -942,10 +974,10 @@ fn slice_fragments<C: PairCodec>(w: &WeightStage, j: usize, scale_shift: u32) ->
     steps
 }
 
-/// A consumer thread: per segment, the mainloop over its 64-K slices, then the epilogue (whole
-/// tile) or the stream-K fix-up. The weight pipeline runs across segments: the last stage of a
-/// segment loads the first stage of the next one, so a new tile starts without waiting for
-/// memory.
+/// A consumer thread: per segment, the mainloop over its 64-K slices ([`segment_mainloop`]; a
+/// fitted problem's at its tile's width), then the epilogue (whole tile) or the stream-K fix-up
+/// ([`finish_segment`]). The weight pipeline runs across segments: the last stage of a segment
+/// loads the first stage of the next one, so a new tile starts without waiting for memory.
 #[inline(always)]
 unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
     problem: &P,
@@ -955,11 +987,8 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
     mma: &impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
     let tile = shared.tile;
-    let thread = sreg::thread_idx_x();
-    let mut decoded = RingPosition::<DECODED_STAGES>::new();
-    let late_loads = tile.late_weight_loads();
     let mut segments = work.segments();
-    let mut current = match segments.clone().next() {
+    let current = match segments.clone().next() {
         Some(first) => {
             let job = problem.job(&first.tile, tile);
             // SAFETY: the first stage of the first segment's tile.
@@ -968,159 +997,319 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         None => WeightStage::ZERO,
     };
     let scale_shift = if P::GATED { 0 } else { plain_scale_shift(lane.t) };
-    let mut fragments = [slice_fragments::<P::Codec>(&current, 0, scale_shift), [[0; 4]; 4]];
+    let mut pipeline = ConsumerPipeline {
+        decoded: RingPosition::new(),
+        fragments: [slice_fragments::<P::Codec>(&current, 0, scale_shift), [[0; 4]; 4]],
+        current,
+        scale_shift,
+    };
     while let Some(segment) = segments.next() {
         let job = problem.job(&segment.tile, tile);
-        let rows = problem.weight_rows(&job, lane);
-        // Warp-uniform stage bounds (a shuffle from lane 0 tells ptxas so): the stage loop's
-        // control then stays in uniform registers, with no warp resynchronization per stage.
-        let first = warp::shuffle_index(segment.first_stage, 0);
-        let last = warp::shuffle_index(segment.first_stage + segment.stages - 1, 0);
-        // What the last stage loads: the next segment's first stage (else its own stage again,
-        // unused). Chosen here so that the loop body has one unconditional load; tiles with
-        // late loads choose in the last stage instead, as they have no registers to carry the
-        // choice through the loop.
-        let tail = || match segments.clone().next() {
-            Some(following) => (
-                problem.weight_rows(&problem.job(&following.tile, tile), lane),
-                warp::shuffle_index(following.first_stage, 0),
-            ),
-            None => (rows, last),
+        // SAFETY (all): forwarded; `segments` now holds the segments after this one.
+        let acc = if P::FITTED {
+            // The tile's width in steps, warp-uniform (as the stage bounds): each width is its
+            // own stage loop, whose wgmma pipeline ends inside it (a width chosen inside the
+            // pipeline makes ptxas wait for every slice's wgmmas; perf log entry 111).
+            let steps = warp::shuffle_index(job.tokens.div_ceil(FITTED_TOKEN_STEP), 0);
+            const STEP_ACC: usize = FITTED_TOKEN_STEP as usize / 2;
+            const { assert!(config::FITTED_STEPS == 3, "one arm per fitted width") };
+            match steps {
+                1 => widen(unsafe {
+                    segment_mainloop::<P, STEP_ACC, 1>(
+                        problem,
+                        shared,
+                        lane,
+                        &|acc, a, b| wgmma::m64n64k16(acc, a, b, true),
+                        &job,
+                        &segment,
+                        &segments,
+                        &mut pipeline,
+                    )
+                }),
+                2 => widen(unsafe {
+                    segment_mainloop::<P, { 2 * STEP_ACC }, 1>(
+                        problem,
+                        shared,
+                        lane,
+                        &|acc, a, b| wgmma::m64n128k16(acc, a, b, true),
+                        &job,
+                        &segment,
+                        &segments,
+                        &mut pipeline,
+                    )
+                }),
+                _ => widen(unsafe {
+                    segment_mainloop::<P, { 3 * STEP_ACC }, 1>(
+                        problem,
+                        shared,
+                        lane,
+                        &|acc, a, b| wgmma::m64n192k16(acc, a, b, true),
+                        &job,
+                        &segment,
+                        &segments,
+                        &mut pipeline,
+                    )
+                }),
+            }
+        } else {
+            unsafe {
+                segment_mainloop::<P, ACC, SETS>(
+                    problem,
+                    shared,
+                    lane,
+                    mma,
+                    &job,
+                    &segment,
+                    &segments,
+                    &mut pipeline,
+                )
+            }
         };
-        let chosen_tail = (!late_loads).then(tail);
-        // SETS independent accumulator sets, k16 step s into set s % SETS: small tiles' wgmmas
-        // are latency-bound when chained through one accumulator (see `Tile::accumulator_sets`).
-        // A constant, not a repeat expression: rustc lowers `[0.0; 128]` to a loop that LLVM
-        // does not unroll, which keeps a 256-token tile's accumulators in local memory.
-        let mut sets = const { [[0f32; ACC]; SETS] };
-        for stage in first..=last {
-            // Loads in flight while this stage computes: the segment's next stage, else the tail.
-            let (next_rows, next_stage) = if stage < last {
-                (rows, stage + 1)
-            } else {
-                chosen_tail.unwrap_or_else(tail)
-            };
-            let next_rows = &next_rows;
-            // SAFETY (all): a stage of this segment's tile or of the next segment's.
-            let mut next = if late_loads {
-                WeightStage::ZERO
-            } else {
-                unsafe { problem.load_weights(next_rows, next_stage) }
-            };
-            // One 64-K slice; written out four times so that every fragment index is a constant
-            // (a run-time index would move the fragment registers to local memory).
-            macro_rules! slice {
-                ($j:literal, $decode_next:expr) => {{
-                    let b = shared.decoded_slice(decoded.stage);
-                    // SAFETY: barrier initialized; the decoder (or the TMA) fills the slice.
-                    unsafe { mbarrier::wait(shared.decoded_full(decoded.stage), decoded.full_parity()) };
-                    wgmma::fence();
-                    let steps = &fragments[$j % 2];
-                    mma(&mut sets[0], steps[0], wgmma_desc_sw128_k_major(b));
-                    mma(
-                        &mut sets[1 % SETS],
-                        steps[1],
-                        wgmma_desc_sw128_k_major(b + 32),
-                    );
-                    mma(
-                        &mut sets[2 % SETS],
-                        steps[2],
-                        wgmma_desc_sw128_k_major(b + 64),
-                    );
-                    mma(
-                        &mut sets[3 % SETS],
-                        steps[3],
-                        wgmma_desc_sw128_k_major(b + 96),
-                    );
-                    wgmma::commit_group();
-                    // Decode the next slice while this one runs: its registers were last read by
-                    // the slice before, which `wait_group::<1>` below retires.
-                    fragments[($j + 1) % 2] = $decode_next;
-                    wgmma::wait_group::<1>();
-                    if stage > first || $j > 0 {
-                        release_previous(shared, &decoded);
-                    }
-                    decoded.advance();
-                }};
-            }
-            slice!(0, slice_fragments::<P::Codec>(&current, 1, scale_shift));
-            if late_loads {
-                unsafe { problem.load_weight_chunk(next_rows, next_stage, 0, &mut next) };
-            }
-            slice!(1, slice_fragments::<P::Codec>(&current, 2, scale_shift));
-            slice!(2, slice_fragments::<P::Codec>(&current, 3, scale_shift));
-            if late_loads {
-                unsafe { problem.load_weight_chunk(next_rows, next_stage, 1, &mut next) };
-            }
-            slice!(3, slice_fragments::<P::Codec>(&next, 0, scale_shift));
-            current = next;
+        // SAFETY: forwarded.
+        unsafe {
+            finish_segment::<P, ACC>(problem, shared, work, lane, &segment, job, acc, &pipeline.decoded)
+        };
+    }
+}
+
+/// `acc`, a tile's first `W` accumulators, as the launch's `ACC` (the rest zero: tokens past
+/// the tile's width, which the epilogue does not write). Only fitted problems call it with
+/// `W ≤ ACC`; the other instantiations are never run.
+#[inline(always)]
+fn widen<const W: usize, const ACC: usize>(acc: [f32; W]) -> [f32; ACC] {
+    // A constant, not a repeat expression (see `segment_mainloop`'s accumulators).
+    let mut wide = const { [0f32; ACC] };
+    unrolled32!(W.min(ACC) / 4, |q| {
+        for e in 0..4 {
+            wide[4 * q + e] = acc[4 * q + e];
         }
-        wgmma::wait_group::<0>();
-        // An NVFP4 epilogue stages its tile in the segment's last decoded slice: released after it.
-        if !P::NVFP4_OUT {
-            release_previous(shared, &decoded);
-        }
-        // Constant indices only (an iterator over the sets moves them to local memory).
-        let mut acc = sets[0];
-        let mut add_set = |set: usize| {
-            unrolled32!(ACC / 4, |q| {
-                for e in 0..4 {
-                    acc[4 * q + e] += sets[set][4 * q + e];
+    });
+    wide
+}
+
+/// What a consumer carries from one segment to the next: its place in the decoded ring, the
+/// weights of the next stage (loaded during the previous segment's last stage) and the
+/// fragments of its first slice, and where its scale pairs sit in the scale words.
+struct ConsumerPipeline {
+    decoded: RingPosition<DECODED_STAGES>,
+    current: WeightStage,
+    fragments: [[[u32; 4]; 4]; 2],
+    scale_shift: u32,
+}
+
+/// The mainloop of one segment of a consumer thread ([`consume`]) at `2·W` tokens (`mma`'s
+/// width), for the segment's tile `job`: its stages' slices, the wgmma pipeline ended, its
+/// decoded slots released (but the last, where an NVFP4 epilogue stages its tile), and its
+/// accumulator sets summed. `following`: the CTA's segments after this one (the last stage
+/// loads the first stage of the next).
+///
+/// # Safety
+/// As [`consume`]; `segment` is the CTA's segment before `following`, and `pipeline` carries
+/// the previous segment's state.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn segment_mainloop<P: Problem, const W: usize, const SETS: usize>(
+    problem: &P,
+    shared: &Shared,
+    lane: &ConsumerLane,
+    mma: &impl Fn(&mut [f32; W], [u32; 4], u64),
+    job: &TileJob,
+    segment: &Segment,
+    following: &Segments<'_, P::Space>,
+    pipeline: &mut ConsumerPipeline,
+) -> [f32; W] {
+    let tile = shared.tile;
+    // A fitted problem's tile is at most `FITTED_MAX_TOKENS` wide: room for the whole next stage.
+    let late_loads = tile.late_weight_loads() && !P::FITTED;
+    let scale_shift = pipeline.scale_shift;
+    let ConsumerPipeline {
+        decoded,
+        current,
+        fragments,
+        ..
+    } = pipeline;
+    let rows = problem.weight_rows(job, lane);
+    // Warp-uniform stage bounds (a shuffle from lane 0 tells ptxas so): the stage loop's
+    // control then stays in uniform registers, with no warp resynchronization per stage.
+    let first = warp::shuffle_index(segment.first_stage, 0);
+    let last = warp::shuffle_index(segment.first_stage + segment.stages - 1, 0);
+    // What the last stage loads: the next segment's first stage (else its own stage again,
+    // unused). Chosen here so that the loop body has one unconditional load; tiles with
+    // late loads choose in the last stage instead, as they have no registers to carry the
+    // choice through the loop.
+    let tail = || match following.clone().next() {
+        Some(following) => (
+            problem.weight_rows(&problem.job(&following.tile, tile), lane),
+            warp::shuffle_index(following.first_stage, 0),
+        ),
+        None => (rows, last),
+    };
+    let chosen_tail = (!late_loads).then(tail);
+    // SETS independent accumulator sets, k16 step s into set s % SETS: small tiles' wgmmas
+    // are latency-bound when chained through one accumulator (see `Tile::accumulator_sets`).
+    // A constant, not a repeat expression: rustc lowers `[0.0; 128]` to a loop that LLVM
+    // does not unroll, which keeps a 256-token tile's accumulators in local memory.
+    let mut sets = const { [[0f32; W]; SETS] };
+    for stage in first..=last {
+        // Loads in flight while this stage computes: the segment's next stage, else the tail.
+        let (next_rows, next_stage) = if stage < last {
+            (rows, stage + 1)
+        } else {
+            chosen_tail.unwrap_or_else(tail)
+        };
+        let next_rows = &next_rows;
+        // SAFETY (all): a stage of this segment's tile or of the next segment's.
+        let mut next = if late_loads {
+            WeightStage::ZERO
+        } else {
+            unsafe { problem.load_weights(next_rows, next_stage) }
+        };
+        // One 64-K slice; written out four times so that every fragment index is a constant
+        // (a run-time index would move the fragment registers to local memory).
+        macro_rules! slice {
+            ($j:literal, $decode_next:expr) => {{
+                // The ring has as many slots as a stage has slices, so each slice's slot (and
+                // its wgmma descriptors) is the same in every stage and LLVM holds them across
+                // the loop; a fitted problem's copies of the loop (one per width) have no
+                // registers for that, so there each slice computes its own.
+                let b = shared.decoded_slice(decoded.stage);
+                let b = if P::FITTED { reg::opaque(b) } else { b };
+                // SAFETY: barrier initialized; the decoder (or the TMA) fills the slice.
+                unsafe { mbarrier::wait(shared.decoded_full(decoded.stage), decoded.full_parity()) };
+                wgmma::fence();
+                let steps = &fragments[$j % 2];
+                mma(&mut sets[0], steps[0], wgmma_desc_sw128_k_major(b));
+                mma(
+                    &mut sets[1 % SETS],
+                    steps[1],
+                    wgmma_desc_sw128_k_major(b + 32),
+                );
+                mma(
+                    &mut sets[2 % SETS],
+                    steps[2],
+                    wgmma_desc_sw128_k_major(b + 64),
+                );
+                mma(
+                    &mut sets[3 % SETS],
+                    steps[3],
+                    wgmma_desc_sw128_k_major(b + 96),
+                );
+                wgmma::commit_group();
+                // Decode the next slice while this one runs: its registers were last read by
+                // the slice before, which `wait_group::<1>` below retires.
+                fragments[($j + 1) % 2] = $decode_next;
+                wgmma::wait_group::<1>();
+                if stage > first || $j > 0 {
+                    release_previous(shared, decoded);
                 }
-            });
-        };
-        if SETS > 1 {
-            add_set(1 % SETS);
+                decoded.advance();
+            }};
         }
-        if SETS > 2 {
-            add_set(2 % SETS);
+        slice!(0, slice_fragments::<P::Codec>(current, 1, scale_shift));
+        if late_loads {
+            unsafe { problem.load_weight_chunk(next_rows, next_stage, 0, &mut next) };
         }
-        if SETS > 3 {
-            add_set(3 % SETS);
+        slice!(1, slice_fragments::<P::Codec>(current, 2, scale_shift));
+        slice!(2, slice_fragments::<P::Codec>(current, 3, scale_shift));
+        if late_loads {
+            unsafe { problem.load_weight_chunk(next_rows, next_stage, 1, &mut next) };
         }
-        // SAFETY: the workspace and flags were sized by the host plan for this split.
-        let finishes_tile = segment.count == 1 || unsafe { fix_up(work, &segment, &mut acc, thread) };
-        if finishes_tile {
-            let recompute = P::RECOMPUTE_AFTER_MAINLOOP && ACC == 64;
-            // The job again from opaque copies of the tile's coordinates (its descriptor read
-            // again), so that its fields are not held across the mainloop.
-            let mut job = if recompute {
-                let span = TileSpan {
-                    group: reg::opaque(segment.tile.group),
-                    local: reg::opaque(segment.tile.local),
-                    ..segment.tile
-                };
-                problem.job(&span, tile)
-            } else {
-                job
-            };
-            // SAFETY: after the dependency wait (`roles`).
-            let (gate_factor, up_factor) = unsafe { problem.alpha_factors() };
-            job.alpha_gate *= gate_factor;
-            job.alpha_up *= up_factor;
-            // SAFETY (both): outputs are checked against the tile's tokens and N; the staging
-            // is the consumers' own.
-            // The NVFP4 tile is computed after the staging (its fields would otherwise stay
-            // live across it, and spill).
-            if P::NVFP4_OUT {
-                let target = || problem.nvfp4_tile(&segment.tile, &job);
-                let staging = shared.decoded_slice(previous_stage(&decoded));
-                unsafe { nvfp4_epilogue(&job, &acc, lane, target, staging, thread) }
-            } else {
-                // Likewise the staging address, from an opaque base.
-                let staging = if recompute {
-                    reg::opaque(shared.base) + shared.plan.staging
-                } else {
-                    shared.staging()
-                };
-                unsafe { epilogue(&job, &acc, lane, P::GATED, P::OUT_BF16, staging, thread) }
+        slice!(3, slice_fragments::<P::Codec>(&next, 0, scale_shift));
+        *current = next;
+    }
+    // The wgmma pipeline ends here, inside each width's copy of the loop: where a fitted
+    // tile's copies meet again, ptxas would otherwise count the narrower copies' accumulators
+    // as writes in flight and serialize every wgmma for them.
+    wgmma::wait_group::<0>();
+    // An NVFP4 epilogue stages its tile in the segment's last decoded slice: released after it.
+    if !P::NVFP4_OUT {
+        release_previous(shared, decoded);
+    }
+    // Constant indices only (an iterator over the sets moves them to local memory).
+    let mut acc = sets[0];
+    let mut add_set = |set: usize| {
+        unrolled32!(W / 4, |q| {
+            for e in 0..4 {
+                acc[4 * q + e] += sets[set][4 * q + e];
             }
-        }
+        });
+    };
+    if SETS > 1 {
+        add_set(1 % SETS);
+    }
+    if SETS > 2 {
+        add_set(2 % SETS);
+    }
+    if SETS > 3 {
+        add_set(3 % SETS);
+    }
+    acc
+}
+
+/// The end of one segment of a consumer thread ([`consume`]), after its mainloop: the stream-K
+/// fix-up of a split tile, then, where the segment finishes its tile (`job`), the epilogue of
+/// its accumulators `acc`. `decoded`: the consumer's place in the decoded ring (an NVFP4
+/// epilogue stages in the segment's last slice, and releases it).
+///
+/// # Safety
+/// As [`consume`]; `acc` holds the segment's sums.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn finish_segment<P: Problem, const ACC: usize>(
+    problem: &P,
+    shared: &Shared,
+    work: &Work<P::Space>,
+    lane: &ConsumerLane,
+    segment: &Segment,
+    job: TileJob,
+    mut acc: [f32; ACC],
+    decoded: &RingPosition<DECODED_STAGES>,
+) {
+    let tile = shared.tile;
+    let thread = sreg::thread_idx_x();
+    // SAFETY: the workspace and flags were sized by the host plan for this split.
+    let finishes_tile = segment.count == 1 || unsafe { fix_up(work, tile, segment, &mut acc, thread) };
+    if finishes_tile {
+        // The job again from opaque copies of the tile's coordinates (its descriptor read
+        // again), so that its fields are not held across the mainloop: for 128-token tiles,
+        // and for fitted ones, whose widths' stage loops would otherwise each hold them.
+        let recompute = P::RECOMPUTE_AFTER_MAINLOOP && (ACC == 64 || P::FITTED);
+        let mut job = if recompute {
+            let span = TileSpan {
+                group: reg::opaque(segment.tile.group),
+                local: reg::opaque(segment.tile.local),
+                ..segment.tile
+            };
+            problem.job(&span, tile)
+        } else {
+            job
+        };
+        // SAFETY: after the dependency wait (`roles`).
+        let (gate_factor, up_factor) = unsafe { problem.alpha_factors() };
+        job.alpha_gate *= gate_factor;
+        job.alpha_up *= up_factor;
+        // SAFETY (both): outputs are checked against the tile's tokens and N; the staging
+        // is the consumers' own.
+        // The NVFP4 tile is computed after the staging (its fields would otherwise stay
+        // live across it, and spill).
         if P::NVFP4_OUT {
-            // The staging's generic writes before the slice's next asynchronous (TMA) fill.
-            fence::proxy_async_shared();
-            release_previous(shared, &decoded);
+            let target = || problem.nvfp4_tile(&segment.tile, &job);
+            let staging = shared.decoded_slice(previous_stage(decoded));
+            unsafe { nvfp4_epilogue(&job, &acc, lane, target, staging, thread) }
+        } else {
+            // Likewise the staging address, from an opaque base.
+            let staging = if recompute {
+                reg::opaque(shared.base) + shared.plan.staging
+            } else {
+                shared.staging()
+            };
+            unsafe { epilogue(&job, &acc, lane, P::GATED, P::OUT_BF16, staging, thread) }
         }
+    }
+    if P::NVFP4_OUT {
+        // The staging's generic writes before the slice's next asynchronous (TMA) fill.
+        fence::proxy_async_shared();
+        release_previous(shared, decoded);
     }
 }
 
@@ -1139,14 +1328,13 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
 #[inline(always)]
 unsafe fn fix_up<S: TileSpace + Copy, const ACC: usize>(
     work: &Work<S>,
+    tile: Tile,
     segment: &Segment,
     acc: &mut [f32; ACC],
     thread: u32,
 ) -> bool {
-    let slot_words = config::partial_slot_bytes(Tile {
-        tokens: 2 * ACC as u32,
-    }) as usize
-        / 4;
+    // Slots of the launch's tile (a fitted tile's narrower widths use the start of theirs).
+    let slot_words = config::partial_slot_bytes(tile) as usize / 4;
     let slot_of = |index: u32| work.split.partial_slot(segment.tile.begin, index) as usize;
     // SAFETY (both): slots < 2 · CTAs, inside the workspace and flags the plan allocated.
     let slot = |index: u32| unsafe { work.workspace.add(slot_of(index) * slot_words) };

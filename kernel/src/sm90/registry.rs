@@ -12,43 +12,47 @@ use crate::grouped::GroupedPrepareArgs;
 use crate::launch::{EntryPoint, Kernel};
 use crate::sm90::config::{
     DECODE_WARPS, DECODE_WHOLE_K_CTAS_PER_SM, DECODE_WHOLE_K_MAX_WARPS, DECODE_WHOLE_K_SMALL_CTAS_PER_SM,
-    DECODE_WHOLE_K_SMALL_WARPS, DECODE_WIDE_WARPS_PER_MATRIX, DecodeArgs, DualGemmArgs, GroupedArgs,
-    GroupedDecodeArgs, PredecodeArgs, Tile, check_tile,
+    DECODE_WHOLE_K_SMALL_WARPS, DECODE_WIDE_WARPS_PER_MATRIX, DecodeArgs, DualGemmArgs, FITTED_MAX_TOKENS,
+    GroupedArgs, GroupedDecodeArgs, PredecodeArgs, Tile, check_tile,
 };
 
 /// The tiled kernels, smallest tile first, one line per token-tile width:
 /// `tokens wgmma_shape dense_dual_entry dense_dual_nvfp4_entry dense_plain_entry
-/// dense_dual_bf16_entry dense_plain_bf16_entry (grouped_dual_entry grouped_dual_nvfp4_entry
-/// grouped_plain_entry);`, the parentheses empty where the tile has no grouped kernels.
+/// dense_dual_bf16_entry dense_plain_bf16_entry (grouped_wgmma_shape grouped_dual_entry
+/// grouped_dual_nvfp4_entry grouped_plain_entry);`, the parentheses empty where the tile has no
+/// grouped kernels; `grouped_wgmma_shape` is the grouped kernels' widest wgmma.
 ///
-/// The 256-token tile has none: its consumers spill with a grouped problem's per-group row
-/// pointers (ptxas, 240 registers), and it would only pay off for groups of more than 256
-/// tokens with whole waves of tiles.
+/// The 256-token tile's grouped kernels fit their tiles to each group (`Tile::fits_groups`):
+/// a group's rows in the fewest tiles of at most [`FITTED_MAX_TOKENS`] (192), each multiplied
+/// at its width rounded up to 64 tokens, so that a group of 129–192 tokens takes one tile, not
+/// two of 128.
 macro_rules! tiled_entries {
     ($callback:ident) => {
         $callback! {
             8 m64n8k16 nvfp4_dual_gemm_sm90_t8 nvfp4_dual_gemm_nvfp4_sm90_t8 nvfp4_gemm_sm90_t8
                 nvfp4_dual_gemm_bf16_sm90_t8 nvfp4_gemm_bf16_sm90_t8
-                (nvfp4_grouped_dual_gemm_sm90_t8 nvfp4_grouped_dual_gemm_nvfp4_sm90_t8
+                (m64n8k16 nvfp4_grouped_dual_gemm_sm90_t8 nvfp4_grouped_dual_gemm_nvfp4_sm90_t8
                     nvfp4_grouped_gemm_sm90_t8);
             16 m64n16k16 nvfp4_dual_gemm_sm90_t16 nvfp4_dual_gemm_nvfp4_sm90_t16 nvfp4_gemm_sm90_t16
                 nvfp4_dual_gemm_bf16_sm90_t16 nvfp4_gemm_bf16_sm90_t16
-                (nvfp4_grouped_dual_gemm_sm90_t16 nvfp4_grouped_dual_gemm_nvfp4_sm90_t16
+                (m64n16k16 nvfp4_grouped_dual_gemm_sm90_t16 nvfp4_grouped_dual_gemm_nvfp4_sm90_t16
                     nvfp4_grouped_gemm_sm90_t16);
             32 m64n32k16 nvfp4_dual_gemm_sm90_t32 nvfp4_dual_gemm_nvfp4_sm90_t32 nvfp4_gemm_sm90_t32
                 nvfp4_dual_gemm_bf16_sm90_t32 nvfp4_gemm_bf16_sm90_t32
-                (nvfp4_grouped_dual_gemm_sm90_t32 nvfp4_grouped_dual_gemm_nvfp4_sm90_t32
+                (m64n32k16 nvfp4_grouped_dual_gemm_sm90_t32 nvfp4_grouped_dual_gemm_nvfp4_sm90_t32
                     nvfp4_grouped_gemm_sm90_t32);
             64 m64n64k16 nvfp4_dual_gemm_sm90_t64 nvfp4_dual_gemm_nvfp4_sm90_t64 nvfp4_gemm_sm90_t64
                 nvfp4_dual_gemm_bf16_sm90_t64 nvfp4_gemm_bf16_sm90_t64
-                (nvfp4_grouped_dual_gemm_sm90_t64 nvfp4_grouped_dual_gemm_nvfp4_sm90_t64
+                (m64n64k16 nvfp4_grouped_dual_gemm_sm90_t64 nvfp4_grouped_dual_gemm_nvfp4_sm90_t64
                     nvfp4_grouped_gemm_sm90_t64);
             128 m64n128k16 nvfp4_dual_gemm_sm90_t128 nvfp4_dual_gemm_nvfp4_sm90_t128 nvfp4_gemm_sm90_t128
                 nvfp4_dual_gemm_bf16_sm90_t128 nvfp4_gemm_bf16_sm90_t128
-                (nvfp4_grouped_dual_gemm_sm90_t128 nvfp4_grouped_dual_gemm_nvfp4_sm90_t128
+                (m64n128k16 nvfp4_grouped_dual_gemm_sm90_t128 nvfp4_grouped_dual_gemm_nvfp4_sm90_t128
                     nvfp4_grouped_gemm_sm90_t128);
             256 m64n256k16 nvfp4_dual_gemm_sm90_t256 nvfp4_dual_gemm_nvfp4_sm90_t256 nvfp4_gemm_sm90_t256
-                nvfp4_dual_gemm_bf16_sm90_t256 nvfp4_gemm_bf16_sm90_t256 ();
+                nvfp4_dual_gemm_bf16_sm90_t256 nvfp4_gemm_bf16_sm90_t256
+                (m64n192k16 nvfp4_grouped_dual_gemm_sm90_fitted nvfp4_grouped_dual_gemm_nvfp4_sm90_fitted
+                    nvfp4_grouped_gemm_sm90_fitted);
         }
     };
 }
@@ -330,7 +334,8 @@ impl TiledEntries {
 
 macro_rules! tiled_table {
     ($($tokens:literal $mma:ident $dense:ident $dense_nvfp4:ident $dense_plain:ident
-        $dense_bf16:ident $dense_plain_bf16:ident ($($gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
+        $dense_bf16:ident $dense_plain_bf16:ident
+        ($($grouped_mma:ident $gated:ident $gated_nvfp4:ident $plain:ident)?);)*) => {
         /// Every tiled entry, smallest tile first (`tiled_entries!`).
         pub const TILED: [TiledEntries; [$($tokens),*].len()] = [$(
             TiledEntries::new(
@@ -609,18 +614,44 @@ const _: () = {
     }
 };
 
-/// The smallest grouped tile that covers `m` tokens in one tile, else the widest grouped tile.
-/// (The dense plan also weighs [`WIDEST_TILE`] by cost: `host/dual_gemm/sm90_plan.rs`.)
+/// The grouped tile for groups of about `m` tokens: from [`FITTED_MIN_TOKENS_PER_GROUP`] to
+/// [`FITTED_MAX_TOKENS`] the widest grouped tile, which fits its tiles to each group
+/// (`Tile::fits_groups`: groups of a plan differ, and a fixed 128-token tile computes two
+/// tiles for a group of 129 where a fitted one computes one of 192), else the smallest that
+/// covers `m` in one tile, or the 128-token one. Above 192 tokens a group takes about as many
+/// 128-token tiles either way, and the fewer, wider fitted tiles of small launches leave SMs
+/// idle (perf log entry 112). (The dense plan weighs [`WIDEST_TILE`] by cost:
+/// `host/dual_gemm/sm90_plan.rs`.)
 pub const fn grouped_tile_for(m: u32) -> Tile {
+    let widest = GROUPED_TILES[GROUPED_TILES.len() - 1];
+    if FITTED_MIN_TOKENS_PER_GROUP <= m && m <= FITTED_MAX_TOKENS && widest.fits_groups() {
+        widest
+    } else {
+        covering_tile_for(m)
+    }
+}
+
+/// The narrowest tile of fixed width (with decoder warpgroups, so with grouped kernels too)
+/// that covers `m` tokens, else the widest such tile (128 tokens): the dense plan's first
+/// candidate.
+pub const fn covering_tile_for(m: u32) -> Tile {
     let mut i = 0;
+    let mut widest = GROUPED_TILES[0];
     while i < GROUPED_TILES.len() {
-        if GROUPED_TILES[i].tokens >= m {
-            return GROUPED_TILES[i];
+        let tile = GROUPED_TILES[i];
+        if !tile.fits_groups() {
+            if tile.tokens >= m {
+                return tile;
+            }
+            widest = tile;
         }
         i += 1;
     }
-    GROUPED_TILES[GROUPED_TILES.len() - 1]
+    widest
 }
+
+/// Tokens per group from which grouped plans take the fitted tile ([`grouped_tile_for`]).
+pub const FITTED_MIN_TOKENS_PER_GROUP: u32 = 65;
 
 /// The registry entry of `tile`, if the module has that tile.
 pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
