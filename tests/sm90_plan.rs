@@ -25,8 +25,14 @@ fn sm90_grouped_tiles_cover_small_groups_in_one_tile_and_fit_larger_ones() {
     // A token map per fitted width, each box at most the launch's widest tile.
     let fitted = TILES.iter().find(|tile| tile.fits_groups()).unwrap();
     assert_eq!([1, 2, 3].map(|s| fitted.grouped_box_rows(s)), [64, 128, 192]);
-    assert_eq!([1, 2, 3].map(|s| grouped_tile_for(128).grouped_box_rows(s)), [64, 128, 192]);
-    assert_eq!([1, 2, 3].map(|s| grouped_tile_for(256).grouped_box_rows(s)), [64, 128, 128]);
+    assert_eq!(
+        [1, 2, 3].map(|s| grouped_tile_for(128).grouped_box_rows(s)),
+        [64, 128, 192]
+    );
+    assert_eq!(
+        [1, 2, 3].map(|s| grouped_tile_for(256).grouped_box_rows(s)),
+        [64, 128, 128]
+    );
     for tile in TILES {
         assert!(tile.shared().total <= 227 * 1024, "{tile:?}");
     }
