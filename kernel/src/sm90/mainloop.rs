@@ -105,9 +105,9 @@ pub(crate) trait Problem {
     /// 256-token task shapes so (perf log entry 91).
     const RECOMPUTE_AFTER_MAINLOOP: bool = false;
     /// Whether the tiles are fitted to their groups ([`Tile::fits_groups`]): the launch's tile
-    /// is the widest (its token rows are loaded whole, one TMA box a slice), and each tile's
-    /// wgmmas run at its job's tokens rounded up to [`FITTED_TOKEN_STEP`], each width its own
-    /// stage loop; the roles' `mma` is not used.
+    /// is the widest, and each tile runs at its job's tokens rounded up to
+    /// [`FITTED_TOKEN_STEP`] — its slices one TMA box of that width ([`Problem::token_box`]),
+    /// its wgmmas in that width's own copy of the stage loop; the roles' `mma` is not used.
     const FITTED: bool = false;
     /// Factors of the tile's gate and up α that live in device memory (the dense launches'
     /// `DeviceGlobalScales`), read when a tile is finished, after the dependency wait; the
