@@ -300,8 +300,16 @@ impl Tile {
         )
     }
 
-    /// A grouped kernel's shared-memory plan: pre-decoded tokens only, and the schedule table.
+    /// A grouped kernel's shared-memory plan: pre-decoded tokens only, and the schedule table;
+    /// a tile that fits its groups plans for its widest width ([`Tile::grouped_tile_tokens`]),
+    /// which leaves the rest of the SM's shared memory to L1.
     pub const fn grouped_shared(&self) -> SharedPlan {
+        if self.fits_groups() && self.tokens != self.grouped_tile_tokens() {
+            return Tile {
+                tokens: self.grouped_tile_tokens(),
+            }
+            .grouped_shared();
+        }
         self.plan(
             DECODED_STAGES * self.decoded_slice_bytes(),
             0,
