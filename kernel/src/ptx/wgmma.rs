@@ -46,16 +46,12 @@ pub fn wait_group<const N: u32>() {
 /// false overwrites D (`scale-d` = 0).
 macro_rules! wgmma_m64k16_f32_f16_rs {
     ($name:ident, $n:literal, $acc:literal, [$first:literal $(, $i:literal)*]) => {
-        wgmma_m64k16_f32_f16_rs!($name, $n, $acc, $acc, [$first $(, $i)*]);
-    };
-    ($name:ident, $n:literal, $acc:literal, $array:literal, [$first:literal $(, $i:literal)*]) => {
-        #[doc = concat!("`wgmma.mma_async` m64n", stringify!($n), "k16, f32 += f16 · f16, A from registers, ")]
-        #[doc = concat!("into the first ", stringify!($acc), " of ", stringify!($array), " accumulators.")]
+        #[doc = concat!("`wgmma.mma_async` m64n", stringify!($n), "k16, f32 += f16 · f16, A from registers.")]
         ///
         /// # Safety
         /// `b_desc` must describe a valid shared tile; see the module contract.
         #[inline(always)]
-        pub unsafe fn $name(acc: &mut [f32; $array], a: [u32; 4], b_desc: u64, accumulate: bool) {
+        pub unsafe fn $name(acc: &mut [f32; $acc], a: [u32; 4], b_desc: u64, accumulate: bool) {
             // SAFETY: guaranteed by the caller.
             unsafe {
                 asm!(

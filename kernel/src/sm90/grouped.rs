@@ -61,9 +61,16 @@ struct GroupedProblem<'a, M, const GATED: bool, const NVFP4: bool, const FITTED:
     token_maps: M,
 }
 
-impl<M, const GATED: bool, const NVFP4: bool, const FITTED: bool>
+impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool>
     GroupedProblem<'_, M, GATED, NVFP4, FITTED>
 {
+    /// The generic address of the token map for tiles `steps` [`FITTED_TOKEN_STEP`]s wide
+    /// (`GroupedArgs::token_maps[steps − 1]`).
+    #[inline(always)]
+    fn token_map_of(&self, steps: u32) -> u64 {
+        (self.token_maps)() + (steps as u64 - 1) * TENSOR_MAP_BYTES
+    }
+
     /// The first row (in its group) and the tokens of the tile `span` of a group of `rows`
     /// tokens: 128-token tiles (the launch's `tile`), or fitted ones ([`fitted_tile_width`]).
     #[inline(always)]
@@ -95,7 +102,7 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool> P
     #[inline(always)]
     fn token_map(&self) -> u64 {
         // The launch tile's whole width.
-        (self.token_maps)() + (FITTED_STEPS as u64 - 1) * TENSOR_MAP_BYTES
+        self.token_map_of(FITTED_STEPS)
     }
 
     #[inline(always)]
@@ -111,7 +118,7 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool> P
         if FITTED {
             let steps = tokens.div_ceil(FITTED_TOKEN_STEP).clamp(1, FITTED_STEPS);
             (
-                (self.token_maps)() + (steps as u64 - 1) * TENSOR_MAP_BYTES,
+                self.token_map_of(steps),
                 tile.grouped_box_rows(steps) * K_PER_SLICE * 2,
             )
         } else {
@@ -123,8 +130,8 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool> P
     unsafe fn prefetch_token_maps(&self) {
         let maps = if FITTED { FITTED_STEPS } else { 1 };
         for s in FITTED_STEPS - maps..FITTED_STEPS {
-            // SAFETY: forwarded; map `s` of the launch's.
-            unsafe { copy::prefetch_tensor_map((self.token_maps)() + s as u64 * TENSOR_MAP_BYTES) };
+            // SAFETY: forwarded; one of the launch's maps.
+            unsafe { copy::prefetch_tensor_map(self.token_map_of(s + 1)) };
         }
     }
 

@@ -1013,43 +1013,27 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             let steps = warp::shuffle_index(job.tokens.div_ceil(FITTED_TOKEN_STEP), 0);
             const STEP_ACC: usize = FITTED_TOKEN_STEP as usize / 2;
             const { assert!(config::FITTED_STEPS == 3, "one arm per fitted width") };
+            // One width's stage loop, its accumulators widened to the launch's.
+            macro_rules! at_width {
+                ($acc:expr, $wgmma:path) => {
+                    widen(unsafe {
+                        segment_mainloop::<P, { $acc }, 1>(
+                            problem,
+                            shared,
+                            lane,
+                            &|acc, a, b| $wgmma(acc, a, b, true),
+                            &job,
+                            &segment,
+                            &segments,
+                            &mut pipeline,
+                        )
+                    })
+                };
+            }
             match steps {
-                1 => widen(unsafe {
-                    segment_mainloop::<P, STEP_ACC, 1>(
-                        problem,
-                        shared,
-                        lane,
-                        &|acc, a, b| wgmma::m64n64k16(acc, a, b, true),
-                        &job,
-                        &segment,
-                        &segments,
-                        &mut pipeline,
-                    )
-                }),
-                2 => widen(unsafe {
-                    segment_mainloop::<P, { 2 * STEP_ACC }, 1>(
-                        problem,
-                        shared,
-                        lane,
-                        &|acc, a, b| wgmma::m64n128k16(acc, a, b, true),
-                        &job,
-                        &segment,
-                        &segments,
-                        &mut pipeline,
-                    )
-                }),
-                _ => widen(unsafe {
-                    segment_mainloop::<P, { 3 * STEP_ACC }, 1>(
-                        problem,
-                        shared,
-                        lane,
-                        &|acc, a, b| wgmma::m64n192k16(acc, a, b, true),
-                        &job,
-                        &segment,
-                        &segments,
-                        &mut pipeline,
-                    )
-                }),
+                1 => at_width!(STEP_ACC, wgmma::m64n64k16),
+                2 => at_width!(2 * STEP_ACC, wgmma::m64n128k16),
+                _ => at_width!(3 * STEP_ACC, wgmma::m64n192k16),
             }
         } else {
             unsafe {
