@@ -366,7 +366,8 @@ fn bench_contiguous(
         },
     };
     let mut plan: GroupedPlan = gpu.plan_grouped(case.op, layout, options.tokens_per_group)?;
-    let tile = plan.tile_and_grid().0;
+    let (tile, ctas) = plan.tile_and_grid();
+    eprintln!("    tile {tile}, {ctas} CTAs");
     let mut c: CudaSlice<f16> = stream.alloc_zeros(rows * n)?;
     let mut time = |plan: &GroupedPlan| {
         common::time_calls(gpu, flush, sizes.len(), options.max_seconds, |set| {
