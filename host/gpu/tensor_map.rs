@@ -34,13 +34,39 @@ pub(crate) fn packed_rows(address: u64, rows: usize, k: usize) -> Result<TensorM
             k,
         ));
     }
-    encode_2d_sw128(
+    encode_2d(
         address,
         CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
         1,
         [row_bytes as u64, rows as u64],
         row_bytes as u64,
         [BOX_ROW_BYTES, BOX_ROWS],
+        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    )
+}
+
+/// The map the sm_90a grouped kernels read packed fp4 weight rows through (their weight ring):
+/// `rows × k` packed bytes at device `address` as UINT8, dims `{k/2, rows}`, box
+/// `{WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS}` (one chunk of 64 rows' stage), no swizzle, zeros
+/// outside the matrix.
+pub(crate) fn sm90_weight_rows(address: u64, rows: usize, k: usize) -> Result<TensorMap> {
+    use nvfp4_kernel::sm90::config::{WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS};
+    let row_bytes = k / 2;
+    if !row_bytes.is_multiple_of(16) {
+        return Err(Error::invalid(
+            "k",
+            "must be a multiple of 32 for a TMA tensor map (16-byte row pitch)",
+            k,
+        ));
+    }
+    encode_2d(
+        address,
+        CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        1,
+        [row_bytes as u64, rows as u64],
+        row_bytes as u64,
+        [WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS],
+        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
     )
 }
 
@@ -49,13 +75,14 @@ pub(crate) fn packed_rows(address: u64, rows: usize, k: usize) -> Result<TensorM
 /// box_rows}` (one decoded slice of a `box_rows`-token tile), 128-byte swizzle, zeros outside
 /// the matrix. `k` must be a multiple of `K_PER_SLICE` (the kernel's rule).
 pub(crate) fn predecoded_tokens(address: u64, rows: usize, k: usize, box_rows: u32) -> Result<TensorMap> {
-    encode_2d_sw128(
+    encode_2d(
         address,
         CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         2,
         [k as u64, rows as u64],
         2 * k as u64,
         [nvfp4_kernel::sm90::config::K_PER_SLICE, box_rows],
+        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
     )
 }
 
@@ -66,16 +93,17 @@ pub(crate) fn bytes_of(maps: &[TensorMap]) -> Vec<u8> {
         .collect()
 }
 
-/// A 2-D, 128-byte-swizzled map of `dims` (innermost first) elements of `data_type`
-/// (`element_bytes` each) at `address`, rows `row_pitch` bytes apart, boxes of `boxes` elements,
+/// A 2-D map of `dims` (innermost first) elements of `data_type` (`element_bytes` each) at
+/// `address`, rows `row_pitch` bytes apart, boxes of `boxes` elements stored with `swizzle`,
 /// zeros outside; with CUTLASS's driver workaround applied ([`TensorMap::with_driver_workaround`]).
-fn encode_2d_sw128(
+fn encode_2d(
     address: u64,
     data_type: CUtensorMapDataType,
     element_bytes: u64,
     dims: [u64; 2],
     row_pitch: u64,
     boxes: [u32; 2],
+    swizzle: CUtensorMapSwizzle,
 ) -> Result<TensorMap> {
     let strides = [row_pitch];
     let element_strides = [1u32, 1];
@@ -93,7 +121,7 @@ fn encode_2d_sw128(
             boxes.as_ptr(),
             element_strides.as_ptr(),
             CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            swizzle,
             CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )

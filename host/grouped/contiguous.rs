@@ -402,8 +402,19 @@ impl GroupedPlan {
         } else {
             (at.up, at.up_scales, 0, at.up_rows)
         };
-        // Blackwell reads tokens and weights through maps in its arguments (Hopper: unused).
+        // Blackwell reads tokens and weights through maps in its arguments, Hopper its weights.
         let maps = match self.backend {
+            // Hopper: the weights' maps where the tiled kernel reads them through its weight
+            // ring (its tokens are the preparation pass's buffer).
+            Backend::Sm90 {
+                tile,
+                decode_window: None,
+                ..
+            } if tile.has_weight_ring() => [
+                TensorMap::default(),
+                tensor_map::sm90_weight_rows(at.gate, groups * gate_rows, k)?,
+                tensor_map::sm90_weight_rows(up_base, groups * up_rows, k)?,
+            ],
             Backend::Sm90 { .. } => [TensorMap::default(); 3],
             Backend::Sm100 { .. } => [
                 tensor_map::packed_rows(at.a, rows, k)?,

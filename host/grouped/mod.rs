@@ -473,16 +473,15 @@ impl Gpu {
             descs: DeviceBuffer::zeros(stream, groups * std::mem::size_of::<GroupDesc>())?,
             schedule: DeviceBuffer::zeros(stream, 4 * (groups + HEADER_RECORDS as usize))?,
             separate_table: match layout {
-                GroupedLayout::Separate { .. } => Some(DeviceBuffer::zeros(
-                    stream,
-                    separate_table_bytes(groups, self.arch()),
-                )?),
+                GroupedLayout::Separate { .. } => {
+                    Some(DeviceBuffer::zeros(stream, separate_table_bytes(groups))?)
+                }
                 GroupedLayout::Contiguous { .. } => None,
             },
             separate_staging: match layout {
                 GroupedLayout::Separate { .. } => Some(std::sync::Mutex::new(StagingRing::new(
                     stream,
-                    separate_table_bytes(groups, self.arch()),
+                    separate_table_bytes(groups),
                     SEPARATE_STAGING_SLOTS,
                 )?)),
                 GroupedLayout::Contiguous { .. } => None,
@@ -638,7 +637,8 @@ impl GroupedPlan {
     }
 
     /// Enqueues the preparation pass and the persistent GEMM.
-    /// `maps`: Blackwell's contiguous-convention maps (tokens, gate stack, up stack).
+    /// `maps`: the contiguous convention's maps (tokens, gate stack, up stack; Hopper reads only
+    /// the weights' maps, and the separate convention's groups carry their own).
     fn enqueue(
         &self,
         gpu: &Gpu,
@@ -722,8 +722,10 @@ impl GroupedPlan {
                     stream_k.flags.address(),
                     stream_k.tickets.address(),
                 );
+                let [_, gate_map, up_map] = maps;
                 let args = sm90::GroupedArgs {
                     token_maps: *token_maps,
+                    weight_maps: [gate_map, up_map],
                     descs: prepare.descs,
                     schedule: prepare.schedule,
                     workspace: workspace as *mut u32,

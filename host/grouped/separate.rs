@@ -9,7 +9,7 @@ use nvfp4_kernel::sm90::config::{K_MULTIPLE, TILE_N};
 
 use crate::error::{Error, Result};
 use crate::gpu::buffer::check_alignment;
-use crate::gpu::{Arch, F16Mut, Gpu, NvFp4Ref, tensor_map};
+use crate::gpu::{F16Mut, Gpu, NvFp4Ref, tensor_map};
 use crate::rules::check_dimension;
 
 use super::{Backend, GroupedLayout, GroupedPlan, sm100_tile_for};
@@ -30,19 +30,17 @@ pub struct SeparateGroup<'a> {
     pub c: Option<F16Mut<'a>>,
 }
 
-/// Byte offset of the per-group tensor maps in a separate-convention table of `groups` entries
-/// (Blackwell; 128-byte aligned).
+/// Byte offset of the per-group tensor maps (A, gate, up) in a separate-convention table of
+/// `groups` entries (128-byte aligned).
 pub(super) fn separate_maps_offset(groups: usize) -> usize {
     (groups * std::mem::size_of::<nvfp4_kernel::grouped::SeparateGroup>())
         .next_multiple_of(tensor_map::MAP_BYTES)
 }
 
-/// Bytes of a separate-convention table of `groups` entries (with their maps on Blackwell).
-pub(super) fn separate_table_bytes(groups: usize, arch: Arch) -> usize {
-    match arch {
-        Arch::Sm90a => groups * std::mem::size_of::<nvfp4_kernel::grouped::SeparateGroup>(),
-        Arch::Sm100f => separate_maps_offset(groups) + 3 * groups * tensor_map::MAP_BYTES,
-    }
+/// Bytes of a separate-convention table of `groups` entries with their maps (Blackwell reads
+/// tokens and weights through them, Hopper its weights).
+pub(super) fn separate_table_bytes(groups: usize) -> usize {
+    separate_maps_offset(groups) + 3 * groups * tensor_map::MAP_BYTES
 }
 
 impl GroupedPlan {
@@ -72,6 +70,8 @@ impl GroupedPlan {
         gpu.check_not_capturing("a separate-convention grouped launch (it uploads its group table)")?;
         let gated = self.op.gated();
         let blackwell = matches!(self.backend, Backend::Sm100 { .. });
+        // Hopper's tiled kernel reads the weights through maps where its tile has a weight ring.
+        let weight_ring = matches!(self.backend, Backend::Sm90 { tile, .. } if tile.has_weight_ring());
         let rescale = operand_rescale(gpu.arch());
         // Blackwell: each group's three maps follow the entries in the uploaded table.
         let table_base = self
@@ -136,17 +136,18 @@ impl GroupedPlan {
                     ));
                 }
             };
-            // Blackwell reads each matrix through its map, at `maps_base + 128·(3g + i)`.
-            let mut map = |m: Option<NvFp4Ref>| -> Result<u64> {
-                if !blackwell {
-                    return Ok(0);
-                }
+            // Each matrix's map, at `maps_base + 128·(3g + i)`: Blackwell reads every matrix
+            // through its map, Hopper its weights where it has a weight ring (its tokens come
+            // from the decoded buffer).
+            let mut map = |m: Option<NvFp4Ref>, weights: bool| -> Result<u64> {
                 let at = maps_base + (maps.len() * tensor_map::MAP_BYTES) as u64;
+                let read = blackwell || (weights && weight_ring);
                 maps.push(match m {
-                    Some(m) => tensor_map::packed_rows(m.data_address(), m.rows(), m.k())?,
-                    None => TensorMap::default(), // a group without tokens reads none
+                    Some(m) if blackwell => tensor_map::packed_rows(m.data_address(), m.rows(), m.k())?,
+                    Some(m) if read => tensor_map::sm90_weight_rows(m.data_address(), m.rows(), m.k())?,
+                    _ => TensorMap::default(), // a group without tokens reads none
                 });
-                Ok(at)
+                Ok(if read { at } else { 0 })
             };
             for (name, m) in [("a", group.a), ("gate", Some(group.gate)), ("up", Some(up))] {
                 if let Some(m) = m {
@@ -169,9 +170,9 @@ impl GroupedPlan {
                 k: k as u32,
                 alpha_gate: rescale * global_a * group.gate.global_scale().unwrap_or(1.0),
                 alpha_up: rescale * global_a * up.global_scale().unwrap_or(1.0),
-                a_map: map(group.a)?,
-                gate_map: map(Some(group.gate))?,
-                up_map: map(Some(up))?,
+                a_map: map(group.a, false)?,
+                gate_map: map(Some(group.gate), true)?,
+                up_map: map(Some(up), true)?,
             };
             for (arg, address) in [
                 ("a", entry.a),
@@ -200,7 +201,7 @@ impl GroupedPlan {
             std::slice::from_raw_parts(table.as_ptr().cast::<u8>(), std::mem::size_of_val(&table[..]))
         };
         let mut upload = bytes.to_vec();
-        if blackwell {
+        if blackwell || weight_ring {
             upload.resize(separate_maps_offset(most_groups), 0);
             upload.extend(tensor_map::bytes_of(&maps));
         }

@@ -33,9 +33,10 @@ pub const SCALE_ROW_ALIGNMENT: u32 = 128;
 /// of the same tile, see the kernels' tile docs). Both share one blocked scale layout of
 /// `weight_rows × k`.
 ///
-/// The Hopper kernels read the weights through the pointers and the tokens from the
-/// preparation pass's decoded buffer; the Blackwell kernels read tokens and weights through the
-/// tensor maps (`a_map`, `gate_map`, `up_map`) and scale atoms through the pointers.
+/// The Hopper kernels read the tokens from the preparation pass's decoded buffer and the
+/// weights through the tensor maps `gate_map` and `up_map` (their own box) and the scale atoms
+/// through the pointers; the Blackwell kernels read tokens and weights through the tensor maps
+/// (`a_map`, `gate_map`, `up_map`) and scale atoms through the pointers.
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GroupDesc {
@@ -127,9 +128,9 @@ pub struct SeparateGroup {
     pub alpha_up: f32,
     /// Generic address of the tensor map over `a` (Blackwell; 0 on Hopper).
     pub a_map: u64,
-    /// Generic address of the tensor map over `gate` (Blackwell; 0 on Hopper).
+    /// Generic address of the tensor map over `gate` (each architecture's own box).
     pub gate_map: u64,
-    /// Generic address of the tensor map over `up` (Blackwell; 0 on Hopper).
+    /// Generic address of the tensor map over `up` (each architecture's own box).
     pub up_map: u64,
 }
 

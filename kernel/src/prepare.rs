@@ -55,6 +55,42 @@ pub(crate) unsafe fn load_desc_token_rows(descs: *const GroupDesc, g: u32) -> (u
     (word[LANE], word[LANE + 1])
 }
 
+/// What a producer of weight copies reads of a group's descriptor ([`load_desc_weights`]).
+pub(crate) struct DescWeights {
+    pub gate_scales: u64,
+    pub up_scales: u64,
+    pub gate_map: u64,
+    pub up_map: u64,
+    pub k: u32,
+    pub weight_rows: u32,
+    pub up_row_offset: u32,
+    pub weight_map_row: u32,
+}
+
+/// Group `g`'s fields that locate its weights' tensor-map rows and scale atoms, one 32-bit
+/// load each: a producer thread has registers for little more than these.
+///
+/// # Safety
+/// As [`load_desc`].
+#[inline(always)]
+pub(crate) unsafe fn load_desc_weights(descs: *const GroupDesc, g: u32) -> DescWeights {
+    let words = descs.wrapping_add(g as usize) as *const u32;
+    // SAFETY: forwarded; inside group g's record, 4-byte aligned fields.
+    let word = |offset: usize| unsafe { mem::ld_global_b32(words.add(offset / 4)) };
+    let wide = |offset: usize| word(offset) as u64 | (word(offset + 4) as u64) << 32;
+    use core::mem::offset_of;
+    DescWeights {
+        gate_scales: wide(offset_of!(GroupDesc, gate_scales)),
+        up_scales: wide(offset_of!(GroupDesc, up_scales)),
+        gate_map: wide(offset_of!(GroupDesc, gate_map)),
+        up_map: wide(offset_of!(GroupDesc, up_map)),
+        k: word(offset_of!(GroupDesc, k)),
+        weight_rows: word(offset_of!(GroupDesc, weight_rows)),
+        up_row_offset: word(offset_of!(GroupDesc, up_row_offset)),
+        weight_map_row: word(offset_of!(GroupDesc, weight_map_row)),
+    }
+}
+
 /// Group `g`'s whole descriptor, NVFP4-output fields included.
 ///
 /// # Safety

@@ -132,6 +132,34 @@ pub const PREDECODED_MIN_TOKENS: u32 = 64;
 pub const RAW_STAGES: u32 = 4;
 /// Stages of the decoded ring (decoder → consumers).
 pub const DECODED_STAGES: u32 = 4;
+/// Stages of the grouped kernels' weight ring (producer's TMA → consumers): each slot holds one
+/// 256-K stage of a tile's weight rows and their scale atoms. The consumers read a slot a
+/// whole stage before its slices compute (as they loaded the weights from global memory
+/// before), so the producer fills it at least two stages ahead of its use.
+pub const WEIGHT_STAGES: u32 = 3;
+/// Bytes of a weight box's row: one chunk `h` of a row's stage (see [`stage_block`]: quad
+/// lane `t` reads bytes `16t` of it), so that in shared memory rows `r` and `r + 1` (the
+/// two row groups of a quarter warp) fill one 128-byte line, and the 16-byte reads of a
+/// quarter warp never conflict without any swizzle.
+pub const WEIGHT_BOX_BYTES: u32 = K_PER_STAGE / 2 / WEIGHT_CHUNKS_PER_STAGE;
+/// Rows of a weight box (the host's tensor maps over the weights use this box).
+pub const WEIGHT_BOX_ROWS: u32 = 64;
+/// Weight rows of one slot: a gated tile's 64 gate rows, then its 64 up rows; a plain tile's
+/// 128 outputs.
+pub const WEIGHT_SLOT_ROWS: u32 = 2 * WEIGHT_BOX_ROWS;
+/// Bytes of one chunk `h` of every row of a slot (two boxes).
+pub const WEIGHT_CHUNK_BYTES: u32 = WEIGHT_SLOT_ROWS * WEIGHT_BOX_BYTES;
+/// Bytes of a slot's packed fp4: [`WEIGHT_CHUNKS_PER_STAGE`] chunks of every row.
+pub const WEIGHT_DATA_BYTES: u32 = WEIGHT_CHUNKS_PER_STAGE * WEIGHT_CHUNK_BYTES;
+/// Bytes of a slot's scales: the stage's 4 atoms of the gate rows' 128-row group, then those
+/// of the up rows' group (a plain tile's 128 outputs are one group: the first only).
+pub const WEIGHT_SCALE_BYTES: u32 = 2 * SCALE_GROUP_BYTES;
+/// Offset in a weight slot of its header (8 bytes: where the slot's scale codes start in their
+/// lines, `sm90::mainloop::SlotHeader`).
+pub const WEIGHT_SLOT_HEADER: u32 = WEIGHT_DATA_BYTES + WEIGHT_SCALE_BYTES;
+/// Bytes of one weight slot: data, scales, the header, padded to keep every slot 128-byte
+/// aligned.
+pub const WEIGHT_SLOT_BYTES: u32 = WEIGHT_SLOT_HEADER + 128;
 /// Bytes of one stream-K partial-sum slot: every consumer thread's accumulators (fp32).
 pub const fn partial_slot_bytes(tile: Tile) -> u32 {
     CONSUMER_WARPGROUPS * WARPGROUP_THREADS * (tile.tokens / 2) * 4
@@ -159,13 +187,17 @@ pub struct Tile {
 pub struct SharedPlan {
     /// Decoded token slices, `DECODED_STAGES × tokens × 128` bytes (1024-aligned).
     pub decoded: u32,
+    /// The grouped kernels' weight ring, [`WEIGHT_STAGES`] × [`WEIGHT_SLOT_BYTES`] (1024-aligned;
+    /// empty for the dense kernel).
+    pub weights: u32,
     /// Raw (packed fp4) token stages, `RAW_STAGES × raw_rows × 128` bytes (1024-aligned).
     pub raw_tokens: u32,
     /// Raw token-scale stages, `RAW_STAGES × scale_groups × 2048` bytes.
     pub raw_scales: u32,
     /// The 16-bit epilogue's staging: `tokens` rows of [`EPILOGUE_STAGING_PITCH`] bytes.
     pub staging: u32,
-    /// mbarriers: full/empty of the raw ring, then full/empty of the decoded ring (8 bytes each).
+    /// mbarriers: full/empty of the raw ring, then full/empty of the decoded ring, then
+    /// full/empty of the weight ring (8 bytes each).
     pub barriers: u32,
     /// The launch's ticket: its CTA's start position and epoch (`schedule::Ticket`), 8 bytes.
     pub ticket: u32,
@@ -294,13 +326,15 @@ impl Tile {
     pub const fn shared(&self) -> SharedPlan {
         self.plan(
             DECODED_STAGES * self.decoded_slice_bytes(),
+            0,
             RAW_STAGES * self.raw_token_bytes(),
             RAW_STAGES * self.raw_scale_bytes(),
             0,
         )
     }
 
-    /// A grouped kernel's shared-memory plan: pre-decoded tokens only, and the schedule table;
+    /// A grouped kernel's shared-memory plan: pre-decoded tokens, the weight ring (if the tile
+    /// has one), and the schedule table;
     /// a tile that fits its groups plans for its widest width ([`Tile::grouped_tile_tokens`]),
     /// which leaves the rest of the SM's shared memory to L1.
     pub const fn grouped_shared(&self) -> SharedPlan {
@@ -312,6 +346,11 @@ impl Tile {
         }
         self.plan(
             DECODED_STAGES * self.decoded_slice_bytes(),
+            if self.has_weight_ring() {
+                WEIGHT_STAGES * WEIGHT_SLOT_BYTES
+            } else {
+                0
+            },
             0,
             0,
             GROUP_TABLE_BYTES,
@@ -321,20 +360,23 @@ impl Tile {
     const fn plan(
         &self,
         decoded_bytes: u32,
+        weight_bytes: u32,
         raw_token_bytes: u32,
         raw_scale_bytes: u32,
         table_bytes: u32,
     ) -> SharedPlan {
         let staging_bytes = self.tokens * EPILOGUE_STAGING_PITCH;
         let decoded = 0;
-        let raw_tokens = decoded + decoded_bytes;
+        let weights = decoded + decoded_bytes;
+        let raw_tokens = weights + weight_bytes;
         let raw_scales = raw_tokens + raw_token_bytes;
         let staging = raw_scales + raw_scale_bytes;
         let barriers = staging + staging_bytes;
-        let ticket = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES);
+        let ticket = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES + WEIGHT_STAGES);
         let groups = (ticket + 8).next_multiple_of(16);
         SharedPlan {
             decoded,
+            weights,
             raw_tokens,
             raw_scales,
             staging,
@@ -386,10 +428,33 @@ impl Tile {
                 + split.producer)
     }
 
-    /// Registers per role of the grouped kernels: tokens are pre-decoded, so the consumers get
-    /// what decoders need elsewhere (a 640-thread CTA's decoder warpgroups idle at 24; a
-    /// 256-token CTA has none, and its consumers' 128 accumulators take the room).
+    /// Whether this tile's grouped kernels read their weights through the weight ring
+    /// ([`WEIGHT_STAGES`]): every tile but the fitted ones (whose shared memory would leave L1
+    /// 28 KB, and whose launches were 5–10 % slower so).
+    pub const fn has_weight_ring(&self) -> bool {
+        !self.fits_groups()
+    }
+
+    /// Registers per role of the grouped kernels: as [`Tile::predecoded_registers`], but with
+    /// a weight ring the producer warpgroup runs two producers (tokens and weights) and takes
+    /// 16 registers a thread from the consumers, which hold no weight row pointers then.
     pub const fn grouped_registers(&self) -> RegisterSplit {
+        let split = self.predecoded_registers();
+        if !self.has_weight_ring() {
+            return split;
+        }
+        let moved = 16 * WARPGROUP_THREADS / (CONSUMER_WARPGROUPS * WARPGROUP_THREADS);
+        RegisterSplit {
+            consumer: split.consumer - moved,
+            decoder: split.decoder,
+            producer: split.producer + 16,
+        }
+    }
+
+    /// Registers per role of kernels with pre-decoded tokens: the consumers get what decoders
+    /// need elsewhere (a 640-thread CTA's decoder warpgroups idle at 24; a 256-token CTA has
+    /// none, and its consumers' 128 accumulators take the room).
+    pub const fn predecoded_registers(&self) -> RegisterSplit {
         if self.decoder_warpgroups() == 0 {
             RegisterSplit {
                 consumer: 240,
@@ -408,11 +473,10 @@ impl Tile {
     /// Registers per role of the dense kernel. Tiles with in-kernel token decoding (T < 64)
     /// give the decoders 48 and the consumers 176 (at most 32 accumulator, 2 × 16 fragment and
     /// 2 × 24 prefetched weight registers, the partial-stage load path; 168 spilled); tiles with
-    /// pre-decoded tokens have idle (or no) decoders and take the grouped kernels' split
-    /// ([`Tile::grouped_registers`]).
+    /// pre-decoded tokens have idle (or no) decoders ([`Tile::predecoded_registers`]).
     pub const fn registers(&self) -> RegisterSplit {
         if self.predecoded_tokens() {
-            self.grouped_registers()
+            self.predecoded_registers()
         } else {
             RegisterSplit {
                 consumer: 176,
@@ -983,6 +1047,11 @@ pub struct GroupedArgs {
     /// launch loads every slice with the last (its whole tile), a fitted one each tile's slices
     /// with the map of its width.
     pub token_maps: [crate::launch::TensorMap; FITTED_STEPS as usize],
+    /// The tensor maps of the stacked gate and up weights of the contiguous convention (UINT8,
+    /// dims {k/2, rows}, box {[`WEIGHT_BOX_BYTES`], [`WEIGHT_BOX_ROWS`]}, no swizzle), read
+    /// where a group's descriptor has no map of its own (`GroupDesc::gate_map`, `up_map`; the
+    /// separate convention's groups have theirs).
+    pub weight_maps: [crate::launch::TensorMap; 2],
     /// The groups' descriptors.
     pub descs: *const crate::grouped::GroupDesc,
     /// The `GroupedHeader`, then one `GroupSchedule` per group.
@@ -1004,6 +1073,7 @@ const _: () = assert!(
 
 const _: () = assert!(
     core::mem::offset_of!(GroupedArgs, token_maps).is_multiple_of(crate::launch::PARAM_ALIGN)
+        && core::mem::offset_of!(GroupedArgs, weight_maps).is_multiple_of(crate::launch::PARAM_ALIGN)
         && core::mem::size_of::<crate::launch::TensorMap>().is_multiple_of(crate::launch::PARAM_ALIGN),
     "tensor maps must sit at 64-byte offsets of the parameter"
 );

@@ -5,20 +5,20 @@
 
 use crate::epilogue::{NVFP4_TILE_BLOCKS, Nvfp4Tile};
 use crate::grouped::{GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, prepare_scratch_offset};
-use crate::layout::{BlockedScales, SCALE_BLOCK_K};
+use crate::layout::{ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
 use crate::ptx::{copy, fence, mem, reg, smem, sreg, warp, wgmma};
 use crate::schedule::{GroupSchedule, GroupTable, GroupedTiles, StreamK, TileSpan};
 use crate::sm90::config::{
-    self, FITTED_STEPS, FITTED_TOKEN_STEP, GroupedArgs, K_PER_SLICE, Tile, fitted_tile_width, padded_k,
-    tile_n,
+    self, FITTED_STEPS, FITTED_TOKEN_STEP, GroupedArgs, K_PER_SLICE, Tile, WEIGHT_BOX_ROWS,
+    fitted_tile_width, padded_k, tile_n,
 };
 
 /// Bytes of one tensor map in the kernel parameter.
 const TENSOR_MAP_BYTES: u64 = core::mem::size_of::<crate::launch::TensorMap>() as u64;
 use crate::sm90::mainloop::{
-    self, ConsumerLane, PackedTokens, Problem, RowOffsets, RowPointers, Shared, TileJob, WeightBases,
-    WeightStage, Work,
+    self, ConsumerLane, PackedTokens, Problem, RowOffsets, RowPointers, Shared, SlotHeader, TileJob,
+    WeightBases, WeightSource, WeightStage, Work,
 };
 use crate::sm90::registry;
 use crate::sm90::tokens::{GroupedCodec, decode_slice_chunks, store_warp_slices};
@@ -54,15 +54,17 @@ impl GroupTable for SharedGroups {
 
 /// A grouped launch, gated or plain; `NVFP4`: gated, writing NVFP4 (the descriptors'
 /// `out_scales`); `FITTED`: its tiles fitted to each group ([`Tile::fits_groups`]).
-struct GroupedProblem<'a, M, const GATED: bool, const NVFP4: bool, const FITTED: bool> {
+struct GroupedProblem<'a, M, W, const GATED: bool, const NVFP4: bool, const FITTED: bool> {
     args: &'a GroupedArgs,
     table: SharedGroups,
     /// The generic address of `args.token_maps` in parameter space (computed where it is used).
     token_maps: M,
+    /// The generic address of `args.weight_maps` in parameter space.
+    weight_maps: W,
 }
 
-impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool>
-    GroupedProblem<'_, M, GATED, NVFP4, FITTED>
+impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool>
+    GroupedProblem<'_, M, W, GATED, NVFP4, FITTED>
 {
     /// The generic address of the token map for tiles `steps` [`FITTED_TOKEN_STEP`]s wide
     /// (`GroupedArgs::token_maps[steps − 1]`).
@@ -87,8 +89,8 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool>
     }
 }
 
-impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool> Problem
-    for GroupedProblem<'_, M, GATED, NVFP4, FITTED>
+impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool> Problem
+    for GroupedProblem<'_, M, W, GATED, NVFP4, FITTED>
 {
     type Space = GroupedTiles<SharedGroups>;
     const GATED: bool = GATED;
@@ -206,6 +208,50 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool> P
         // SAFETY: forwarded.
         unsafe { rows.load_chunk(stage, h, !GATED, into) }
     }
+
+    /// The fitted tiles keep their consumers' own loads: through the ring their launches
+    /// (GPU MODE's first two cases) were 5–10 % slower.
+    const WEIGHT_RING: bool = !FITTED;
+
+    #[inline(always)]
+    fn weight_source(&self, span: &TileSpan, tile: Tile) -> WeightSource {
+        let _ = tile;
+        // SAFETY: span.group < groups.
+        let desc = unsafe { prepare::load_desc_weights(self.args.descs, span.group) };
+        let n_tile = span
+            .local
+            .checked_div(self.table.group(span.group).m_tiles)
+            .unwrap_or(0);
+        let n0 = n_tile * tile_n(GATED);
+        // A group's own map (the separate convention), else the launch's stack.
+        let own = |map: u64, launch: u64| if map != 0 { map } else { launch };
+        let launch_maps = (self.weight_maps)();
+        let gate_map = own(desc.gate_map, launch_maps);
+        let gate_row = desc.weight_map_row + n0;
+        let scales = BlockedScales::new(desc.weight_rows as usize, desc.k as usize);
+        let group_atoms = |base: u64, row: u32| {
+            (base as *const u8).wrapping_add(scales.atom_offset(row as usize / ATOM_ROWS, 0))
+        };
+        let (up_map, up_row, up_scales) = if GATED {
+            (
+                own(desc.up_map, launch_maps + TENSOR_MAP_BYTES),
+                gate_row + desc.up_row_offset,
+                group_atoms(desc.up_scales, n0 + desc.up_row_offset),
+            )
+        } else {
+            (gate_map, gate_row + WEIGHT_BOX_ROWS, core::ptr::null())
+        };
+        WeightSource {
+            gate_map,
+            up_map,
+            gate_row,
+            up_row,
+            gate_scales: group_atoms(desc.gate_scales, n0),
+            up_scales,
+            atoms: scales.k_blocks as u32,
+            header: SlotHeader::of_rows(n0, n0 + desc.up_row_offset),
+        }
+    }
 }
 
 /// The persistent kernel body for `2·ACC` tokens per tile (`FITTED`: at most that many, each
@@ -223,6 +269,7 @@ unsafe fn grouped<
 >(
     args: &GroupedArgs,
     token_maps: impl Fn() -> u64,
+    weight_maps: impl Fn() -> u64,
     mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
     let tile = Tile {
@@ -267,10 +314,11 @@ unsafe fn grouped<
     };
     let split = StreamK::new(GroupedTiles { table }, ctas, tile_stages);
     let work = Work::new(split, &shared, args.workspace, args.flags, 0);
-    let problem = GroupedProblem::<_, GATED, NVFP4, FITTED> {
+    let problem = GroupedProblem::<_, _, GATED, NVFP4, FITTED> {
         args,
         table,
         token_maps,
+        weight_maps,
     };
     // SAFETY: the module contract.
     unsafe {
@@ -313,6 +361,12 @@ macro_rules! entry_point {
                         crate::ptx::kernel_param_address!(
                             $name,
                             core::mem::offset_of!(GroupedArgs, token_maps)
+                        )
+                    },
+                    || {
+                        crate::ptx::kernel_param_address!(
+                            $name,
+                            core::mem::offset_of!(GroupedArgs, weight_maps)
                         )
                     },
                     mma,

@@ -24,8 +24,9 @@ use crate::schedule::{
 use crate::sm90::config::{
     self, BLOCKS_PER_SLICE, BLOCKS_PER_STAGE, DECODED_STAGES, DECODER_WARPGROUPS, EPILOGUE_STAGING_PITCH,
     FIRST_DECODER_WARPGROUP, FITTED_TOKEN_STEP, K_PER_SLICE, K_PER_STAGE, RAW_STAGES, SCALE_GROUP_BYTES,
-    SLICES_PER_STAGE, SharedPlan, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS, WEIGHT_CHUNKS_PER_STAGE,
-    stage_block,
+    SLICES_PER_STAGE, SharedPlan, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS, WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS,
+    WEIGHT_CHUNK_BYTES, WEIGHT_CHUNKS_PER_STAGE, WEIGHT_DATA_BYTES, WEIGHT_SLOT_BYTES, WEIGHT_SLOT_HEADER,
+    WEIGHT_STAGES, stage_block,
 };
 use crate::sm90::tokens::scaled_pairs;
 
@@ -180,6 +181,83 @@ pub(crate) trait Problem {
     /// Where `job`'s tile (`span`) writes its NVFP4 output (problems with
     /// [`Problem::NVFP4_OUT`]).
     fn nvfp4_tile(&self, span: &TileSpan, job: &TileJob) -> Nvfp4Tile;
+
+    /// Whether the tiles' weights come through the weight ring (a producer warp copies each
+    /// stage into a slot with TMA, the consumers read it from shared memory: no address
+    /// arithmetic, row clamps or choice of the next segment's rows in their stage loop) instead
+    /// of each consumer thread's own global loads. The launch's shared plan must hold the ring
+    /// (`Tile::grouped_shared`).
+    const WEIGHT_RING: bool = false;
+    /// Where the weight ring's copies of the tile `span` come from (problems with
+    /// [`Problem::WEIGHT_RING`]; the others never call it and get no source).
+    #[inline(always)]
+    fn weight_source(&self, span: &TileSpan, tile: Tile) -> WeightSource {
+        let _ = (span, tile);
+        WeightSource::NONE
+    }
+}
+
+/// Where the weight ring's copies of one tile come from ([`produce_weights`]).
+#[derive(Clone, Copy)]
+pub(crate) struct WeightSource {
+    /// Generic addresses of the tensor maps over the gate and the up weights (box
+    /// [`WEIGHT_BOX_BYTES`] × [`WEIGHT_BOX_ROWS`], no swizzle; zeros outside the matrix).
+    pub gate_map: u64,
+    pub up_map: u64,
+    /// The maps' rows of the slot's first gate row and first up row (slot rows 0 and
+    /// [`WEIGHT_BOX_ROWS`]): a gated tile's gate and up rows of outputs `n0..`, a plain
+    /// tile's outputs `n0..` and `n0 + 64..` of one matrix.
+    pub gate_row: u32,
+    pub up_row: u32,
+    /// The first atom of the gate rows' 128-row scale group (a group's atoms along K are
+    /// contiguous), and of the up rows' (gated tiles only).
+    pub gate_scales: *const u8,
+    pub up_scales: *const u8,
+    /// Scale atoms of a row group (`BlockedScales::k_blocks`, K / 64): a partial last stage
+    /// repeats the last.
+    pub atoms: u32,
+    /// The byte of every scale line where the gate rows' and the up rows' codes start (a
+    /// gated tile's 64 rows are half a 128-row group: 0 or 8, see [`SlotHeader`]).
+    pub header: SlotHeader,
+}
+
+impl WeightSource {
+    /// No source (problems without a weight ring).
+    pub const NONE: Self = Self {
+        gate_map: 0,
+        up_map: 0,
+        gate_row: 0,
+        up_row: 0,
+        gate_scales: core::ptr::null(),
+        up_scales: core::ptr::null(),
+        atoms: 0,
+        header: SlotHeader { gate: 0, up: 0 },
+    };
+}
+
+/// The 8 bytes the producer writes into each weight slot beside its copies: where in each
+/// 16-byte scale line the slot's gate rows and up rows start. A gated tile's 64 rows are half
+/// of their 128-row scale group, rows `r` of the group at bytes `4·(r / 32)` of line `r % 32`:
+/// the consumers' offsets are those of rows `0..64` and add this (the next segment's tile,
+/// which the last stage of a segment reads, may sit in the other half).
+#[derive(Clone, Copy)]
+pub(crate) struct SlotHeader {
+    pub gate: u32,
+    pub up: u32,
+}
+
+impl SlotHeader {
+    /// The header of gate rows from `gate_row` and up rows from `up_row` (each a multiple of
+    /// 64: gated tiles start at multiples of `TILE_N`, and the up rows' offset is a multiple
+    /// of it).
+    #[inline(always)]
+    pub fn of_rows(gate_row: u32, up_row: u32) -> Self {
+        let half = |row: u32| (row % ATOM_ROWS as u32) / 32 * 4;
+        Self {
+            gate: half(gate_row),
+            up: half(up_row),
+        }
+    }
 }
 
 /// The stream-K share of this CTA: the split, its virtual CTA (none: no share), where the
@@ -262,6 +340,16 @@ impl Shared {
     fn decoded_empty(&self, stage: u32) -> u32 {
         self.raw_full(2 * RAW_STAGES + DECODED_STAGES + stage)
     }
+    /// Slot `stage` of the weight ring.
+    fn weight_slot(&self, stage: u32) -> u32 {
+        self.base + self.plan.weights + stage * WEIGHT_SLOT_BYTES
+    }
+    fn weight_full(&self, stage: u32) -> u32 {
+        self.raw_full(2 * RAW_STAGES + 2 * DECODED_STAGES + stage)
+    }
+    fn weight_empty(&self, stage: u32) -> u32 {
+        self.weight_full(WEIGHT_STAGES + stage)
+    }
     /// The 16-bit epilogue's staging (`SharedPlan::staging`).
     pub fn staging(&self) -> u32 {
         self.base + self.plan.staging
@@ -289,6 +377,8 @@ const RAW_EMPTY_ARRIVALS: u32 = DECODER_WARPGROUPS * WARPGROUP_THREADS; // every
 const DECODED_FULL_ARRIVALS: u32 = DECODER_HALF_THREADS; // the slice's half decoder warpgroup, after its proxy fence
 const PREDECODED_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the TMA's bytes)
 const DECODED_EMPTY_ARRIVALS: u32 = CONSUMER_THREADS; // every consumer thread
+const WEIGHT_FULL_ARRIVALS: u32 = 1; // the weight producer's arrive.expect_tx (+ the copies' bytes)
+const WEIGHT_EMPTY_ARRIVALS: u32 = CONSUMER_THREADS; // every consumer thread
 
 /// The setup every kernel runs first, on thread 0: initialize the rings' barriers and take the
 /// launch ticket (one 64-bit atomic; its start position and epoch go to shared memory). The
@@ -315,6 +405,13 @@ pub(crate) unsafe fn setup(shared: &Shared, predecoded: bool, tickets: *mut u64)
         unsafe {
             mbarrier::init(shared.decoded_full(stage), full_arrivals);
             mbarrier::init(shared.decoded_empty(stage), DECODED_EMPTY_ARRIVALS);
+        }
+    }
+    for stage in 0..WEIGHT_STAGES {
+        // SAFETY: as above (the plan has the barriers even where it has no weight ring).
+        unsafe {
+            mbarrier::init(shared.weight_full(stage), WEIGHT_FULL_ARRIVALS);
+            mbarrier::init(shared.weight_empty(stage), WEIGHT_EMPTY_ARRIVALS);
         }
     }
     fence::mbarrier_init();
@@ -376,6 +473,11 @@ pub(crate) unsafe fn roles<
     .producer_warpgroup();
     if warpgroup == producer_warpgroup {
         reg::decrease::<PRODUCER>();
+        if P::WEIGHT_RING && thread == producer_warpgroup * WARPGROUP_THREADS + WEIGHT_PRODUCER_THREAD {
+            fence::grid_dependency_wait();
+            // SAFETY: the kernel's contract.
+            unsafe { produce_weights(problem, shared, work) };
+        }
         if thread == producer_warpgroup * WARPGROUP_THREADS {
             // SAFETY: the plan wrote the tensor maps before any launch (no kernel writes them).
             unsafe { problem.prefetch_token_maps() };
@@ -470,6 +572,96 @@ unsafe fn produce<P: Problem>(problem: &P, packed: &PackedTokens, shared: &Share
             }
             ring.advance();
         }
+    }
+}
+
+/// The thread of the producer warpgroup that fills the weight ring: the first of its second
+/// warp (the first warp's first thread produces tokens).
+const WEIGHT_PRODUCER_THREAD: u32 = 32;
+
+/// The weight producer ([`Problem::WEIGHT_RING`]): per tile and 256-K stage, into the next
+/// slot of the weight ring, one TMA box per chunk of the gate rows and of the up rows (a
+/// plain tile's two halves of outputs) and one bulk copy per scale group of the stage's four
+/// atoms, and the [`SlotHeader`]. The boxes zero-fill past K; a partial last stage's missing
+/// atoms repeat the row group's last (finite codes times zero weights add exactly 0). After
+/// the CTA's last stage it completes one more slot without copies: the consumers' last stage
+/// reads the slot after it (the next segment's first stage, of which there is none) and
+/// discards what it reads.
+#[inline(always)]
+unsafe fn produce_weights<P: Problem>(problem: &P, shared: &Shared, work: &Work<P::Space>) {
+    let tile = shared.tile;
+    let groups = if P::GATED { 2 } else { 1 };
+    let bytes = WEIGHT_DATA_BYTES + groups * SCALE_GROUP_BYTES;
+    let mut ring = RingPosition::<WEIGHT_STAGES>::new();
+    for segment in work.segments() {
+        let source = problem.weight_source(&segment.tile, tile);
+        // SAFETY: the maps are written before the launch (no kernel writes them).
+        unsafe {
+            copy::prefetch_tensor_map(source.gate_map);
+            copy::prefetch_tensor_map(source.up_map);
+        }
+        for stage in segment.first_stage..segment.first_stage + segment.stages {
+            let slot = shared.weight_slot(ring.stage);
+            let full = shared.weight_full(ring.stage);
+            let first_atom = stage * ATOMS_PER_STAGE;
+            // SAFETY: barriers are initialized; every copy lands inside the slot, the boxes
+            // inside the maps (or zero-filled past them), the atoms inside the row groups'.
+            unsafe {
+                mbarrier::wait_suspending(shared.weight_empty(ring.stage), ring.empty_parity());
+                if P::GATED {
+                    smem::st_v2(slot + WEIGHT_SLOT_HEADER, [source.header.gate, source.header.up]);
+                }
+                mbarrier::arrive_expect_tx(full, bytes);
+                for h in 0..WEIGHT_CHUNKS_PER_STAGE {
+                    let x = (stage * STAGE_ROW_BYTES as u32 + h * WEIGHT_BOX_BYTES) as i32;
+                    let chunk = slot + h * WEIGHT_CHUNK_BYTES;
+                    copy::tensor_2d(chunk, source.gate_map, x, source.gate_row as i32, full);
+                    copy::tensor_2d(
+                        chunk + WEIGHT_BOX_ROWS * WEIGHT_BOX_BYTES,
+                        source.up_map,
+                        x,
+                        source.up_row as i32,
+                        full,
+                    );
+                }
+                for g in 0..groups {
+                    let atoms = if g == 0 {
+                        source.gate_scales
+                    } else {
+                        source.up_scales
+                    };
+                    let dst = slot + WEIGHT_DATA_BYTES + g * SCALE_GROUP_BYTES;
+                    if first_atom + ATOMS_PER_STAGE <= source.atoms {
+                        copy::bulk(
+                            dst,
+                            atoms.add(first_atom as usize * ATOM_BYTES),
+                            SCALE_GROUP_BYTES,
+                            full,
+                        );
+                    } else {
+                        for a in 0..ATOMS_PER_STAGE {
+                            let atom = (first_atom + a).min(source.atoms - 1);
+                            copy::bulk(
+                                dst + a * ATOM_BYTES as u32,
+                                atoms.add(atom as usize * ATOM_BYTES),
+                                ATOM_BYTES as u32,
+                                full,
+                            );
+                        }
+                    }
+                }
+            }
+            ring.advance();
+        }
+    }
+    // SAFETY: barriers are initialized; the header inside the slot (the consumers add it to
+    // their scale offsets even where they discard what they read).
+    unsafe {
+        mbarrier::wait_suspending(shared.weight_empty(ring.stage), ring.empty_parity());
+        if P::GATED {
+            smem::st_v2(shared.weight_slot(ring.stage) + WEIGHT_SLOT_HEADER, [0, 0]);
+        }
+        mbarrier::arrive(shared.weight_full(ring.stage));
     }
 }
 
@@ -894,6 +1086,100 @@ impl RowPointers {
     }
 }
 
+/// Where one consumer thread's weights sit in every weight slot ([`Problem::WEIGHT_RING`]): the
+/// byte offsets in the slot of chunk 0 of its gate row and of its up row (chunk `h` lies
+/// [`WEIGHT_CHUNK_BYTES`] further), and, from the slot's scales, of the word that holds the
+/// scale pair of its gate row's chunk 0 and that of its up row's (chunk `h`: `CHUNK_ATOMS`
+/// atoms further). A gated tile's rows are taken in the first half of their 128-row group (the
+/// slot's [`SlotHeader`] adds the other half's shift); a plain tile's 128 outputs are one
+/// whole group, and one 8-byte word holds both pairs, as in global memory
+/// ([`RowPointers::load_chunk`]). The same for every tile: computed once.
+#[derive(Clone, Copy)]
+pub(crate) struct SlotOffsets {
+    gate: u32,
+    up: u32,
+    gate_scale: u32,
+    up_scale: u32,
+}
+
+impl SlotOffsets {
+    /// The offsets of `lane`, in gated or plain tiles.
+    #[inline(always)]
+    pub fn new(lane: &ConsumerLane, gated: bool) -> Self {
+        let row = lane.n_in_tile;
+        let gate = row * WEIGHT_BOX_BYTES + 16 * lane.t;
+        let up_rows = if gated {
+            WEIGHT_BOX_ROWS
+        } else {
+            config::PLAIN_UP_ROW_OFFSET
+        };
+        // The stage's four atoms of a 128-row group, as a 128-row × 256-K matrix (layout.rs).
+        let group = BlockedScales::new(ATOM_ROWS, K_PER_STAGE as usize);
+        let pair = group.offset(row as usize, stage_block(0, lane.t) as usize) as u32;
+        let (gate_scale, up_scale) = if gated {
+            (pair & !3, SCALE_GROUP_BYTES + (pair & !3))
+        } else {
+            (pair & !7, 0)
+        };
+        Self {
+            gate,
+            up: gate + up_rows * WEIGHT_BOX_BYTES,
+            gate_scale,
+            up_scale,
+        }
+    }
+}
+
+/// Waits until weight slot `position` is full and reads this thread's weights of its stage
+/// (`offsets`) into the layout [`RowPointers::load_chunk`] gives them, every scale pair at
+/// [`plain_scale_shift`] in its word.
+///
+/// # Safety
+/// A consumer thread of a problem with [`Problem::WEIGHT_RING`], in ring order.
+#[inline(always)]
+unsafe fn read_weight_slot(
+    shared: &Shared,
+    position: &RingPosition<WEIGHT_STAGES>,
+    offsets: &SlotOffsets,
+    gated: bool,
+) -> WeightStage {
+    let slot = shared.weight_slot(position.stage);
+    // SAFETY: barrier initialized; the weight producer fills the slot.
+    unsafe { mbarrier::wait(shared.weight_full(position.stage), position.full_parity()) };
+    let scales = slot + WEIGHT_DATA_BYTES;
+    let (gate_scale, up_scale) = if gated {
+        // SAFETY: written by the producer before the slot's arrival.
+        let [gate, up] = unsafe { smem::ld_v2(slot + WEIGHT_SLOT_HEADER) };
+        (scales + offsets.gate_scale + gate, scales + offsets.up_scale + up)
+    } else {
+        (scales + offsets.gate_scale, 0)
+    };
+    let mut w = WeightStage::ZERO;
+    for h in 0..WEIGHT_CHUNKS {
+        let chunk = slot + h as u32 * WEIGHT_CHUNK_BYTES;
+        let atoms = h as u32 * CHUNK_ATOMS * ATOM_BYTES as u32;
+        // SAFETY: inside the slot (16-, 8- and 4-byte aligned as loaded).
+        unsafe {
+            w.gate[h] = smem::ld_v4(chunk + offsets.gate);
+            w.up[h] = smem::ld_v4(chunk + offsets.up);
+            if gated {
+                w.gate_scales[h] = smem::ld_b32(gate_scale + atoms);
+                w.up_scales[h] = smem::ld_b32(up_scale + atoms);
+            } else {
+                [w.gate_scales[h], w.up_scales[h]] = smem::ld_v2(gate_scale + atoms);
+            }
+        }
+    }
+    w
+}
+
+/// Releases weight slot `position` (every consumer thread, after its reads).
+#[inline(always)]
+fn release_weight_slot(shared: &Shared, position: &RingPosition<WEIGHT_STAGES>) {
+    // SAFETY: barrier initialized.
+    unsafe { mbarrier::arrive(shared.weight_empty(position.stage)) };
+}
+
 /// 256-K stages of weights each CTA prefetches into L2 before it waits for the previous kernel.
 const WARM_UP_STAGES: u32 = 2;
 
@@ -988,17 +1274,35 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
 ) {
     let tile = shared.tile;
     let mut segments = work.segments();
-    let current = match segments.clone().next() {
-        Some(first) => {
-            let job = problem.job(&first.tile, tile);
-            // SAFETY: the first stage of the first segment's tile.
-            unsafe { problem.load_weights(&problem.weight_rows(&job, lane), first.first_stage) }
+    let mut weights = RingPosition::new();
+    let slot_offsets = SlotOffsets::new(lane, P::GATED);
+    let current = if P::WEIGHT_RING {
+        // The first stage's slot (without a first stage, the producer's closing slot).
+        // SAFETY: the ring's first slot.
+        let current = unsafe { read_weight_slot(shared, &weights, &slot_offsets, P::GATED) };
+        release_weight_slot(shared, &weights);
+        weights.advance();
+        current
+    } else {
+        match segments.clone().next() {
+            Some(first) => {
+                let job = problem.job(&first.tile, tile);
+                // SAFETY: the first stage of the first segment's tile.
+                unsafe { problem.load_weights(&problem.weight_rows(&job, lane), first.first_stage) }
+            }
+            None => WeightStage::ZERO,
         }
-        None => WeightStage::ZERO,
     };
-    let scale_shift = if P::GATED { 0 } else { plain_scale_shift(lane.t) };
+    // The weight ring's scale pairs sit in 32-bit words as a plain tile's do.
+    let scale_shift = if P::GATED && !P::WEIGHT_RING {
+        0
+    } else {
+        plain_scale_shift(lane.t)
+    };
     let mut pipeline = ConsumerPipeline {
         decoded: RingPosition::new(),
+        weights,
+        slot_offsets,
         fragments: [slice_fragments::<P::Codec>(&current, 0, scale_shift), [[0; 4]; 4]],
         current,
         scale_shift,
@@ -1071,11 +1375,14 @@ fn widen<const W: usize, const ACC: usize>(acc: [f32; W]) -> [f32; ACC] {
     wide
 }
 
-/// What a consumer carries from one segment to the next: its place in the decoded ring, the
-/// weights of the next stage (loaded during the previous segment's last stage) and the
-/// fragments of its first slice, and where its scale pairs sit in the scale words.
+/// What a consumer carries from one segment to the next: its place in the decoded ring (and in
+/// the weight ring, with its offsets in a slot), the weights of the next stage (loaded during
+/// the previous segment's last stage) and the fragments of its first slice, and where its
+/// scale pairs sit in the scale words.
 struct ConsumerPipeline {
     decoded: RingPosition<DECODED_STAGES>,
+    weights: RingPosition<WEIGHT_STAGES>,
+    slot_offsets: SlotOffsets,
     current: WeightStage,
     fragments: [[[u32; 4]; 4]; 2],
     scale_shift: u32,
@@ -1108,6 +1415,8 @@ unsafe fn segment_mainloop<P: Problem, const W: usize, const SETS: usize>(
     let scale_shift = pipeline.scale_shift;
     let ConsumerPipeline {
         decoded,
+        weights,
+        slot_offsets,
         current,
         fragments,
         ..
@@ -1128,22 +1437,26 @@ unsafe fn segment_mainloop<P: Problem, const W: usize, const SETS: usize>(
         ),
         None => (rows, last),
     };
-    let chosen_tail = (!late_loads).then(tail);
+    let chosen_tail = (!late_loads && !P::WEIGHT_RING).then(tail);
     // SETS independent accumulator sets, k16 step s into set s % SETS: small tiles' wgmmas
     // are latency-bound when chained through one accumulator (see `Tile::accumulator_sets`).
     // A constant, not a repeat expression: rustc lowers `[0.0; 128]` to a loop that LLVM
     // does not unroll, which keeps a 256-token tile's accumulators in local memory.
     let mut sets = const { [[0f32; W]; SETS] };
     for stage in first..=last {
-        // Loads in flight while this stage computes: the segment's next stage, else the tail.
-        let (next_rows, next_stage) = if stage < last {
+        // Loads in flight while this stage computes: the segment's next stage, else the tail
+        // (the weight ring's next slot holds whichever it is).
+        let (next_rows, next_stage) = if P::WEIGHT_RING || stage < last {
             (rows, stage + 1)
         } else {
             chosen_tail.unwrap_or_else(tail)
         };
         let next_rows = &next_rows;
-        // SAFETY (all): a stage of this segment's tile or of the next segment's.
-        let mut next = if late_loads {
+        // SAFETY (all): a stage of this segment's tile or of the next segment's; the ring's
+        // next slot.
+        let mut next = if P::WEIGHT_RING {
+            unsafe { read_weight_slot(shared, weights, slot_offsets, P::GATED) }
+        } else if late_loads {
             WeightStage::ZERO
         } else {
             unsafe { problem.load_weights(next_rows, next_stage) }
@@ -1190,6 +1503,11 @@ unsafe fn segment_mainloop<P: Problem, const W: usize, const SETS: usize>(
             }};
         }
         slice!(0, slice_fragments::<P::Codec>(current, 1, scale_shift));
+        if P::WEIGHT_RING {
+            // The slot's reads are done (a slice later, so the arrive does not wait for them).
+            release_weight_slot(shared, weights);
+            weights.advance();
+        }
         if late_loads {
             unsafe { problem.load_weight_chunk(next_rows, next_stage, 0, &mut next) };
         }
