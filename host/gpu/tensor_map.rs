@@ -26,31 +26,38 @@ pub(crate) const MAP_BYTES: usize = std::mem::size_of::<TensorMap>();
 /// weights on Blackwell): `rows × k` packed bytes at device `address` as UINT8, dims
 /// `{k/2, rows}`, box `{128, 64}`, 128-byte swizzle, zeros outside the matrix.
 pub(crate) fn packed_rows(address: u64, rows: usize, k: usize) -> Result<TensorMap> {
-    let row_bytes = k / 2;
-    if !row_bytes.is_multiple_of(16) {
-        return Err(Error::invalid(
-            "k",
-            "must be a multiple of 32 for a TMA tensor map (16-byte row pitch)",
-            k,
-        ));
-    }
-    encode_2d(
+    packed_rows_map(
         address,
-        CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
-        1,
-        [row_bytes as u64, rows as u64],
-        row_bytes as u64,
+        rows,
+        k,
         [BOX_ROW_BYTES, BOX_ROWS],
         CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
     )
 }
 
 /// The map the sm_90a grouped kernels read packed fp4 weight rows through (their weight ring):
-/// `rows × k` packed bytes at device `address` as UINT8, dims `{k/2, rows}`, box
-/// `{WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS}` (one chunk of 64 rows' stage), no swizzle, zeros
-/// outside the matrix.
+/// as [`packed_rows`], but box `{WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS}` (one chunk of 64 rows'
+/// stage) without swizzle.
 pub(crate) fn sm90_weight_rows(address: u64, rows: usize, k: usize) -> Result<TensorMap> {
     use nvfp4_kernel::sm90::config::{WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS};
+    packed_rows_map(
+        address,
+        rows,
+        k,
+        [WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS],
+        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+    )
+}
+
+/// `rows × k` packed fp4 bytes at `address` as UINT8, dims `{k/2, rows}`, boxes of `boxes`
+/// stored with `swizzle`, zeros outside the matrix.
+fn packed_rows_map(
+    address: u64,
+    rows: usize,
+    k: usize,
+    boxes: [u32; 2],
+    swizzle: CUtensorMapSwizzle,
+) -> Result<TensorMap> {
     let row_bytes = k / 2;
     if !row_bytes.is_multiple_of(16) {
         return Err(Error::invalid(
@@ -65,8 +72,8 @@ pub(crate) fn sm90_weight_rows(address: u64, rows: usize, k: usize) -> Result<Te
         1,
         [row_bytes as u64, rows as u64],
         row_bytes as u64,
-        [WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS],
-        CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        boxes,
+        swizzle,
     )
 }
 

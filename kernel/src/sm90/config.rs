@@ -429,8 +429,9 @@ impl Tile {
     }
 
     /// Whether this tile's grouped kernels read their weights through the weight ring
-    /// ([`WEIGHT_STAGES`]): every tile but the fitted ones (whose shared memory would leave L1
-    /// 28 KB, and whose launches were 5–10 % slower so).
+    /// ([`WEIGHT_STAGES`]): every tile but the fitted ones, whose ring (223 KB of shared
+    /// memory, 40 producer registers) has not yet been measured apart from a slower host
+    /// upload (perf log entry 122).
     pub const fn has_weight_ring(&self) -> bool {
         !self.fits_groups()
     }
@@ -443,11 +444,12 @@ impl Tile {
         if !self.has_weight_ring() {
             return split;
         }
-        let moved = 16 * WARPGROUP_THREADS / (CONSUMER_WARPGROUPS * WARPGROUP_THREADS);
+        // The consumer warpgroups share the producer warpgroup's extra registers.
+        const EXTRA: u32 = 16;
         RegisterSplit {
-            consumer: split.consumer - moved,
+            consumer: split.consumer - EXTRA / CONSUMER_WARPGROUPS,
             decoder: split.decoder,
-            producer: split.producer + 16,
+            producer: split.producer + EXTRA,
         }
     }
 

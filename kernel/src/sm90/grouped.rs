@@ -73,6 +73,16 @@ impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const
         (self.token_maps)() + (steps as u64 - 1) * TENSOR_MAP_BYTES
     }
 
+    /// The first output of the tile `span` (a group's tiles are token tiles within output tiles).
+    #[inline(always)]
+    fn first_output(&self, span: &TileSpan) -> u32 {
+        let n_tile = span
+            .local
+            .checked_div(self.table.group(span.group).m_tiles)
+            .unwrap_or(0);
+        n_tile * tile_n(GATED)
+    }
+
     /// The first row (in its group) and the tokens of the tile `span` of a group of `rows`
     /// tokens: 128-token tiles (the launch's `tile`), or fitted ones ([`fitted_tile_width`]).
     #[inline(always)]
@@ -142,14 +152,10 @@ impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const
         // SAFETY: span.group < groups.
         let desc = unsafe { prepare::load_desc(self.args.descs, span.group) };
         let (row0, tokens) = self.tile_rows(span, tile, desc.rows);
-        let n_tile = span
-            .local
-            .checked_div(self.table.group(span.group).m_tiles)
-            .unwrap_or(0);
         TileJob {
             token_row: desc.token_row + row0,
             tokens,
-            n0: n_tile * tile_n(GATED),
+            n0: self.first_output(span),
             n: desc.n,
             k: desc.k,
             gate: desc.gate as *const u8,
@@ -209,8 +215,7 @@ impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const
         unsafe { rows.load_chunk(stage, h, !GATED, into) }
     }
 
-    /// The fitted tiles keep their consumers' own loads: through the ring their launches
-    /// (GPU MODE's first two cases) were 5–10 % slower.
+    /// The fitted tiles keep their consumers' own loads ([`Tile::has_weight_ring`]).
     const WEIGHT_RING: bool = !FITTED;
 
     #[inline(always)]
@@ -218,11 +223,7 @@ impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const
         let _ = tile;
         // SAFETY: span.group < groups.
         let desc = unsafe { prepare::load_desc_weights(self.args.descs, span.group) };
-        let n_tile = span
-            .local
-            .checked_div(self.table.group(span.group).m_tiles)
-            .unwrap_or(0);
-        let n0 = n_tile * tile_n(GATED);
+        let n0 = self.first_output(span);
         // A group's own map (the separate convention), else the launch's stack.
         let own = |map: u64, launch: u64| if map != 0 { map } else { launch };
         let launch_maps = (self.weight_maps)();
