@@ -28,7 +28,7 @@ use nvfp4_kernel::common::{
     AmaxArgs, CombineArgs, DequantizeArgs, GatherGroupedArgs, OccupyArgs, QuantizeArgs, RouteArgs,
     SiluMulArgs,
 };
-use nvfp4_kernel::grouped::GroupedPrepareArgs;
+use nvfp4_kernel::grouped::{GroupedPrepareArgs, SeparatePrepareArgs};
 use nvfp4_kernel::launch::Kernel;
 use nvfp4_kernel::registry;
 use nvfp4_kernel::sm90::config::{self as sm90, Tile};
@@ -439,6 +439,8 @@ pub(crate) struct Sm90Kernels {
     /// The grouped decode-size kernels: dual GEMM, dual GEMM writing NVFP4, plain GEMM.
     grouped_decode: [LoadedKernel<sm90::GroupedDecodeArgs>; 3],
     pub grouped_prepare: LoadedKernel<GroupedPrepareArgs>,
+    /// The preparation pass of a separate-convention launch with its table in its parameters.
+    pub grouped_prepare_separate: LoadedKernel<SeparatePrepareArgs>,
 }
 
 impl Sm90Kernels {
@@ -537,6 +539,7 @@ impl Sm90Kernels {
             decode_whole_k_small,
             grouped_decode,
             grouped_prepare: LoadedKernel::load(module, sm90_registry::GROUPED_PREPARE)?,
+            grouped_prepare_separate: LoadedKernel::load(module, sm90_registry::GROUPED_PREPARE_SEPARATE)?,
         })
     }
 

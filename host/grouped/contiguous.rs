@@ -13,7 +13,7 @@ use crate::gpu::buffer::{check_alignment, check_device_address};
 use crate::gpu::{Gpu, tensor_map};
 use crate::matrix::NvFp4Matrix;
 
-use super::{Backend, GroupedLayout, GroupedPlan, UpWeights, WeightsView};
+use super::{Backend, GroupedLayout, GroupedPlan, Preparation, UpWeights, WeightsView};
 use crate::rules::{kernel_alpha, operand_rescale};
 
 /// The inputs of a contiguous-convention launch (see the module doc). The plan's layout gives
@@ -404,13 +404,11 @@ impl GroupedPlan {
         };
         // Blackwell reads tokens and weights through maps in its arguments, Hopper its weights.
         let maps = match self.backend {
-            // Hopper: the weights' maps where the tiled kernel reads them through its weight
-            // ring (its tokens are the preparation pass's buffer).
+            // Hopper: the weights' maps where the tiled kernel (not the decode-size one) reads
+            // them through its weight ring (its tokens are the preparation pass's buffer).
             Backend::Sm90 {
-                tile,
-                decode_window: None,
-                ..
-            } if tile.has_weight_ring() => [
+                decode_window: None, ..
+            } => [
                 TensorMap::default(),
                 tensor_map::sm90_weight_rows(at.gate, groups * gate_rows, k)?,
                 tensor_map::sm90_weight_rows(up_base, groups * up_rows, k)?,
@@ -451,7 +449,7 @@ impl GroupedPlan {
             scale_rows_capacity: scale_rows as u32,
             ..self.prepare_args(groups, tile)
         };
-        self.enqueue(gpu, &args, tile, maps)
+        self.enqueue(gpu, Preparation::Common(&args), tile, maps)
     }
 }
 

@@ -38,7 +38,7 @@
 use cudarc::driver::CudaSlice;
 use nvfp4_kernel::grouped::{
     GroupDesc, GroupedHeader, GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, SCALE_ROW_ALIGNMENT,
-    prepare_shared_bytes,
+    SeparatePrepareArgs, prepare_shared_bytes,
 };
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::layout::BlockedScales;
@@ -67,6 +67,26 @@ use separate::separate_table_bytes;
 /// Page-locked slots a separate-convention plan stages its group table in: the host runs up to
 /// this many launches ahead of the GPU before an upload waits.
 const SEPARATE_STAGING_SLOTS: usize = 4;
+
+/// How a launch's preparation pass gets its arguments.
+#[derive(Clone, Copy)]
+enum Preparation<'a> {
+    /// The common arguments: the contiguous convention, or a separate table uploaded ahead.
+    Common(&'a GroupedPrepareArgs),
+    /// A separate-convention table inside the pass's own arguments (Hopper, at most
+    /// [`PARAMETER_GROUPS`](nvfp4_kernel::grouped::PARAMETER_GROUPS) groups).
+    SeparateInParameters(&'a SeparatePrepareArgs),
+}
+
+impl Preparation<'_> {
+    /// The arguments every pass takes.
+    fn common(&self) -> &GroupedPrepareArgs {
+        match self {
+            Self::Common(args) => args,
+            Self::SeparateInParameters(args) => &args.prepare,
+        }
+    }
+}
 
 /// The product each group computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -642,10 +662,11 @@ impl GroupedPlan {
     fn enqueue(
         &self,
         gpu: &Gpu,
-        prepare: &GroupedPrepareArgs,
+        preparation: Preparation,
         tile: LaunchTile,
         maps: [TensorMap; 3],
     ) -> Result<()> {
+        let prepare = preparation.common();
         let stream = gpu.stream();
         let epilogue = if prepare.out_scales.is_null() {
             TileEpilogue::f16(self.op.gated())
@@ -675,14 +696,16 @@ impl GroupedPlan {
                 // SAFETY: the arguments describe buffers checked by the caller against the plan,
                 // and the plan's own buffers; a plain launch (see `DualGemmPlan`'s pre-decoder
                 // for why).
+                let grid = gpu.grid_stride_blocks(prepare_kernel, items.max(1));
                 unsafe {
-                    prepare_kernel.launch(
-                        stream,
-                        gpu.grid_stride_blocks(prepare_kernel, items.max(1)),
-                        shared,
-                        prepare,
-                        false,
-                    )?
+                    match preparation {
+                        Preparation::Common(args) => {
+                            prepare_kernel.launch(stream, grid, shared, args, false)?
+                        }
+                        Preparation::SeparateInParameters(args) => kernels
+                            .grouped_prepare_separate
+                            .launch(stream, grid, shared, args, false)?,
+                    }
                 };
                 if let (Some(window_steps), Some(row_groups)) = (*decode_window, self.decode_row_groups()) {
                     let args = sm90::GroupedDecodeArgs {
@@ -747,6 +770,13 @@ impl GroupedPlan {
             }
             (Backend::Sm100 { .. }, LaunchTile::Sm100(tile)) => {
                 let kernels = gpu.sm100_kernels(self.op.name())?;
+                if let Preparation::SeparateInParameters(_) = preparation {
+                    return Err(Error::invalid(
+                        "groups",
+                        "travel in the preparation pass's parameters on Hopper only",
+                        "a Blackwell plan",
+                    ));
+                }
                 // SAFETY: as for Hopper; one warp writes the tables.
                 unsafe { kernels.grouped_prepare.launch(stream, 1, 0, prepare, false)? };
                 let [a_map, gate_map, up_map] = maps;

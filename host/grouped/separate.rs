@@ -1,9 +1,11 @@
 //! The separate convention (the GPU MODE grouped problem, and a batch of products): per group
 //! its own A, B (and B3) and C with its own M, N and K, sizes on the host, each a view
-//! ([`NvFp4Ref`], [`F16Mut`]) of the library's memory or the caller's; each launch uploads the
-//! groups' table from page-locked memory (asynchronously; not in a CUDA graph capture).
+//! ([`NvFp4Ref`], [`F16Mut`]) of the library's memory or the caller's. Each launch carries the
+//! groups' table (and the maps its kernels read): on Hopper, up to
+//! [`PARAMETER_GROUPS`] groups in the preparation pass's parameters; otherwise uploaded from
+//! page-locked memory ahead of the pass (asynchronously). Not inside a CUDA graph capture.
 
-use nvfp4_kernel::grouped::GroupedPrepareArgs;
+use nvfp4_kernel::grouped::{GroupedPrepareArgs, PARAMETER_GROUPS, SeparateParameters, SeparatePrepareArgs};
 use nvfp4_kernel::launch::TensorMap;
 use nvfp4_kernel::sm90::config::{K_MULTIPLE, TILE_N};
 
@@ -12,7 +14,7 @@ use crate::gpu::buffer::check_alignment;
 use crate::gpu::{F16Mut, Gpu, NvFp4Ref, tensor_map};
 use crate::rules::check_dimension;
 
-use super::{Backend, GroupedLayout, GroupedPlan, sm100_tile_for};
+use super::{Backend, GroupedLayout, GroupedPlan, Preparation, sm100_tile_for};
 use crate::rules::operand_rescale;
 
 /// One group of a separate-convention launch. A group without tokens has `a` and `c` both
@@ -46,7 +48,7 @@ pub(super) fn separate_table_bytes(groups: usize) -> usize {
 impl GroupedPlan {
     /// Enqueues a separate-convention launch: group `g` computes into its own `c`. A batch of
     /// `L` products of one shape is such a launch of `L` groups. Not inside a CUDA graph
-    /// capture (the group table is uploaded from the host).
+    /// capture (its group table comes from the host with each launch).
     pub fn launch_separate(&self, gpu: &Gpu, groups: &[SeparateGroup]) -> Result<()> {
         let GroupedLayout::Separate {
             groups: most_groups,
@@ -70,15 +72,25 @@ impl GroupedPlan {
         gpu.check_not_capturing("a separate-convention grouped launch (it uploads its group table)")?;
         let gated = self.op.gated();
         let blackwell = matches!(self.backend, Backend::Sm100 { .. });
-        // Hopper's tiled kernel reads the weights through maps where its tile has a weight ring.
-        let weight_ring = matches!(self.backend, Backend::Sm90 { tile, .. } if tile.has_weight_ring());
+        // Hopper's tiled kernel reads the weights through maps (its weight ring); the
+        // decode-size kernel reads them directly.
+        let weight_maps = matches!(
+            self.backend,
+            Backend::Sm90 {
+                decode_window: None,
+                ..
+            }
+        );
+        // Hopper: a table of few groups travels in the preparation pass's parameters.
+        let in_parameters = !blackwell && groups.len() <= PARAMETER_GROUPS;
         let rescale = operand_rescale(gpu.arch());
-        // Blackwell: each group's three maps follow the entries in the uploaded table.
         let table_base = self
             .separate_table
             .as_ref()
             .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?
             .address();
+        // The maps the kernels read, in group order, from here on (Blackwell: A, gate, up;
+        // Hopper: gate, up).
         let maps_base = table_base + separate_maps_offset(most_groups) as u64;
         let mut maps = Vec::new();
         let mut table = Vec::with_capacity(groups.len());
@@ -136,18 +148,19 @@ impl GroupedPlan {
                     ));
                 }
             };
-            // Each matrix's map, at `maps_base + 128·(3g + i)`: Blackwell reads every matrix
-            // through its map, Hopper its weights where it has a weight ring (its tokens come
-            // from the decoded buffer).
+            // Each map the kernels read, at `maps_base + 128·i` for the `i`-th (a group without
+            // tokens reads no A: its map is left zero).
             let mut map = |m: Option<NvFp4Ref>, weights: bool| -> Result<u64> {
+                if !(blackwell || (weights && weight_maps)) {
+                    return Ok(0);
+                }
                 let at = maps_base + (maps.len() * tensor_map::MAP_BYTES) as u64;
-                let read = blackwell || (weights && weight_ring);
                 maps.push(match m {
                     Some(m) if blackwell => tensor_map::packed_rows(m.data_address(), m.rows(), m.k())?,
-                    Some(m) if read => tensor_map::sm90_weight_rows(m.data_address(), m.rows(), m.k())?,
-                    _ => TensorMap::default(), // a group without tokens reads none
+                    Some(m) => tensor_map::sm90_weight_rows(m.data_address(), m.rows(), m.k())?,
+                    None => TensorMap::default(),
                 });
-                Ok(if read { at } else { 0 })
+                Ok(at)
             };
             for (name, m) in [("a", group.a), ("gate", Some(group.gate)), ("up", Some(up))] {
                 if let Some(m) = m {
@@ -195,27 +208,28 @@ impl GroupedPlan {
                 token_row,
             ));
         }
-        // SAFETY: `SeparateGroup` is `repr(C)` plain data without padding; the slice covers
-        // exactly the table's elements.
-        let bytes: &[u8] = unsafe {
-            std::slice::from_raw_parts(table.as_ptr().cast::<u8>(), std::mem::size_of_val(&table[..]))
-        };
-        let mut upload = bytes.to_vec();
-        if blackwell || weight_ring {
-            upload.resize(separate_maps_offset(most_groups), 0);
-            upload.extend(tensor_map::bytes_of(&maps));
-        }
-        // From page-locked memory: the upload never makes the host wait for the stream. The
-        // lock is held until both kernels are enqueued, so that launches of one plan from two
-        // threads cannot interleave one's table upload between the other's upload and kernels.
+        // The lock is held until both kernels are enqueued, so that launches of one plan from
+        // two threads cannot interleave one's table (or maps) between the other's kernels.
         let mut staging = self
             .separate_staging
             .as_ref()
             .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        staging.upload(gpu.stream(), table_base, &upload)?;
-        let separate = table_base;
+        if !in_parameters {
+            // SAFETY: `SeparateGroup` is `repr(C)` plain data without padding; the slice covers
+            // exactly the table's elements.
+            let bytes: &[u8] = unsafe {
+                std::slice::from_raw_parts(table.as_ptr().cast::<u8>(), std::mem::size_of_val(&table[..]))
+            };
+            let mut upload = bytes.to_vec();
+            if !maps.is_empty() {
+                upload.resize(separate_maps_offset(most_groups), 0);
+                upload.extend(tensor_map::bytes_of(&maps));
+            }
+            // From page-locked memory: the upload never makes the host wait for the stream.
+            staging.upload(gpu.stream(), table_base, &upload)?;
+        }
         let tile = self.launch_tile(Some(sm100_tile_for(
             gated,
             token_row / table.len(),
@@ -224,13 +238,26 @@ impl GroupedPlan {
         let mut args = GroupedPrepareArgs {
             groups: groups.len() as u32,
             separate_convention: 1,
-            separate: separate as *const nvfp4_kernel::grouped::SeparateGroup,
+            separate: table_base as *const nvfp4_kernel::grouped::SeparateGroup,
             ..self.prepare_args(groups.len(), tile)
         };
         if !blackwell {
             args.token_rows = token_row as u32;
         }
-        let enqueued = self.enqueue(gpu, &args, tile, [TensorMap::default(); 3]);
+        let no_maps = [TensorMap::default(); 3];
+        let enqueued = if in_parameters {
+            let mut parameters = SeparatePrepareArgs {
+                prepare: args,
+                maps_out: maps_base as *mut TensorMap,
+                maps: maps.len() as u32,
+                table: SeparateParameters::default(),
+            };
+            parameters.table.groups[..table.len()].copy_from_slice(&table);
+            parameters.table.maps[..maps.len()].copy_from_slice(&maps);
+            self.enqueue(gpu, Preparation::SeparateInParameters(&parameters), tile, no_maps)
+        } else {
+            self.enqueue(gpu, Preparation::Common(&args), tile, no_maps)
+        };
         drop(staging);
         enqueued
     }

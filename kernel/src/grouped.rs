@@ -9,7 +9,8 @@
 //!   scales, per-group α in device memory, one C;
 //! * **separate** (the benchmark problem's lists): per group its own A, B, C allocations and
 //!   sizes (N and K may differ between groups), known on the host: a table of
-//!   [`SeparateGroup`]s uploaded with each launch.
+//!   [`SeparateGroup`]s that travels with each launch — on Hopper, up to [`PARAMETER_GROUPS`]
+//!   groups in the preparation pass's parameters ([`SeparatePrepareArgs`]), more uploaded.
 //!
 //! Each launch first runs a *preparation pass* on the GPU, which validates the device-side
 //! offsets, writes one [`GroupDesc`] per group (where its tokens, weights and outputs are), the
@@ -17,6 +18,8 @@
 //! work by, and a [`GroupedHeader`]; on Hopper it also decodes the tokens to fp16. Nothing of it
 //! travels to the host, so one plan serves every routing and launches can be captured in a CUDA
 //! graph and replayed with other sizes.
+
+use crate::launch::TensorMap;
 
 /// Most groups one launch takes (the schedule table lives in shared memory: 16 bytes a group).
 pub const MAX_GROUPS: u32 = 1024;
@@ -133,6 +136,48 @@ pub struct SeparateGroup {
     /// Generic address of the tensor map over `up` (each architecture's own box).
     pub up_map: u64,
 }
+
+/// Most groups of a separate-convention launch whose table (and the Hopper weight ring's two
+/// maps a group) travels in the preparation pass's parameters ([`SeparatePrepareArgs`], 3 KB of
+/// the 4 KB a kernel's parameters may take at PTX ISA 8.0) instead of a copy ahead of the pass:
+/// a copy of 3.6 KB cost ≈ 9 µs a launch on the critical path, one of 0.6 KB 2–3.5 µs (perf
+/// log). Larger launches upload their table.
+pub const PARAMETER_GROUPS: usize = 8;
+
+/// Tensor maps a group carries in a parameter table: its gate and up weights (Hopper's ring).
+pub const PARAMETER_MAPS_PER_GROUP: usize = 2;
+
+/// A separate-convention table inside the preparation pass's parameters (Hopper).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SeparateParameters {
+    /// Group `g`'s gate map at `2g`, its up map at `2g + 1` (the first
+    /// [`SeparatePrepareArgs::maps`]); the pass copies them to [`SeparatePrepareArgs::maps_out`],
+    /// where the groups' `gate_map` and `up_map` point.
+    pub maps: [TensorMap; PARAMETER_MAPS_PER_GROUP * PARAMETER_GROUPS],
+    /// The groups (the first `prepare.groups`).
+    pub groups: [SeparateGroup; PARAMETER_GROUPS],
+}
+
+/// Arguments of the Hopper preparation pass of a separate-convention launch of at most
+/// [`PARAMETER_GROUPS`] groups (`sm90::registry::GROUPED_PREPARE_SEPARATE`): the common
+/// arguments (their `separate` pointer unused: the pass reads `table.groups` in parameter
+/// space) and the table itself.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SeparatePrepareArgs {
+    /// As for any launch; `separate_convention` is 1.
+    pub prepare: GroupedPrepareArgs,
+    /// Device memory (64-byte aligned) that the first `maps` of `table.maps` are copied to.
+    pub maps_out: *mut TensorMap,
+    /// Maps to copy (0 where the launch reads none).
+    pub maps: u32,
+    /// The groups and their maps.
+    pub table: SeparateParameters,
+}
+
+/// A kernel's parameters may take 4 KB at PTX ISA 8.0 (the Hopper module's).
+const _: () = assert!(core::mem::size_of::<SeparatePrepareArgs>() <= 4096);
 
 /// Arguments of the grouped kernels' preparation pass (`sm90::registry::GROUPED_PREPARE`,
 /// `sm100::registry::GROUPED_PREPARE`), for either input convention (see the module doc).

@@ -333,8 +333,8 @@ impl Tile {
         )
     }
 
-    /// A grouped kernel's shared-memory plan: pre-decoded tokens, the weight ring (if the tile
-    /// has one), and the schedule table;
+    /// A grouped kernel's shared-memory plan: pre-decoded tokens, the weight ring
+    /// ([`WEIGHT_STAGES`]), and the schedule table;
     /// a tile that fits its groups plans for its widest width ([`Tile::grouped_tile_tokens`]),
     /// which leaves the rest of the SM's shared memory to L1.
     pub const fn grouped_shared(&self) -> SharedPlan {
@@ -346,11 +346,7 @@ impl Tile {
         }
         self.plan(
             DECODED_STAGES * self.decoded_slice_bytes(),
-            if self.has_weight_ring() {
-                WEIGHT_STAGES * WEIGHT_SLOT_BYTES
-            } else {
-                0
-            },
+            WEIGHT_STAGES * WEIGHT_SLOT_BYTES,
             0,
             0,
             GROUP_TABLE_BYTES,
@@ -428,22 +424,11 @@ impl Tile {
                 + split.producer)
     }
 
-    /// Whether this tile's grouped kernels read their weights through the weight ring
-    /// ([`WEIGHT_STAGES`]): every tile but the fitted ones, whose ring (223 KB of shared
-    /// memory, 40 producer registers) has not yet been measured apart from a slower host
-    /// upload (perf log entry 122).
-    pub const fn has_weight_ring(&self) -> bool {
-        !self.fits_groups()
-    }
-
-    /// Registers per role of the grouped kernels: as [`Tile::predecoded_registers`], but with
-    /// a weight ring the producer warpgroup runs two producers (tokens and weights) and takes
-    /// 16 registers a thread from the consumers, which hold no weight row pointers then.
+    /// Registers per role of the grouped kernels: as [`Tile::predecoded_registers`], but the
+    /// producer warpgroup runs two producers (tokens and the weight ring) and takes 16
+    /// registers a thread from the consumers, which hold no weight row pointers.
     pub const fn grouped_registers(&self) -> RegisterSplit {
         let split = self.predecoded_registers();
-        if !self.has_weight_ring() {
-            return split;
-        }
         // The consumer warpgroups share the producer warpgroup's extra registers.
         const EXTRA: u32 = 16;
         RegisterSplit {

@@ -4,7 +4,10 @@
 //! section "Grouped GEMM and grouped dual GEMM".
 
 use crate::epilogue::{NVFP4_TILE_BLOCKS, Nvfp4Tile};
-use crate::grouped::{GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, prepare_scratch_offset};
+use crate::grouped::{
+    GroupedPrepareArgs, HEADER_RECORDS, MAX_GROUPS, PARAMETER_GROUPS, PARAMETER_MAPS_PER_GROUP,
+    SeparateGroup, SeparateParameters, SeparatePrepareArgs, prepare_scratch_offset,
+};
 use crate::layout::{ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
 use crate::ptx::{copy, fence, mem, reg, smem, sreg, warp, wgmma};
@@ -215,8 +218,9 @@ impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const
         unsafe { rows.load_chunk(stage, h, !GATED, into) }
     }
 
-    /// The fitted tiles keep their consumers' own loads ([`Tile::has_weight_ring`]).
-    const WEIGHT_RING: bool = !FITTED;
+    /// Every grouped tile reads its weights through the weight ring (its consumers' own loads,
+    /// [`Problem::weight_rows`], serve no launch): 2–9 % faster on prefill (perf log).
+    const WEIGHT_RING: bool = true;
 
     #[inline(always)]
     fn weight_source(&self, span: &TileSpan, tile: Tile) -> WeightSource {
@@ -408,11 +412,76 @@ macro_rules! prepare_entry {
 
 registry::grouped_prepare_entry!(prepare_entry);
 
+macro_rules! prepare_separate_entry {
+    ($name:ident) => {
+        /// The preparation pass of a separate-convention launch whose table travels in the
+        /// arguments ([`SeparatePrepareArgs`]): CTA 0 first copies the groups' weight maps to
+        /// `maps_out`, then the pass runs as [`prepare_entry`]'s over `table.groups`, read in
+        /// parameter space.
+        ///
+        /// # Safety
+        /// The module contract; `prepare.groups` ≤ [`PARAMETER_GROUPS`], `maps` ≤ the table's.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: SeparatePrepareArgs) {
+            let table =
+                crate::ptx::kernel_param_address!($name, core::mem::offset_of!(SeparatePrepareArgs, table));
+            fence::launch_dependents();
+            // The previous launch's kernels may still read the maps' memory.
+            fence::grid_dependency_wait();
+            if sreg::block_idx_x() == 0 {
+                // SAFETY: the contract; `table` is the parameter's own table.
+                unsafe { copy_parameter_maps(&args, table) };
+            }
+            let prepare = GroupedPrepareArgs {
+                separate_convention: 1,
+                separate: (table + core::mem::offset_of!(SeparateParameters, groups) as u64)
+                    as *const SeparateGroup,
+                ..args.prepare
+            };
+            // SAFETY: the contract; `separate` points at the parameter's groups (generic
+            // loads read parameter space).
+            unsafe { prepare_body(prepare) }
+        }
+    };
+}
+
+registry::grouped_prepare_separate_entry!(prepare_separate_entry);
+
+/// CTA 0's threads copy the first `args.maps` tensor maps of the parameter table at generic
+/// address `table` to `args.maps_out`, 16 bytes a thread. The tiled kernel reads them through
+/// TMA after its dependency wait on this grid.
+#[inline(always)]
+unsafe fn copy_parameter_maps(args: &SeparatePrepareArgs, table: u64) {
+    const WORDS_PER_MAP: u32 = (TENSOR_MAP_BYTES / 16) as u32;
+    let words = args
+        .maps
+        .min((PARAMETER_MAPS_PER_GROUP * PARAMETER_GROUPS) as u32)
+        * WORDS_PER_MAP;
+    let maps = table + core::mem::offset_of!(SeparateParameters, maps) as u64;
+    let mut word = sreg::thread_idx_x();
+    while word < words {
+        // SAFETY: word < the table's map words: inside the parameter; inside `maps_out`
+        // (the contract).
+        unsafe {
+            let value = *((maps + 16 * word as u64) as *const [u32; 4]);
+            mem::st_global_v4_b32((args.maps_out as *mut u32).add(4 * word as usize), value);
+        }
+        word += sreg::block_dim_x();
+    }
+}
+
 /// The body of the preparation pass (see its entry).
 #[inline(always)]
 unsafe fn prepare_pass(args: GroupedPrepareArgs) {
     fence::launch_dependents();
     fence::grid_dependency_wait();
+    // SAFETY: forwarded.
+    unsafe { prepare_body(args) }
+}
+
+/// The preparation pass after its dependency wait (see [`prepare_entry`]).
+#[inline(always)]
+unsafe fn prepare_body(args: GroupedPrepareArgs) {
     let groups = args.groups.min(MAX_GROUPS);
     if groups == 0 {
         return;

@@ -593,14 +593,37 @@ unsafe fn produce_weights<P: Problem>(problem: &P, shared: &Shared, work: &Work<
     let groups = if P::GATED { 2 } else { 1 };
     let bytes = WEIGHT_DATA_BYTES + groups * SCALE_GROUP_BYTES;
     let mut ring = RingPosition::<WEIGHT_STAGES>::new();
+    // The fitted tiles' producer thread has no registers to hold a segment's source across
+    // its stages: it finds it again every stage (from the descriptor, in L1). The others find
+    // it once a segment.
+    let every_stage = tile.fits_groups();
+    // SAFETY (prefetches): the maps were written before this grid's dependency wait returned
+    // (by the host, or by the preparation pass from its parameters).
+    let prefetch = |source: &WeightSource| unsafe {
+        copy::prefetch_tensor_map(source.gate_map);
+        copy::prefetch_tensor_map(source.up_map);
+    };
     for segment in work.segments() {
-        let source = problem.weight_source(&segment.tile, tile);
-        // SAFETY: the maps are written before the launch (no kernel writes them).
-        unsafe {
-            copy::prefetch_tensor_map(source.gate_map);
-            copy::prefetch_tensor_map(source.up_map);
+        let segment_source = (!every_stage).then(|| problem.weight_source(&segment.tile, tile));
+        if let Some(source) = &segment_source {
+            prefetch(source);
         }
         for stage in segment.first_stage..segment.first_stage + segment.stages {
+            let source = match segment_source {
+                Some(source) => source,
+                None => {
+                    let span = TileSpan {
+                        group: reg::opaque(segment.tile.group),
+                        local: reg::opaque(segment.tile.local),
+                        ..segment.tile
+                    };
+                    let source = problem.weight_source(&span, tile);
+                    if stage == segment.first_stage {
+                        prefetch(&source);
+                    }
+                    source
+                }
+            };
             let slot = shared.weight_slot(ring.stage);
             let full = shared.weight_full(ring.stage);
             let first_atom = stage * ATOMS_PER_STAGE;

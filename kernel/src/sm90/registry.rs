@@ -8,7 +8,7 @@
 //!
 //! Pure: compiled for the host too.
 
-use crate::grouped::GroupedPrepareArgs;
+use crate::grouped::{GroupedPrepareArgs, SeparatePrepareArgs};
 use crate::launch::{EntryPoint, Kernel};
 use crate::sm90::config::{
     DECODE_WARPS, DECODE_WHOLE_K_CTAS_PER_SM, DECODE_WHOLE_K_MAX_WARPS, DECODE_WHOLE_K_SMALL_CTAS_PER_SM,
@@ -162,6 +162,16 @@ macro_rules! grouped_prepare_entry {
 }
 #[allow(unused_imports)] // the kernel files (device only) call it
 pub(crate) use grouped_prepare_entry;
+
+/// The preparation pass of a separate-convention launch whose table travels in its parameters
+/// (`sm90::grouped`).
+macro_rules! grouped_prepare_separate_entry {
+    ($callback:ident) => {
+        $callback! { nvfp4_grouped_prepare_separate_sm90 }
+    };
+}
+#[allow(unused_imports)] // the kernel files (device only) call it
+pub(crate) use grouped_prepare_separate_entry;
 
 /// What a tiled (dense or grouped) kernel's epilogue finishes and writes: each is its own
 /// entry point, so that no kernel carries the registers or branches of an output it does not
@@ -563,6 +573,10 @@ pub const PREDECODE_TOKENS: Kernel<PredecodeArgs> =
 pub const GROUPED_PREPARE: Kernel<GroupedPrepareArgs> =
     Kernel::new(grouped_prepare_entry!(single_kernel), 256, None);
 
+/// The same pass with a separate-convention table in its parameters (`sm90::grouped`).
+pub const GROUPED_PREPARE_SEPARATE: Kernel<SeparatePrepareArgs> =
+    Kernel::new(grouped_prepare_separate_entry!(single_kernel), 256, None);
+
 const fn count_tiles(grouped_only: bool) -> usize {
     let (mut i, mut count) = (0, 0);
     while i < TILED.len() {
@@ -680,7 +694,7 @@ const fn entry_count() -> usize {
         + DECODE_WHOLE_K.len()
         + DECODE_WHOLE_K_SMALL.len()
         + GROUPED_DECODE_KERNELS
-        + 2
+        + 3
 }
 
 /// Writes the entry points of `kernels` into `out` from `n` on; returns the next free index.
@@ -717,7 +731,8 @@ const fn entry_points() -> [EntryPoint; entry_count()] {
     n = put(&mut out, n, &GROUPED_DECODE.kernels());
     out[n] = PREDECODE_TOKENS.entry;
     out[n + 1] = GROUPED_PREPARE.entry;
-    assert!(n + 2 == out.len(), "entry count");
+    out[n + 2] = GROUPED_PREPARE_SEPARATE.entry;
+    assert!(n + 3 == out.len(), "entry count");
     out
 }
 

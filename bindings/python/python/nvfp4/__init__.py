@@ -657,7 +657,7 @@ def grouped_gemm_separate(a, b, a_sf, b_sf, alpha=None, out=None):
     ``a``, ``b``, ``a_sf``, ``b_sf``: lists of the groups' operands as for :func:`gemm` (a group
     without tokens has ``a[g]``, ``a_sf[g]`` and ``out[g]`` None); ``alpha``: a list of numbers
     or None (ones); ``out``: a list of outputs or None (allocated). Returns ``out``. The group
-    table is uploaded per call, so this op is not for CUDA graphs."""
+    table comes from the host with each call, so this op is not for CUDA graphs."""
     return _separate_call(False, a, b, None, a_sf, b_sf, None, alpha, None, out)
 
 
