@@ -69,7 +69,9 @@ impl GroupedPlan {
                 groups.len(),
             ));
         }
-        gpu.check_not_capturing("a separate-convention grouped launch (it uploads its group table)")?;
+        gpu.check_not_capturing(
+            "a separate-convention grouped launch (its group table comes from the host)",
+        )?;
         let gated = self.op.gated();
         let blackwell = matches!(self.backend, Backend::Sm100 { .. });
         // Hopper's tiled kernel reads the weights through maps (its weight ring); the
