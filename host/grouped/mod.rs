@@ -693,10 +693,10 @@ impl GroupedPlan {
                     prepare.groups,
                     sm90_registry::GROUPED_PREPARE.entry.threads_per_block,
                 );
+                let grid = gpu.grid_stride_blocks(prepare_kernel, items.max(1));
                 // SAFETY: the arguments describe buffers checked by the caller against the plan,
                 // and the plan's own buffers; a plain launch (see `DualGemmPlan`'s pre-decoder
                 // for why).
-                let grid = gpu.grid_stride_blocks(prepare_kernel, items.max(1));
                 unsafe {
                     match preparation {
                         Preparation::Common(args) => {
