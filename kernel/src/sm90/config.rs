@@ -137,6 +137,16 @@ pub const DECODED_STAGES: u32 = 4;
 /// whole stage before its slices compute (as they loaded the weights from global memory
 /// before), so the producer fills it at least two stages ahead of its use.
 pub const WEIGHT_STAGES: u32 = 3;
+/// Slots of the grouped kernels' ring of segment records (`sm90::mainloop::SegmentRecord`):
+/// the weight producer writes a segment's record before it fills the segment's first stage,
+/// having filled the stages before it, at most [`WEIGHT_STAGES`] past the last one the slowest
+/// consumer released; a consumer in segment `s` (its epilogue included) has released at most
+/// the first stage of segment `s + 1`, so records up to `s + WEIGHT_STAGES + 2` may be written
+/// while it still reads record `s`.
+pub const SEGMENT_RECORDS: u32 = 8;
+/// Bytes of one segment record (three 16-byte words).
+pub const SEGMENT_RECORD_BYTES: u32 = 48;
+const _: () = assert!(SEGMENT_RECORDS >= WEIGHT_STAGES + 3 && SEGMENT_RECORDS.is_power_of_two());
 /// Bytes of a weight box's row: one chunk `h` of a row's stage (see [`stage_block`]: quad
 /// lane `t` reads bytes `16t` of it), so that in shared memory rows `r` and `r + 1` (the
 /// two row groups of a quarter warp) fill one 128-byte line, and the 16-byte reads of a
@@ -204,6 +214,9 @@ pub struct SharedPlan {
     /// Grouped kernels: the `GroupedHeader` (32 bytes) and then one `GroupSchedule` (16 bytes)
     /// per group, copied from global memory at the start (empty for the dense kernel).
     pub groups: u32,
+    /// Grouped kernels: the ring of [`SEGMENT_RECORDS`] segment records the weight producer
+    /// hands the consumers (`sm90::mainloop::SegmentRecord`; empty for the dense kernel).
+    pub records: u32,
     /// Total bytes.
     pub total: u32,
 }
@@ -330,6 +343,7 @@ impl Tile {
             RAW_STAGES * self.raw_token_bytes(),
             RAW_STAGES * self.raw_scale_bytes(),
             0,
+            0,
         )
     }
 
@@ -350,6 +364,7 @@ impl Tile {
             0,
             0,
             GROUP_TABLE_BYTES,
+            SEGMENT_RECORDS * SEGMENT_RECORD_BYTES,
         )
     }
 
@@ -360,6 +375,7 @@ impl Tile {
         raw_token_bytes: u32,
         raw_scale_bytes: u32,
         table_bytes: u32,
+        record_bytes: u32,
     ) -> SharedPlan {
         let staging_bytes = self.tokens * EPILOGUE_STAGING_PITCH;
         let decoded = 0;
@@ -370,6 +386,7 @@ impl Tile {
         let barriers = staging + staging_bytes;
         let ticket = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES + WEIGHT_STAGES);
         let groups = (ticket + 8).next_multiple_of(16);
+        let records = (groups + table_bytes).next_multiple_of(16);
         SharedPlan {
             decoded,
             weights,
@@ -379,7 +396,8 @@ impl Tile {
             barriers,
             ticket,
             groups,
-            total: groups + table_bytes,
+            records,
+            total: records + record_bytes,
         }
     }
 

@@ -24,9 +24,9 @@ use crate::schedule::{
 use crate::sm90::config::{
     self, BLOCKS_PER_SLICE, BLOCKS_PER_STAGE, DECODED_STAGES, DECODER_WARPGROUPS, EPILOGUE_STAGING_PITCH,
     FIRST_DECODER_WARPGROUP, FITTED_TOKEN_STEP, K_PER_SLICE, K_PER_STAGE, RAW_STAGES, SCALE_GROUP_BYTES,
-    SLICES_PER_STAGE, SharedPlan, TOKEN_BOX_ROWS, Tile, WARPGROUP_THREADS, WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS,
-    WEIGHT_CHUNK_BYTES, WEIGHT_CHUNKS_PER_STAGE, WEIGHT_DATA_BYTES, WEIGHT_SLOT_BYTES, WEIGHT_SLOT_HEADER,
-    WEIGHT_STAGES, stage_block,
+    SEGMENT_RECORD_BYTES, SEGMENT_RECORDS, SLICES_PER_STAGE, SharedPlan, TOKEN_BOX_ROWS, Tile,
+    WARPGROUP_THREADS, WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS, WEIGHT_CHUNK_BYTES, WEIGHT_CHUNKS_PER_STAGE,
+    WEIGHT_DATA_BYTES, WEIGHT_SLOT_BYTES, WEIGHT_SLOT_HEADER, WEIGHT_STAGES, stage_block,
 };
 use crate::sm90::tokens::scaled_pairs;
 
@@ -362,6 +362,72 @@ impl Shared {
     pub fn groups(&self) -> u32 {
         self.base + self.plan.groups
     }
+    /// The slot of the CTA's segment record `index` (its `index`-th segment, counted from 0).
+    fn segment_record(&self, index: u32) -> u32 {
+        self.base + self.plan.records + (index % SEGMENT_RECORDS) * SEGMENT_RECORD_BYTES
+    }
+}
+
+/// One segment of a CTA as the weight producer of a problem with a [`Problem::WEIGHT_RING`]
+/// hands it to the consumers, so that they do not walk the stream-K split themselves (its
+/// divisions, the group table's binary search); the producer already walks the same segments
+/// for its copies. Record `i` (ring slot `i % SEGMENT_RECORDS`) is the CTA's `i`-th segment,
+/// written before the producer fills the segment's first stage, so before its arrival on that
+/// weight slot, which every consumer waits for before it reads the record (the arrival
+/// releases, the wait acquires); after the CTA's last segment an *end* record goes with the
+/// closing slot. A record outlives its segment's epilogue: see [`SEGMENT_RECORDS`].
+///
+/// Layout, three 16-byte words: `[valid, first_stage, stages, index]`, `[count, tile.begin,
+/// tile.stages, tile.group]`, `[tile.local, 0, 0, 0]`.
+struct SegmentRecord;
+
+impl SegmentRecord {
+    /// Writes the record of `segment` (or the end record, for `None`) at `at`.
+    ///
+    /// # Safety
+    /// `at` is a record slot no consumer still reads ([`SEGMENT_RECORDS`]).
+    #[inline(always)]
+    unsafe fn write(at: u32, segment: Option<&Segment>) {
+        let Some(s) = segment else {
+            // SAFETY: the caller's contract.
+            unsafe { smem::st_b32(at, 0) };
+            return;
+        };
+        // SAFETY (all): the caller's contract; 16-byte aligned words inside the slot.
+        unsafe {
+            smem::st_v4(at, [1, s.first_stage, s.stages, s.index]);
+            smem::st_v4(at + 16, [s.count, s.tile.begin, s.tile.stages, s.tile.group]);
+            smem::st_b32(at + 32, s.tile.local);
+        }
+    }
+
+    /// The segment of the record at `at`, or `None` for the end record.
+    ///
+    /// # Safety
+    /// After the consumer's wait on the weight slot the record came with.
+    #[inline(always)]
+    unsafe fn read(at: u32) -> Option<Segment> {
+        // SAFETY: the caller's contract.
+        let [valid, first_stage, stages, index] = unsafe { smem::ld_v4(at) };
+        if valid == 0 {
+            return None;
+        }
+        // SAFETY: as above.
+        let ([count, begin, tile_stages, group], local) =
+            unsafe { (smem::ld_v4(at + 16), smem::ld_b32(at + 32)) };
+        Some(Segment {
+            tile: TileSpan {
+                begin,
+                stages: tile_stages,
+                group,
+                local,
+            },
+            first_stage,
+            stages,
+            index,
+            count,
+        })
+    }
 }
 
 /// Named barrier of the consumer threads around an NVFP4 epilogue's staging.
@@ -583,8 +649,9 @@ const WEIGHT_PRODUCER_THREAD: u32 = 32;
 /// slot of the weight ring, one TMA box per chunk of the gate rows and of the up rows (a
 /// plain tile's two halves of outputs) and one bulk copy per scale group of the stage's four
 /// atoms, and the [`SlotHeader`]. The boxes zero-fill past K; a partial last stage's missing
-/// atoms repeat the row group's last (finite codes times zero weights add exactly 0). After
-/// the CTA's last stage it completes one more slot without copies: the consumers' last stage
+/// atoms repeat the row group's last (finite codes times zero weights add exactly 0). Before a
+/// segment's stages it writes the segment's [`SegmentRecord`]. After the CTA's last stage it
+/// completes one more slot without copies, after the end record: the consumers' last stage
 /// reads the slot after it (the next segment's first stage, of which there is none) and
 /// discards what it reads.
 #[inline(always)]
@@ -603,7 +670,12 @@ unsafe fn produce_weights<P: Problem>(problem: &P, shared: &Shared, work: &Work<
         copy::prefetch_tensor_map(source.gate_map);
         copy::prefetch_tensor_map(source.up_map);
     };
+    // The consumers' segment records, one a segment (see `SegmentRecord`).
+    let mut records = 0;
     for segment in work.segments() {
+        // SAFETY: no consumer still reads the record's slot (see `SEGMENT_RECORDS`).
+        unsafe { SegmentRecord::write(shared.segment_record(records), Some(&segment)) };
+        records += 1;
         let segment_source = (!every_stage).then(|| problem.weight_source(&segment.tile, tile));
         if let Some(source) = &segment_source {
             prefetch(source);
@@ -678,8 +750,10 @@ unsafe fn produce_weights<P: Problem>(problem: &P, shared: &Shared, work: &Work<
         }
     }
     // SAFETY: barriers are initialized; the header inside the slot (the consumers add it to
-    // their scale offsets even where they discard what they read).
+    // their scale offsets even where they discard what they read); the end record's slot is
+    // free (as a segment's).
     unsafe {
+        SegmentRecord::write(shared.segment_record(records), None);
         mbarrier::wait_suspending(shared.weight_empty(ring.stage), ring.empty_parity());
         if P::GATED {
             smem::st_v2(shared.weight_slot(ring.stage) + WEIGHT_SLOT_HEADER, [0, 0]);
@@ -1330,7 +1404,22 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         current,
         scale_shift,
     };
-    while let Some(segment) = segments.next() {
+    // The CTA's segments: from the weight producer's records where it writes them (their
+    // ring slot `record`), else walked here.
+    let mut records = 0;
+    loop {
+        let next = if P::WEIGHT_RING {
+            // SAFETY: this consumer waited on the weight slot the record came with (the first
+            // slot, read above, or the one the previous segment's last stage read).
+            let segment = unsafe { SegmentRecord::read(shared.segment_record(records)) };
+            records += 1;
+            segment
+        } else {
+            segments.next()
+        };
+        let Some(segment) = next else {
+            break;
+        };
         let job = problem.job(&segment.tile, tile);
         // SAFETY (all): forwarded; `segments` now holds the segments after this one.
         let acc = if P::FITTED {
