@@ -92,7 +92,7 @@ impl GroupedPlan {
             .ok_or_else(|| Error::invalid("plan", "has no separate-convention table", "contiguous"))?
             .address();
         // The maps the kernels read, in group order, from here on (Blackwell: A, gate, up;
-        // Hopper: gate, up).
+        // Hopper: gate, and up for a dual GEMM).
         let maps_base = table_base + separate_maps_offset(most_groups) as u64;
         let mut maps = Vec::new();
         let mut table = Vec::with_capacity(groups.len());
@@ -170,6 +170,16 @@ impl GroupedPlan {
                 }
             }
             let global_a = group.a.and_then(|a| a.global_scale()).unwrap_or(1.0);
+            // In map order: A (Blackwell), gate, up. Hopper's plain tiles take both halves of
+            // their outputs from the gate map (`sm90::grouped`'s weight source), so a plain
+            // GEMM there encodes one map a group and points its up map at it.
+            let a_map = map(group.a, false)?;
+            let gate_map = map(Some(group.gate), true)?;
+            let up_map = if gated || blackwell {
+                map(Some(up), true)?
+            } else {
+                gate_map
+            };
             let entry = nvfp4_kernel::grouped::SeparateGroup {
                 a: group.a.map_or(0, |a| a.data_address()),
                 a_scales: group.a.map_or(0, |a| a.scales_address()),
@@ -185,9 +195,9 @@ impl GroupedPlan {
                 k: k as u32,
                 alpha_gate: rescale * global_a * group.gate.global_scale().unwrap_or(1.0),
                 alpha_up: rescale * global_a * up.global_scale().unwrap_or(1.0),
-                a_map: map(group.a, false)?,
-                gate_map: map(Some(group.gate), true)?,
-                up_map: map(Some(up), true)?,
+                a_map,
+                gate_map,
+                up_map,
             };
             for (arg, address) in [
                 ("a", entry.a),
