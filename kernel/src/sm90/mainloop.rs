@@ -1404,8 +1404,8 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         current,
         scale_shift,
     };
-    // The CTA's segments: from the weight producer's records where it writes them (their
-    // ring slot `record`), else walked here.
+    // The CTA's segments: from the weight producer's records where it writes them (`records`
+    // counts those read), else walked here.
     let mut records = 0;
     loop {
         let next = if P::WEIGHT_RING {
@@ -1421,7 +1421,8 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             break;
         };
         let job = problem.job(&segment.tile, tile);
-        // SAFETY (all): forwarded; `segments` now holds the segments after this one.
+        // SAFETY (all): forwarded; `segments` now holds the segments after this one (where
+        // they are walked here; the weight ring's problems never read it).
         let acc = if P::FITTED {
             // The tile's width in steps, warp-uniform (as the stage bounds): each width is its
             // own stage loop, whose wgmma pipeline ends inside it (a width chosen inside the
