@@ -693,7 +693,11 @@ impl GroupedPlan {
                     prepare.groups,
                     sm90_registry::GROUPED_PREPARE.entry.threads_per_block,
                 );
-                let grid = gpu.grid_stride_blocks(prepare_kernel, items.max(1));
+                // One CTA more than the items need (CTA 0 writes the tables, the others
+                // decode), unless that passes the resident limit: a CTA past it would run alone
+                // after the others.
+                let threads = sm90_registry::GROUPED_PREPARE.entry.threads_per_block;
+                let grid = gpu.grid_stride_blocks(prepare_kernel, items.max(1).saturating_add(threads));
                 // SAFETY: the arguments describe buffers checked by the caller against the plan,
                 // and the plan's own buffers; a plain launch (see `DualGemmPlan`'s pre-decoder
                 // for why).

@@ -397,7 +397,8 @@ registry::tiled_entries!(grouped_entries);
 macro_rules! prepare_entry {
     ($name:ident) => {
         /// The preparation pass of a grouped launch (see the module doc): tables by CTA 0,
-        /// tokens by every thread (grid-stride over (token row, 64-K slice) items). Launched
+        /// tokens by the other CTAs' threads (grid-stride over (token row, 64-K slice) items;
+        /// by CTA 0 too in a grid of one). Launched
         /// programmatically after the previous kernel, it waits for it before touching memory.
         ///
         /// # Safety
@@ -520,8 +521,8 @@ unsafe fn group_start(args: &GroupedPrepareArgs, g: u32, groups: u32) -> u32 {
     }
 }
 
-/// Every thread: decodes its (token row, 64-K slice) items of the token buffer, grid-stride by
-/// whole warps (item `i` is the buffer's bytes `128·i ..`; a warp's 32 items are stored in whole
+/// Every thread of the CTAs after the first (of the only CTA in a grid of one): decodes its
+/// (token row, 64-K slice) items of the token buffer, grid-stride by whole warps (item `i` is the buffer's bytes `128·i ..`; a warp's 32 items are stored in whole
 /// lines by [`store_warp_slices`]). Rows past the last group, slices past a group's K (rounded
 /// up to a stage), and contiguous-convention rows whose scale row falls outside A's scales
 /// (invalid offsets: the header says so) are skipped.
@@ -535,9 +536,18 @@ unsafe fn decode_tokens(args: &GroupedPrepareArgs, starts: u32, groups: u32) {
     // SAFETY: inside the starts table.
     let end_of_groups = unsafe { smem::ld_b32(starts + 4 * groups) };
     let lane = sreg::thread_idx_x() % 32;
-    let stride = sreg::grid_dim_x() * sreg::block_dim_x();
+    // CTA 0 writes the tables (`prepare_body`), so the others take the items: the pass then
+    // ends with the longer of the two instead of their sum (a grid of one does both).
+    let (decoder, decoders) = match sreg::grid_dim_x() {
+        1 => (0, 1),
+        grid => match sreg::block_idx_x() {
+            0 => return,
+            block => (block - 1, grid - 1),
+        },
+    };
+    let stride = decoders * sreg::block_dim_x();
     // The warp's first item: the loop runs warp-uniformly (every lane takes the shuffles).
-    let mut first = sreg::block_idx_x() * sreg::block_dim_x() + sreg::thread_idx_x() - lane;
+    let mut first = decoder * sreg::block_dim_x() + sreg::thread_idx_x() - lane;
     while first < total {
         let item = first + lane;
         let (row, slice) = (item / slices_per_row, item % slices_per_row);
