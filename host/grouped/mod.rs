@@ -689,14 +689,11 @@ impl GroupedPlan {
                 // Items of the preparation pass: one thread per token row and 64-K slice.
                 let items = prepare.token_rows * (prepare.token_pitch / K_PER_SLICE);
                 let prepare_kernel = &kernels.grouped_prepare;
-                let shared = prepare_shared_bytes(
-                    prepare.groups,
-                    sm90_registry::GROUPED_PREPARE.entry.threads_per_block,
-                );
+                let threads = sm90_registry::GROUPED_PREPARE.entry.threads_per_block;
+                let shared = prepare_shared_bytes(prepare.groups, threads);
                 // One CTA more than the items need (CTA 0 writes the tables, the others
                 // decode), unless that passes the resident limit: a CTA past it would run alone
                 // after the others.
-                let threads = sm90_registry::GROUPED_PREPARE.entry.threads_per_block;
                 let grid = gpu.grid_stride_blocks(prepare_kernel, items.max(1).saturating_add(threads));
                 // SAFETY: the arguments describe buffers checked by the caller against the plan,
                 // and the plan's own buffers; a plain launch (see `DualGemmPlan`'s pre-decoder

@@ -522,8 +522,9 @@ unsafe fn group_start(args: &GroupedPrepareArgs, g: u32, groups: u32) -> u32 {
 }
 
 /// Every thread of the CTAs after the first (of the only CTA in a grid of one): decodes its
-/// (token row, 64-K slice) items of the token buffer, grid-stride by whole warps (item `i` is the buffer's bytes `128·i ..`; a warp's 32 items are stored in whole
-/// lines by [`store_warp_slices`]). Rows past the last group, slices past a group's K (rounded
+/// (token row, 64-K slice) items of the token buffer, grid-stride by whole warps (item `i` is
+/// the buffer's bytes `128·i ..`; a warp's 32 items are stored in whole lines by
+/// [`store_warp_slices`]). Rows past the last group, slices past a group's K (rounded
 /// up to a stage), and contiguous-convention rows whose scale row falls outside A's scales
 /// (invalid offsets: the header says so) are skipped.
 #[inline(always)]
