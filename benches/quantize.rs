@@ -22,7 +22,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{BenchResult, Cli, Results, time_calls};
+use common::{BenchResult, Cli, Results, time_calls, time_graph};
 use cudarc::driver::{CudaSlice, DevicePtr};
 use half::{bf16, f16};
 use nvfp4::gpu::Gpu;
@@ -96,28 +96,6 @@ fn time_type<T: DeviceQuantizeInput>(
     Ok((fixed.us, auto.us))
 }
 
-/// µs per call of `call(i)` for `i` in `0..GRAPH_CALLS`, captured once in a CUDA graph and
-/// replayed (the method of `time_calls`, one replay a batch).
-fn time_graph(
-    gpu: &Gpu,
-    flush: &mut CudaSlice<u8>,
-    max_seconds: f64,
-    mut call: impl FnMut(usize) -> BenchResult<()>,
-) -> BenchResult<f64> {
-    use cudarc::driver::sys;
-    for i in 0..GRAPH_CALLS {
-        call(i)?; // warm-up outside the capture
-    }
-    let stream = gpu.stream();
-    stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let captured = (0..GRAPH_CALLS).try_for_each(&mut call);
-    let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0))?;
-    captured?;
-    let graph = graph.ok_or("the capture gave no graph")?;
-    let replay = time_calls(gpu, flush, 1, max_seconds, |_| Ok(graph.launch()?))?;
-    Ok(replay.us / GRAPH_CALLS as f64)
-}
-
 /// The decode sizes' rows: µs per call of the quantizer and of a copy of its input, in graphs.
 fn time_decode_sizes(
     gpu: &Gpu,
@@ -155,7 +133,7 @@ fn time_decode_sizes(
             (x, c, view.data_address(), view.scales_address())
         };
         let at: Vec<_> = (0..SETS).map(addresses).collect();
-        let ours = time_graph(gpu, flush, max_seconds, |i| {
+        let ours = time_graph(gpu, flush, GRAPH_CALLS, max_seconds, |i| {
             let (x, _, data, scales) = at[i % SETS];
             // SAFETY: the buffers above, sized for rows × k, outlive the graph.
             let global = GlobalScale::Fixed(0.01);
@@ -163,7 +141,7 @@ fn time_decode_sizes(
             Ok(())
         })?;
         checks.result(gpu, &inputs[SETS - 1])?;
-        let copy = time_graph(gpu, flush, max_seconds, |i| {
+        let copy = time_graph(gpu, flush, GRAPH_CALLS, max_seconds, |i| {
             let (x, c, _, _) = at[i % SETS];
             // SAFETY: both buffers hold rows × k bf16 and outlive the graph.
             unsafe { cudarc::driver::result::memcpy_dtod_async(c, x, 2 * rows * k, stream.cu_stream()) }?;

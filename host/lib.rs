@@ -47,6 +47,7 @@ pub mod gpu;
 pub mod grouped;
 pub mod kernels;
 pub mod matrix;
+pub mod mlp;
 pub mod problem;
 pub mod progress;
 pub mod quantize;

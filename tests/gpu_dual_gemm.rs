@@ -1,7 +1,7 @@
 //! The fused dual-GEMM kernel of the GPU present (sm_90a on 9.0, sm_100f on 10.x) against the
 //! CPU reference (task tolerance), on the benchmark, correctness and decode shapes, for the reference harness's
 //! inputs and the full e2m1/e4m3 range; and the plain GEMM, which runs the same dense plan and
-//! kernels on sm_90a, on every tile and decode size. Outputs are poisoned with NaN before every launch.
+//! kernels on sm_90a, on every tile and decode size; and the MLP op over both. Outputs are poisoned with NaN before every launch.
 //! Skipped with a printed reason without a supported GPU. (Only sm_90a has run: no B200 here.)
 
 mod common;
@@ -9,9 +9,11 @@ mod common;
 use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
-use half::f16;
+use half::{bf16, f16};
 use nvfp4::gemm::GemmShape;
 use nvfp4::gpu::Gpu;
+use nvfp4::mlp::{MlpShape, TokenHandOn};
+use nvfp4::problem::{Rng, random_matrix};
 use nvfp4::reference::{self, TASK_TOLERANCE};
 use nvfp4::{BlockedScales, Distribution, DualGemmShape, Error, GlobalScale, NvFp4Matrix, Problem};
 
@@ -557,7 +559,234 @@ fn launches_after_a_launch_stopped_mid_way_are_right() {
     }
 }
 
+/// A random `rows × k` NVFP4 weight matrix with global scale `g`.
+fn weight(rows: usize, k: usize, g: f32, rng: &mut Rng) -> NvFp4Matrix {
+    let m = random_matrix(rows, k, Distribution::Task, rng).unwrap();
+    NvFp4Matrix::from_parts(rows, k, m.data().to_vec(), m.scales().to_vec(), Some(g)).unwrap()
+}
+
+/// The MLP op against its three calls made one by one (quantize x, the dual GEMM writing h as
+/// NVFP4, the GEMM), every output bit equal: on decode sizes, a decode-size dual GEMM before a
+/// tiled GEMM, every token tile, K of both GEMMs with a partial last stage, two inputs a plan
+/// (each launch rewrites the handed-on token operands; the plan's default hand-on, then every
+/// operand handed on), bf16 and f32 activations.
+fn the_mlp_op_is_its_three_calls_made_one_by_one_bit_for_bit() {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
+        return;
+    };
+    let stream = gpu.stream().clone();
+    let mut failures = Vec::new();
+    for (tokens, hidden, intermediate) in [
+        (1, 512, 1024),
+        (13, 576, 2880), // a decode-size dual GEMM before a tiled GEMM
+        (64, 320, 1088), // both K with a partial last stage
+        (100, 2880, 768),
+        (256, 1024, 2880),
+        (300, 768, 2880),
+        (1000, 2048, 1024),
+        (256, 4096, 14336), // 256-token dual tiles, two a CTA
+        (256, 2048, 8192),
+        (512, 4096, 14336),
+    ] {
+        let mut rng = Rng::new((tokens * 131 + hidden * 7 + intermediate) as u64);
+        let (w1, w3, w2) = (
+            weight(intermediate, hidden, 0.75, &mut rng),
+            weight(intermediate, hidden, 1.5, &mut rng),
+            weight(hidden, intermediate, 0.5, &mut rng),
+        );
+        let (w1, w3, w2) = (
+            gpu.upload(&w1).unwrap(),
+            gpu.upload(&w3).unwrap(),
+            gpu.upload(&w2).unwrap(),
+        );
+        let mut plan = gpu
+            .plan_mlp(MlpShape {
+                tokens,
+                hidden,
+                intermediate,
+            })
+            .unwrap();
+        let dual = gpu
+            .plan_dual_gemm(DualGemmShape {
+                m: tokens,
+                n: intermediate,
+                k: hidden,
+            })
+            .unwrap();
+        let down = gpu
+            .plan_gemm(GemmShape {
+                m: tokens,
+                n: hidden,
+                k: intermediate,
+            })
+            .unwrap();
+        for call in 0..2 {
+            // The plan's default hand-on first, then every operand the kernels can hand on.
+            if call == 1 {
+                plan.set_token_hand_on(plan.possible_hand_on()).unwrap();
+            }
+            // Activations of magnitude up to 4 (bf16), then up to 64 (f32 for the second call).
+            let span = if call == 0 { 8.0 } else { 128.0 };
+            let values: Vec<f32> = (0..tokens * hidden)
+                .map(|_| (rng.next_f32() - 0.5) * span)
+                .collect();
+            let gx = nvfp4::codec::auto_global_scale(span / 2.0);
+            let gh = 2.0 + call as f32;
+            let mut want: CudaSlice<f16> = stream.clone_htod(&vec![f16::NAN; tokens * hidden]).unwrap();
+            let mut got = want.clone();
+            let mut xq = gpu.alloc_nvfp4(tokens, hidden).unwrap();
+            let mut h = gpu.alloc_nvfp4(tokens, intermediate).unwrap();
+            let mut checks = gpu.quantize_checks().unwrap();
+            if call == 0 {
+                let x: Vec<bf16> = values.iter().map(|&v| bf16::from_f32(v)).collect();
+                let x = stream.clone_htod(&x).unwrap();
+                gpu.quantize_into(&x, &mut xq, GlobalScale::Fixed(gx), &mut checks)
+                    .unwrap();
+                plan.launch(&gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut got)
+                    .unwrap();
+            } else {
+                let x = stream.clone_htod(&values).unwrap();
+                gpu.quantize_into(&x, &mut xq, GlobalScale::Fixed(gx), &mut checks)
+                    .unwrap();
+                plan.launch(&gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut got)
+                    .unwrap();
+            }
+            dual.launch_nvfp4(&gpu, &xq, &w1, &w3, &mut h, gh).unwrap();
+            down.launch(&gpu, &h, &w2, &mut want).unwrap();
+            // The op's own x and h against the calls' (where a difference starts).
+            let bytes = |m: &nvfp4::gpu::DeviceNvFp4Matrix| {
+                let m = gpu.download(m).unwrap();
+                [m.data().to_vec(), m.scales().to_vec()].concat()
+            };
+            let differing_bytes = |x: Vec<u8>, y: Vec<u8>| x.iter().zip(&y).filter(|(x, y)| x != y).count();
+            let x_bytes = differing_bytes(bytes(plan.quantized_input()), bytes(&xq));
+            let h_bytes = differing_bytes(bytes(plan.hidden_activations()), bytes(&h));
+            assert_eq!(plan.first_non_finite(&gpu).unwrap(), None);
+            let (got, want) = (
+                stream.clone_dtoh(&got).unwrap(),
+                stream.clone_dtoh(&want).unwrap(),
+            );
+            let differing = got
+                .iter()
+                .zip(&want)
+                .filter(|(x, y)| x.to_bits() != y.to_bits())
+                .count();
+            let nan = want.iter().filter(|v| v.is_nan()).count();
+            println!(
+                "MLP {tokens:>5} × {hidden:>5} → {intermediate:>5}, call {call}: token operands handed on \
+                 (x, h) {:?}, {differing} of {} outputs differ from the three calls ({nan} NaN); \
+                 x {x_bytes}, h {h_bytes} bytes differ",
+                plan.token_hand_on(),
+                got.len()
+            );
+            if differing > 0 {
+                // Where it fails: the same launch with plain launches.
+                plan.set_programmatic_launch(false).unwrap();
+                let mut plain: CudaSlice<f16> = stream.clone_htod(&vec![f16::NAN; tokens * hidden]).unwrap();
+                if call == 0 {
+                    let x: Vec<bf16> = values.iter().map(|&v| bf16::from_f32(v)).collect();
+                    let x = stream.clone_htod(&x).unwrap();
+                    plan.launch(&gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut plain)
+                        .unwrap();
+                } else {
+                    let x = stream.clone_htod(&values).unwrap();
+                    plan.launch(&gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut plain)
+                        .unwrap();
+                }
+                plan.set_programmatic_launch(true).unwrap();
+                let plain = stream.clone_dtoh(&plain).unwrap();
+                let plain_differing = plain
+                    .iter()
+                    .zip(&want)
+                    .filter(|(x, y)| x.to_bits() != y.to_bits())
+                    .count();
+                let first = got
+                    .iter()
+                    .zip(&want)
+                    .position(|(x, y)| x.to_bits() != y.to_bits());
+                println!("    plain launches: {plain_differing} differ; first difference at {first:?}");
+            }
+            if differing + nan + x_bytes + h_bytes > 0 {
+                failures.push(format!(
+                    "{tokens}×{hidden}→{intermediate} call {call}: {differing} differ, {nan} NaN, \
+                     x {x_bytes} and h {h_bytes} bytes differ"
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The MLP op refuses a shape the GEMMs do not take, weights of the wrong shape, an output of
+/// the wrong length and an `Auto` input scale, before it enqueues anything, and a token
+/// hand-on its kernels cannot do.
+fn the_mlp_op_rejects_bad_operands() {
+    let Some(gpu) = dual_gemm_gpu_or_skip() else {
+        return;
+    };
+    let (tokens, hidden, intermediate) = (4, 128, 192);
+    assert!(matches!(
+        gpu.plan_mlp(MlpShape {
+            tokens,
+            hidden: 100,
+            intermediate
+        }),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let mut plan = gpu
+        .plan_mlp(MlpShape {
+            tokens,
+            hidden,
+            intermediate,
+        })
+        .unwrap();
+    let mut rng = Rng::new(3);
+    let upload = |rows, k, rng: &mut Rng| gpu.upload(&weight(rows, k, 1.0, rng)).unwrap();
+    let (w1, w3, w2) = (
+        upload(intermediate, hidden, &mut rng),
+        upload(intermediate, hidden, &mut rng),
+        upload(hidden, intermediate, &mut rng),
+    );
+    let stream = gpu.stream().clone();
+    let x = stream.clone_htod(&vec![f16::ONE; tokens * hidden]).unwrap();
+    let mut out: CudaSlice<f16> = stream.clone_htod(&vec![f16::ZERO; tokens * hidden]).unwrap();
+    let fixed = GlobalScale::Fixed(1.0);
+    assert!(matches!(
+        plan.launch(&gpu, &x, fixed, &w2, &w3, &w2, 1.0, &mut out),
+        Err(Error::ShapeMismatch(_))
+    ));
+    assert!(matches!(
+        plan.launch(&gpu, &x, GlobalScale::Auto, &w1, &w3, &w2, 1.0, &mut out),
+        Err(Error::InvalidArgument { arg: "global", .. })
+    ));
+    let mut short: CudaSlice<f16> = stream.clone_htod(&vec![f16::ZERO; tokens]).unwrap();
+    assert!(matches!(
+        plan.launch(&gpu, &x, fixed, &w1, &w3, &w2, 1.0, &mut short),
+        Err(Error::BufferLength { arg: "out", .. })
+    ));
+    let x_short = stream.clone_htod(&vec![f16::ONE; tokens]).unwrap();
+    assert!(matches!(
+        plan.launch(&gpu, &x_short, fixed, &w1, &w3, &w2, 1.0, &mut out),
+        Err(Error::BufferLength { arg: "x", .. })
+    ));
+    // Four tokens: decode-size kernels, which hand nothing on.
+    assert!(matches!(
+        plan.set_token_hand_on(TokenHandOn { x: true, h: false }),
+        Err(Error::InvalidArgument { .. })
+    ));
+    plan.launch(&gpu, &x, fixed, &w1, &w3, &w2, 1.0, &mut out)
+        .unwrap();
+    stream.synchronize().unwrap();
+}
+
 test_main!(
+    the_mlp_op_is_its_three_calls_made_one_by_one_bit_for_bit,
+    the_mlp_op_rejects_bad_operands,
     the_nvfp4_output_is_the_quantized_fp16_output_bit_for_bit,
     the_plain_gemm_matches_the_reference_on_every_tile_and_decode_size,
     launches_after_a_launch_stopped_mid_way_are_right,

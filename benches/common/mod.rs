@@ -152,6 +152,29 @@ pub fn time_calls(
     }
 }
 
+/// µs per call of `call(i)` for `i` in `0..calls`, captured once in a CUDA graph and replayed
+/// (the method of [`time_calls`], one replay a batch).
+pub fn time_graph(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u8>,
+    calls: usize,
+    max_seconds: f64,
+    mut call: impl FnMut(usize) -> BenchResult<()>,
+) -> BenchResult<f64> {
+    use cudarc::driver::sys;
+    for i in 0..calls {
+        call(i)?; // warm-up outside the capture
+    }
+    let stream = gpu.stream();
+    stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let captured = (0..calls).try_for_each(&mut call);
+    let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0))?;
+    captured?;
+    let graph = graph.ok_or("the capture gave no graph")?;
+    let replay = time_calls(gpu, flush, 1, max_seconds, |_| Ok(graph.launch()?))?;
+    Ok(replay.us / calls as f64)
+}
+
 /// `C[M × N] = A[M × K] · B[N × K]ᵀ` with row-major buffers (column-major `Cᵀ = B · Aᵀ`).
 /// The buffers (slices or views) must hold at least M×K, N×K and M×N elements.
 pub fn gemm_nt<T: DeviceRepr + Copy>(

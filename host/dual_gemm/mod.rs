@@ -72,6 +72,20 @@ pub(crate) enum DenseOut<'a> {
     NvFp4(NvFp4Mut<'a>),
 }
 
+/// How a dense launch takes part in a chain of kernels that hand the sm_90a decoded token
+/// operand on (`nvfp4_kernel::sm90::tokens`), so that no pre-decoding pass runs between them:
+/// the MLP op's quantizer writes x's operand into the dual GEMM's buffer, the dual GEMM's NVFP4
+/// epilogue writes h's into the down projection's.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct TokenChain {
+    /// The stream's previous kernel wrote A's decoded operand into this plan's buffer
+    /// ([`DensePlan::decoded_tokens`]) from the same A: the launch runs no pre-decoding pass.
+    pub tokens_written: bool,
+    /// The address of the next plan's decoded token operand for C (0: none; NVFP4 output of
+    /// the tiled kernel only), written beside C.
+    pub decoded_out: u64,
+}
+
 /// Resident CTAs per SM by split length, as a function (0 past the table: does not fit).
 fn per_split(resident: &[u32]) -> impl Fn(u32) -> u32 + '_ {
     |steps| resident.get(steps as usize).copied().unwrap_or(0)
@@ -497,8 +511,49 @@ impl DensePlan {
         b2: Option<NvFp4Ref>,
         c: DenseOut,
     ) -> Result<()> {
+        self.launch_chained(gpu, a, b1, b2, c, TokenChain::default())
+    }
+
+    /// The address of the decoded token operand this plan's kernel reads (the tiled sm_90a
+    /// kernel's buffer, `M × padded_k(K)` fp16, padding zero), which a kernel producing A can
+    /// write beside A ([`TokenChain`]); None for the other kernels, which read A itself.
+    pub(crate) fn decoded_tokens(&self) -> Option<u64> {
+        match &self.kernel {
+            PlannedKernel::Sm90 {
+                tokens: Some(tokens), ..
+            } => Some(tokens.buffer.address()),
+            _ => None,
+        }
+    }
+
+    /// Whether this plan's kernel can write C's decoded token operand beside its NVFP4 output
+    /// ([`TokenChain::decoded_out`]): the tiled sm_90a kernel.
+    pub(crate) fn writes_decoded_output(&self) -> bool {
+        matches!(self.kernel, PlannedKernel::Sm90 { .. })
+    }
+
+    /// [`Self::launch_views`] in a chain of kernels that hand decoded token operands on (see
+    /// [`TokenChain`]).
+    pub(crate) fn launch_chained(
+        &self,
+        gpu: &Gpu,
+        a: NvFp4Ref,
+        b1: NvFp4Ref,
+        b2: Option<NvFp4Ref>,
+        c: DenseOut,
+        chain: TokenChain,
+    ) -> Result<()> {
         let DualGemmShape { m, n, k } = self.shape;
         let op = op_name(self.gated);
+        if chain.tokens_written && self.decoded_tokens().is_none()
+            || chain.decoded_out != 0 && !self.writes_decoded_output()
+        {
+            return Err(Error::invalid(
+                "token chain",
+                "only the tiled sm_90a kernels read and write decoded token operands",
+                op,
+            ));
+        }
         let b1_name = if self.gated { "b1" } else { "b" };
         a.expect_shape("a", m, k)?;
         b1.expect_shape(b1_name, n, k)?;
@@ -581,11 +636,20 @@ impl DensePlan {
                 let kernels = gpu.sm90_kernels(op)?;
                 let a_map = match tokens {
                     Some(tokens) => {
-                        self.predecode_tokens(gpu, &a, &tokens.buffer)?;
+                        if !chain.tokens_written {
+                            self.predecode_tokens(gpu, &a, &tokens.buffer)?;
+                        }
                         tokens.map
                     }
                     None => tensor_map::packed_rows(a.data_address(), m, k)?,
                 };
+                if chain.decoded_out != 0 && !epilogue.nvfp4() {
+                    return Err(Error::invalid(
+                        "decoded output",
+                        "written by the NVFP4 epilogue only",
+                        epilogue.operation(),
+                    ));
+                }
                 let (workspace, flags, tickets) = (
                     stream_k.workspace.address(),
                     stream_k.flags.address(),
@@ -601,6 +665,7 @@ impl DensePlan {
                     out,
                     out_scales,
                     out_global_scale,
+                    out_decoded: chain.decoded_out as *mut u32,
                     workspace: workspace as *mut u32,
                     flags: flags as *mut u32,
                     tickets: tickets as *mut u64,

@@ -33,11 +33,20 @@ mod sealed {
 }
 
 /// Element types the GPU quantizer reads: `f32`, `f16` and `bf16`.
-pub trait DeviceQuantizeInput: QuantizeInput + DeviceRepr + sealed::Element {}
+pub trait DeviceQuantizeInput: QuantizeInput + DeviceRepr + sealed::Element {
+    /// The type as the raw quantizer names it.
+    const ELEMENT: Element;
+}
 
-impl DeviceQuantizeInput for f32 {}
-impl DeviceQuantizeInput for f16 {}
-impl DeviceQuantizeInput for bf16 {}
+impl DeviceQuantizeInput for f32 {
+    const ELEMENT: Element = Element::F32;
+}
+impl DeviceQuantizeInput for f16 {
+    const ELEMENT: Element = Element::F16;
+}
+impl DeviceQuantizeInput for bf16 {
+    const ELEMENT: Element = Element::Bf16;
+}
 
 /// The device words of a GPU quantization's checks: the first non-finite input index and,
 /// for `GlobalScale::Auto`, the tensor's largest magnitude. Reusable across calls on one stream.
@@ -48,7 +57,7 @@ pub struct QuantizeChecks {
 
 /// The enqueue-only quantizers take `None` or `Fixed`: `Auto` needs the tensor's amax on the host
 /// for the matrix's global scale, so only [`Gpu::quantize`] takes it.
-fn refuse_auto(global: GlobalScale) -> Result<()> {
+pub(crate) fn refuse_auto(global: GlobalScale) -> Result<()> {
     if global == GlobalScale::Auto {
         return Err(Error::invalid(
             "global",
@@ -199,6 +208,7 @@ impl Gpu {
             scales,
             global,
             checks,
+            0,
         )
     }
 
@@ -225,13 +235,16 @@ impl Gpu {
             scales_ptr,
             global,
             checks,
+            0,
         )
     }
 
     /// [`Self::enqueue_quantize`] on addresses (`values_len` elements at `values`; `data` and
-    /// `scales` sized for `rows × k`).
+    /// `scales` sized for `rows × k`), writing also the sm_90a decoded token operand of the
+    /// output at `decoded` unless it is 0 (`rows × padded_k(k)` fp16, its padding past K zero;
+    /// see `nvfp4_kernel::common::QuantizeArgs::decoded`).
     #[allow(clippy::too_many_arguments)]
-    fn enqueue_quantize_at(
+    pub(crate) fn enqueue_quantize_at(
         &self,
         kernel_index: usize,
         values_ptr: u64,
@@ -242,6 +255,7 @@ impl Gpu {
         scales_ptr: u64,
         global: GlobalScale,
         checks: &mut QuantizeChecks,
+        decoded: u64,
     ) -> Result<()> {
         validate_shape(rows, k)?;
         for (arg, value) in [("rows", rows), ("k", k)] {
@@ -321,6 +335,7 @@ impl Gpu {
             rows: rows as u32,
             k: k as u32,
             global_scale: fixed.unwrap_or(1.0),
+            decoded: decoded as *mut u32,
         };
         // A thread for each block or each item of the scale padding, whichever are more (the
         // kernel's two grid-stride loops; both counts below 2^32, checked above), in fewer CTAs

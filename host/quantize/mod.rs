@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::matrix::{NvFp4Matrix, validate_global_scale, validate_shape};
 
 mod gpu;
+pub(crate) use gpu::refuse_auto;
 pub use gpu::{DeviceQuantizeInput, Element, QuantizeChecks};
 
 /// How the fp32 global scale of a quantized matrix is chosen.

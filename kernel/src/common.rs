@@ -258,6 +258,10 @@ pub struct QuantizeArgs {
     pub k: u32,
     /// The global scale when `amax` is null (1 for none).
     pub global_scale: f32,
+    /// The sm_90a decoded token operand of the output (`sm90::tokens`: `rows ×
+    /// padded_k(k)` fp16, 16-byte aligned, its padding past K zero), written beside the NVFP4
+    /// matrix for the dense GEMM that reads it next; null: not written.
+    pub decoded: *mut u32,
 }
 
 /// Arguments of the amax kernels: the largest magnitude of `blocks · 16` elements.

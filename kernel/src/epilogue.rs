@@ -5,7 +5,7 @@
 use crate::common::{NVFP4_TILE_COLUMNS, nvfp4_staging_chunk};
 use crate::layout::{ATOM_ROWS, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, mem, smem};
-use crate::quantize::encode_f16_block;
+use crate::quantize::{encode_f16_block, store_decoded};
 
 /// A 16-bit output value: `x` rounded to nearest even in bf16 if `bf16`, else in fp16 (a
 /// constant of each entry: a run-time choice spilled the register-tight tiles, perf log entry
@@ -69,6 +69,12 @@ pub struct Nvfp4Tile {
     pub padding: (u32, u32),
     /// The output's global scale (values ≈ e2m1 · scale · `global_scale`).
     pub global_scale: f32,
+    /// The output's sm_90a decoded token operand (row 0 of the matrix whose rows are the
+    /// layout's; `crate::sm90::tokens`), written beside the NVFP4 data for the dense GEMM that
+    /// reads it next; null: not written.
+    pub decoded: *mut u32,
+    /// Words between rows of `decoded`.
+    pub decoded_pitch: u32,
 }
 
 impl Nvfp4Tile {
@@ -143,6 +149,15 @@ impl Nvfp4Tile {
                     .layout
                     .offset_u32(self.scale_row + token, self.first_block + block);
                 mem::st_global_b8(self.scales.add(scale_at as usize), scale);
+                let row = self.scale_row + token;
+                store_decoded(
+                    self.decoded,
+                    self.decoded_pitch,
+                    row,
+                    self.first_block + block,
+                    words,
+                    scale,
+                );
             }
             item += threads;
         }

@@ -18,6 +18,10 @@
 //! For `GlobalScale::Auto` an amax kernel runs first, and the quantization kernel derives the
 //! global scale from its result on the GPU (`amax / (6 · 448)`, or 1 for an all-zero tensor).
 //!
+//! With [`QuantizeArgs::decoded`] the same threads also write each block decoded into the
+//! sm_90a token operand (`crate::sm90::tokens::store_decoded_block`), for the dense GEMM that
+//! reads it next without a pre-decoding pass.
+//!
 //! Kernel parameters: [`QuantizeArgs`], [`AmaxArgs`].
 
 use crate::codec::{Divisor, E2M1_MAX, SIGN_BIT, auto_global_scale, e2m1_magnitude_code, e2m1_sign_bit};
@@ -232,6 +236,7 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
                 words,
             );
             mem::st_global_b8(args.scales.add(layout.offset_u32(row, col) as usize), scale_code);
+            store_decoded(args.decoded, decoded_pitch(args.k), row, col, words, scale_code);
         }
         block = next_block;
     }
@@ -239,6 +244,47 @@ unsafe fn quantize<E: InputElement>(args: &QuantizeArgs) {
     unsafe { zero_scale_padding(args, layout, first, stride) };
     // SAFETY: the status words (host contract).
     unsafe { finish_status(args.status, reported) };
+}
+
+/// Writes a block as stored (`words`, `scale`) as block `block` of row `row` of the decoded
+/// token operand at `decoded` (`pitch` words a row; `crate::sm90::tokens::store_decoded_block`),
+/// unless `decoded` is null: the quantizer's and the NVFP4 epilogues' optional second output.
+/// The operand is sm_90a's: the sm_100a build has none, and its hosts pass null.
+///
+/// # Safety
+/// `decoded` is null or its row `row` is as `store_decoded_block` requires.
+#[inline(always)]
+pub(crate) unsafe fn store_decoded(
+    decoded: *mut u32,
+    pitch: u32,
+    row: u32,
+    block: u32,
+    words: [u32; 2],
+    scale: u8,
+) {
+    #[cfg(nvfp4_arch = "sm_90a")]
+    if !decoded.is_null() {
+        // SAFETY: the contract above.
+        unsafe {
+            let row = decoded.add(row as usize * pitch as usize);
+            crate::sm90::tokens::store_decoded_block(row, block, words, scale)
+        };
+    }
+    #[cfg(not(nvfp4_arch = "sm_90a"))]
+    let _ = (decoded, pitch, row, block, words, scale);
+}
+
+/// The row words of the decoded token operand of reduction length `k` (sm_90a; 0 elsewhere,
+/// where none is written).
+#[inline(always)]
+pub(crate) fn decoded_pitch(k: u32) -> u32 {
+    #[cfg(nvfp4_arch = "sm_90a")]
+    return crate::sm90::tokens::decoded_row_words(k);
+    #[cfg(not(nvfp4_arch = "sm_90a"))]
+    {
+        let _ = k;
+        0
+    }
 }
 
 /// One block's scale code and packed e2m1 codes from its values and the bits of their largest

@@ -5,10 +5,11 @@ block in bf16 PyTorch: output relative error and µs per call (eager and CUDA gr
 The weights are quantized once from bf16 (each with a global scale ``amax / (6·448)``, the
 library's ``Auto`` rule); the activations are quantized with static global scales calibrated
 once on a first batch (as serving engines use static input scales), so a call never
-synchronizes and can be captured in a CUDA graph. A call is three kernels: quantize x, the dual
-GEMM writing NVFP4 (``dual_gemm_nvfp4``), the GEMM writing bf16 (the input's dtype); the unfused
-form (fp16 dual GEMM output, then ``quantize``) and the GEMM writing fp16 with a cast to bf16
-after are timed beside it.
+synchronizes and can be captured in a CUDA graph. A call is the library's MLP op
+(``nvfp4.swiglu_mlp``): three kernels, quantize x, the dual GEMM writing NVFP4, the GEMM writing
+bf16 (the input's dtype), each handing the next its tokens decoded. Timed beside it: the same
+kernels as three calls (each GEMM with its token pre-decoding pass; bit-identical output) and
+the unfused form (fp16 dual GEMM output, then ``quantize``).
 
 Timing: ``triton.testing.do_bench`` of a graph replay (L2 flushed before each replay) when
 Triton is installed, else back-to-back replays.
@@ -25,6 +26,12 @@ import torch.nn.functional as F
 import nvfp4
 
 
+def f32_product(a: float, b: float) -> float:
+    """``a · b`` rounded as the library multiplies global scales (float32 operands and
+    product), so that the separate calls get the MLP op's α bit for bit."""
+    return (torch.tensor(a, dtype=torch.float32) * torch.tensor(b, dtype=torch.float32)).item()
+
+
 def global_scale(t: torch.Tensor) -> float:
     """The library's Auto rule: amax / (6 · 448) (1 for an all-zero tensor)."""
     amax = t.abs().max().item()
@@ -32,36 +39,39 @@ def global_scale(t: torch.Tensor) -> float:
 
 
 class NvFp4Mlp:
-    """The block with NVFP4 weights; per call: quantize x, dual GEMM with NVFP4 output, GEMM
-    writing the input's dtype (``fused=False``: the dual GEMM's fp16 output quantized by a
-    separate call; ``cast=True``: the GEMM writes fp16, cast to the input's dtype after, as
-    before the GEMM wrote bf16)."""
+    """The block with NVFP4 weights. ``mode``: ``"op"``, the library's MLP op
+    (``nvfp4.swiglu_mlp``: the three kernels below, each handing the next its tokens already
+    decoded); ``"calls"``, the same three kernels as separate calls (quantize x,
+    ``dual_gemm_nvfp4``, ``gemm``; each GEMM with token tiles runs its pre-decoding pass);
+    ``"unfused"``, the dual GEMM writing fp16 and a separate ``quantize``."""
 
-    def __init__(self, w1, w3, w2, x_calibration, fused=True, cast=False):
+    def __init__(self, w1, w3, w2, x_calibration, mode="op"):
         self.g1, self.g3, self.g2 = global_scale(w1), global_scale(w3), global_scale(w2)
         self.w1 = nvfp4.quantize(w1, self.g1)
         self.w3 = nvfp4.quantize(w3, self.g3)
         self.w2 = nvfp4.quantize(w2, self.g2)
         self.gx = global_scale(x_calibration)
-        self.fused, self.cast = fused, cast
+        self.mode = mode
         xq, xs = nvfp4.quantize(x_calibration, self.gx)
         self.gh = global_scale(self.gate_up(xq, xs))
 
     def gate_up(self, xq, xs):
-        return nvfp4.dual_gemm(xq, self.w1[0], self.w3[0], xs, self.w1[1], self.w3[1], self.gx * self.g1, self.gx * self.g3)
+        return nvfp4.dual_gemm(xq, self.w1[0], self.w3[0], xs, self.w1[1], self.w3[1],
+                               f32_product(self.gx, self.g1), f32_product(self.gx, self.g3))
 
     def __call__(self, x):
+        if self.mode == "op":
+            return nvfp4.swiglu_mlp(x, self.w1[0], self.w3[0], self.w2[0], self.w1[1], self.w3[1], self.w2[1],
+                                    self.g1, self.g3, self.g2, x_scale=self.gx, h_scale=self.gh, out_dtype=x.dtype)
         xq, xs = nvfp4.quantize(x, self.gx)
-        if self.fused:
+        if self.mode == "calls":
             hq, hs = nvfp4.dual_gemm_nvfp4(
-                xq, self.w1[0], self.w3[0], xs, self.w1[1], self.w3[1], self.gx * self.g1, self.gx * self.g3,
-                global_scale=self.gh,
+                xq, self.w1[0], self.w3[0], xs, self.w1[1], self.w3[1],
+                f32_product(self.gx, self.g1), f32_product(self.gx, self.g3), global_scale=self.gh,
             )
         else:
             hq, hs = nvfp4.quantize(self.gate_up(xq, xs), self.gh)
-        if self.cast:
-            return nvfp4.gemm(hq, self.w2[0], hs, self.w2[1], self.gh * self.g2).to(x.dtype)
-        return nvfp4.gemm(hq, self.w2[0], hs, self.w2[1], self.gh * self.g2, out_dtype=x.dtype)
+        return nvfp4.gemm(hq, self.w2[0], hs, self.w2[1], f32_product(self.gh, self.g2), out_dtype=x.dtype)
 
 
 def bf16_mlp(x, w1, w3, w2):
@@ -99,27 +109,28 @@ def graph_us(fn, x):
 
 
 def layer(t, h, i, seed=0):
-    """The blocks (fused, unfused, fused with a cast after an fp16 GEMM, bf16) of one size on a
-    fresh batch: (relative error of the fused block vs bf16, µs of each from CUDA graphs, eager
-    µs of fused and bf16)."""
+    """The blocks (the MLP op, its three calls, unfused, bf16) of one size on a fresh batch:
+    (relative error of the op vs bf16, µs of each from CUDA graphs, eager µs of the op and
+    bf16). The op's output must be its three calls' bit for bit."""
     torch.manual_seed(seed)
     dev = torch.device("cuda")
     w1 = torch.randn(i, h, device=dev, dtype=torch.bfloat16) / h**0.5
     w3 = torch.randn(i, h, device=dev, dtype=torch.bfloat16) / h**0.5
     w2 = torch.randn(h, i, device=dev, dtype=torch.bfloat16) / i**0.5
     x = torch.randn(t, h, device=dev, dtype=torch.bfloat16)
-    fused = NvFp4Mlp(w1, w3, w2, x)
-    unfused = NvFp4Mlp(w1, w3, w2, x, fused=False)
-    cast = NvFp4Mlp(w1, w3, w2, x, cast=True)
+    op = NvFp4Mlp(w1, w3, w2, x)
+    calls = NvFp4Mlp(w1, w3, w2, x, mode="calls")
+    unfused = NvFp4Mlp(w1, w3, w2, x, mode="unfused")
     x = torch.randn(t, h, device=dev, dtype=torch.bfloat16)  # a new batch, same scales
     want = bf16_mlp(x, w1, w3, w2).float()
-    got = fused(x).float()
-    error = ((got - want).norm() / want.norm()).item()
+    got = op(x)
+    assert torch.equal(got, calls(x)), "the MLP op differs from its three calls"
+    error = ((got.float() - want).norm() / want.norm()).item()
     unfused_error = ((unfused(x).float() - want).norm() / want.norm()).item()
     assert abs(error - unfused_error) <= 1e-6 * max(1.0, unfused_error), (error, unfused_error)
     bf16 = lambda y: bf16_mlp(y, w1, w3, w2)  # noqa: E731
-    graphs = [graph_us(fn, x) for fn in (fused, unfused, cast, bf16)]
-    eager = [time_us(lambda: fused(x)), time_us(lambda: bf16(x))]
+    graphs = [graph_us(fn, x) for fn in (op, calls, unfused, bf16)]
+    eager = [time_us(lambda: op(x)), time_us(lambda: bf16(x))]
     return error, graphs, eager
 
 
@@ -141,24 +152,24 @@ def main():
     print(f"device: {name} ({arch}, {sms} SMs); torch {torch.__version__}")
     if not args.sweep:
         t, h, i = args.tokens, args.hidden, args.intermediate
-        error, (ours, unfused, cast, theirs), (ours_eager, theirs_eager) = layer(t, h, i)
+        error, (ours, calls, unfused, theirs), (ours_eager, theirs_eager) = layer(t, h, i)
         print(f"SwiGLU MLP tokens={t} hidden={h} intermediate={i}")
         print(f"relative error of the NVFP4 block vs bf16 (Frobenius): {error:.4f}")
         print("| path | eager µs | CUDA graph µs |")
         print("| --- | --- | --- |")
-        print(f"| nvfp4 (quantize x, dual GEMM → NVFP4, GEMM) | {ours_eager:.1f} | {ours:.1f} |")
+        print(f"| nvfp4 MLP op (swiglu_mlp) | {ours_eager:.1f} | {ours:.1f} |")
+        print(f"| nvfp4 three calls (quantize x, dual GEMM → NVFP4, GEMM) | | {calls:.1f} |")
         print(f"| nvfp4 unfused (…, dual GEMM → fp16, quantize, GEMM) | | {unfused:.1f} |")
-        print(f"| nvfp4, GEMM → fp16 then a cast to bf16 | | {cast:.1f} |")
         print(f"| PyTorch bf16 (3 linears + silu·mul) | {theirs_eager:.1f} | {theirs:.1f} |")
         return
     print("SwiGLU MLP layer, µs per call from CUDA graphs")
-    print("| model (hidden → intermediate) | tokens | nvfp4 | nvfp4 unfused | nvfp4 fp16 out + cast | bf16 | bf16 / nvfp4 | rel. error |")
+    print("| model (hidden → intermediate) | tokens | nvfp4 op | nvfp4 three calls | nvfp4 unfused | bf16 | bf16 / nvfp4 op | rel. error |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for h, i, model in SIZES:
         for t in TOKENS:
-            error, (ours, unfused, cast, theirs), _ = layer(t, h, i)
+            error, (ours, calls, unfused, theirs), _ = layer(t, h, i)
             print(
-                f"| {model} ({h} → {i}) | {t} | {ours:.1f} | {unfused:.1f} | {cast:.1f} | {theirs:.1f} | "
+                f"| {model} ({h} → {i}) | {t} | {ours:.1f} | {calls:.1f} | {unfused:.1f} | {theirs:.1f} | "
                 f"{theirs / ours:.2f}× | {error:.4f} |",
                 flush=True,
             )

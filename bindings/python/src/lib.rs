@@ -19,6 +19,7 @@ use nvfp4::gpu::{F16Mut, Gpu, HalfFormat, NvFp4Mut, NvFp4Ref};
 use nvfp4::grouped::{
     ContiguousAddresses, ContiguousNvFp4Out, GroupedLayout, GroupedOp, GroupedPlan, SeparateGroup, UpWeights,
 };
+use nvfp4::mlp::{MlpPlan, MlpShape};
 use nvfp4::quantize::QuantizeChecks;
 use nvfp4::{DualGemmShape, Error, GlobalScale, NvFp4Matrix};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -45,6 +46,7 @@ struct Device {
     stream: u64,
     dual: HashMap<(usize, usize, usize), DualGemmPlan>,
     gemm: HashMap<(usize, usize, usize), GemmPlan>,
+    mlp: HashMap<MlpShape, MlpPlan>,
     grouped: HashMap<GroupedKey, GroupedPlan>,
     /// The plan of the last grouped launch (for `grouped_status`).
     last_grouped: Option<GroupedKey>,
@@ -120,6 +122,7 @@ fn with_device<R>(
                     stream: u64::MAX,
                     dual: HashMap::new(),
                     gemm: HashMap::new(),
+                    mlp: HashMap::new(),
                     grouped: HashMap::new(),
                     last_grouped: None,
                     checks: HashMap::new(),
@@ -732,6 +735,84 @@ fn gemm(
     .map(|()| None)
 }
 
+/// Enqueues the SwiGLU MLP block `out = (silu(alpha1 · x_q·w1ᵀ) ⊙ (alpha3 · x_q·w3ᵀ)) ·
+/// w2ᵀ · alpha2`, `x_q` being `x` quantized with `x_scale` (or none) and the gated product
+/// quantized to NVFP4 with `h_scale` on the way (`weight_scales` = the weights' global scales
+/// (w1, w3, w2); each α the product of its operands' global scales): the library's MLP op,
+/// bit for bit the three calls `quantize`, `dual_gemm_nvfp4`, `gemm`, without their
+/// pre-decoding passes. Without `out`: checks every input and returns `(tokens, hidden)`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn mlp(
+    stream: u64,
+    x: Tensor,
+    w1: Tensor,
+    w3: Tensor,
+    w2: Tensor,
+    w1_sf: Tensor,
+    w3_sf: Tensor,
+    w2_sf: Tensor,
+    weight_scales: (f64, f64, f64),
+    x_scale: Option<f64>,
+    h_scale: f64,
+    out: Option<Tensor>,
+) -> PyResult<Planned> {
+    let (element, tokens, hidden) = tensors::values("x", &x).map_err(rejected)?;
+    let (intermediate, _) = tensors::packed("w1", &w1, None, Some(hidden)).map_err(rejected)?;
+    tensors::packed("w3", &w3, Some(intermediate), Some(hidden)).map_err(rejected)?;
+    tensors::packed("w2", &w2, Some(hidden), Some(intermediate)).map_err(rejected)?;
+    let scales_at = [
+        tensors::scales("w1_sf", &w1_sf, intermediate, hidden).map_err(rejected)?,
+        tensors::scales("w3_sf", &w3_sf, intermediate, hidden).map_err(rejected)?,
+        tensors::scales("w2_sf", &w2_sf, hidden, intermediate).map_err(rejected)?,
+    ];
+    let globals = [
+        tensors::scale("w1_scale", weight_scales.0).map_err(rejected)?,
+        tensors::scale("w3_scale", weight_scales.1).map_err(rejected)?,
+        tensors::scale("w2_scale", weight_scales.2).map_err(rejected)?,
+    ];
+    let x_global = match x_scale {
+        Some(g) => GlobalScale::Fixed(tensors::scale("x_scale", g).map_err(rejected)?),
+        None => GlobalScale::None,
+    };
+    let h_global = tensors::scale("h_scale", h_scale).map_err(rejected)?;
+    let Some(out) = out else {
+        return Ok(Some((tokens, hidden)));
+    };
+    let format = tensors::output("out", &out, [tokens, hidden], None).map_err(rejected)?;
+    let device = tensors::device(&[
+        ("x", Some(&x)),
+        ("w1", Some(&w1)),
+        ("w3", Some(&w3)),
+        ("w2", Some(&w2)),
+        ("w1_sf", Some(&w1_sf)),
+        ("w3_sf", Some(&w3_sf)),
+        ("w2_sf", Some(&w2_sf)),
+        ("out", Some(&out)),
+    ])
+    .map_err(rejected)?;
+    let shape = MlpShape {
+        tokens,
+        hidden,
+        intermediate,
+    };
+    with_device(device, stream, |d| {
+        // SAFETY: the tensors were checked above: sizes, dtypes, contiguity, one CUDA device.
+        let (w1, w3, w2, out) = unsafe {
+            (
+                NvFp4Ref::from_raw(w1.0, scales_at[0], intermediate, hidden, Some(globals[0]))?,
+                NvFp4Ref::from_raw(w3.0, scales_at[1], intermediate, hidden, Some(globals[1]))?,
+                NvFp4Ref::from_raw(w2.0, scales_at[2], hidden, intermediate, Some(globals[2]))?,
+                half_out(out.0, tokens * hidden, format)?,
+            )
+        };
+        let plan = cached(&mut d.mlp, shape, || d.gpu.plan_mlp(shape))?;
+        // SAFETY: `x` was checked above (`tokens × hidden` values of `element`, on the device).
+        unsafe { plan.launch_raw(&d.gpu, element, x.0, x_global, w1, w3, w2, h_global, out) }
+    })
+    .map(|()| None)
+}
+
 /// Enqueues a contiguous-convention grouped launch: `gated` (a dual GEMM whose up weights are
 /// `b3`, or the second half of each group's `b1` rows when `b3` is None) or plain, with `n`
 /// outputs per group, into `out` (fp16) or, for a dual GEMM, into `h` = `(data, scales,
@@ -1139,6 +1220,7 @@ fn _nvfp4(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(dual_gemm, module)?)?;
     module.add_function(wrap_pyfunction!(dual_gemm_nvfp4, module)?)?;
     module.add_function(wrap_pyfunction!(gemm, module)?)?;
+    module.add_function(wrap_pyfunction!(mlp, module)?)?;
     module.add_function(wrap_pyfunction!(grouped, module)?)?;
     module.add_function(wrap_pyfunction!(grouped_separate, module)?)?;
     module.add_function(wrap_pyfunction!(quantize_host, module)?)?;

@@ -118,6 +118,20 @@ pub const WEIGHT_CHUNKS_PER_STAGE: u32 = SLICES_PER_STAGE / 2;
 pub const fn stage_block(slice: u32, lane: u32) -> u32 {
     8 * (slice / 2) + 2 * lane + slice % 2
 }
+
+/// The inverse of [`stage_block`]: the (slice, lane) of a stage's scale block `block`.
+pub const fn block_slice_lane(block: u32) -> (u32, u32) {
+    (2 * (block / 8) + block % 2, (block % 8) / 2)
+}
+
+const _: () = {
+    let mut block = 0;
+    while block < BLOCKS_PER_STAGE {
+        let (slice, lane) = block_slice_lane(block);
+        assert!(slice < SLICES_PER_STAGE && lane < BLOCKS_PER_SLICE && stage_block(slice, lane) == block);
+        block += 1;
+    }
+};
 /// Token rows per TMA box (the box is 128 bytes × this many rows, 128-byte swizzled).
 pub const TOKEN_BOX_ROWS: u32 = 64;
 /// Bytes of token scales per 128 token rows and raw stage: 4 consecutive 512-byte atoms.
@@ -588,6 +602,10 @@ pub struct DualGemmArgs {
     pub out_scales: *mut u8,
     /// C's global scale for the NVFP4-output entries (finite, positive).
     pub out_global_scale: f32,
+    /// The NVFP4-output entries' second output, or null: C's decoded token operand
+    /// (`sm90::tokens`: `m × padded_k(n)` fp16, its padding past N zero), for the dense GEMM
+    /// that takes C as its tokens next. Ignored by the other entries.
+    pub out_decoded: *mut u32,
     /// Stream-K partial sums: two slots of [`partial_slot_bytes`] per CTA.
     pub workspace: *mut u32,
     /// Publication flags of the partial-sum slots (one u32 per slot, see `schedule::Ticket`).

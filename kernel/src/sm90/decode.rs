@@ -1310,6 +1310,8 @@ unsafe fn decode<
             tokens: m,
             padding: Nvfp4Tile::padding_rows(m, 0, m),
             global_scale: out_global_scale,
+            decoded: core::ptr::null_mut(),
+            decoded_pitch: 0,
         }
     };
     // SAFETY: every token of the row group staged above; C's buffers hold `m × n` (contract).
@@ -1531,6 +1533,8 @@ unsafe fn decode_whole_k<const GATED: bool, const NVFP4: bool, const BF16: bool>
         tokens: m,
         padding: Nvfp4Tile::padding_rows(m, 0, m),
         global_scale: out_global_scale,
+        decoded: core::ptr::null_mut(),
+        decoded_pitch: 0,
     };
     // SAFETY: every token of the CTA's outputs staged above; C's buffers hold `m × n`
     // (contract).
@@ -1900,6 +1904,8 @@ unsafe fn grouped_out<const TILES: usize, const GATED: bool, const NVFP4: bool>(
         tokens: count,
         padding: Nvfp4Tile::padding_rows(desc.rows, first, count),
         global_scale: desc.out_global_scale,
+        decoded: core::ptr::null_mut(),
+        decoded_pitch: 0,
     };
     // SAFETY: every token of the chunk staged above; the descriptor's output (contract).
     unsafe { tile_out.encode(staging, thread, DECODE_WARPS * 32) };

@@ -14,7 +14,7 @@ use crate::sm90::mainloop::{
     self, ConsumerLane, PackedTokens, Problem, RowOffsets, Shared, TileJob, WeightBases, WeightStage, Work,
 };
 use crate::sm90::registry;
-use crate::sm90::tokens::DenseCodec;
+use crate::sm90::tokens::{DenseCodec, decoded_row_words};
 
 /// A dense dual GEMM (`GATED`; with NVFP4 output if `NVFP4`) or plain GEMM, writing bf16
 /// instead of fp16 if `BF16`: one problem, tiles numbered token tile fastest. A plain problem
@@ -128,6 +128,8 @@ impl<M: Fn() -> u64, const GATED: bool, const NVFP4: bool, const BF16: bool> Pro
             tokens: job.tokens,
             padding: Nvfp4Tile::padding_rows(a.m, token_row, job.tokens),
             global_scale: a.out_global_scale,
+            decoded: reg::opaque_u64(a.out_decoded as u64) as *mut u32,
+            decoded_pitch: decoded_row_words(a.n),
         }
     }
 

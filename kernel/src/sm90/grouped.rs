@@ -201,6 +201,8 @@ impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const
             tokens: job.tokens,
             padding: Nvfp4Tile::padding_rows(desc.rows, row0, job.tokens),
             global_scale: desc.out_global_scale,
+            decoded: core::ptr::null_mut(),
+            decoded_pitch: 0,
         }
     }
 

@@ -12,15 +12,18 @@
 //!   swizzle. Large tiles would otherwise decode every token once per 64-output tile: measured
 //!   on an H200, skipping that decode made the 128-token kernel 16–24 % faster;
 //! * the grouped kernels' preparation pass (`sm90::grouped`), for every tile size, into the
-//!   same kind of buffer (all groups' tokens, one row each).
+//!   same kind of buffer (all groups' tokens, one row each);
+//! * the kernels that produce the token matrix themselves, beside its NVFP4 form: the GPU
+//!   quantizer and the dual GEMM's NVFP4 epilogue, block by block ([`store_decoded_block`]),
+//!   so that the dense GEMM that reads it next needs no pre-decoding pass (the MLP op).
 //!
-//! Both global writers go through [`decode_slice_chunks`].
+//! Every global writer decodes through [`SliceBlock::decode`], so all write the same bits.
 
 use crate::fp4::{PairCodec, PermuteCodec, ShiftCodec};
 use crate::layout::{BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, fence, mem, smem, sreg, warp};
 use crate::sm90::config::{
-    BLOCKS_PER_STAGE, K_PER_SLICE, PredecodeArgs, SLICES_PER_STAGE, padded_k, stage_block,
+    BLOCKS_PER_STAGE, K_PER_SLICE, PredecodeArgs, SLICES_PER_STAGE, block_slice_lane, padded_k, stage_block,
 };
 use crate::sm90::registry;
 
@@ -147,6 +150,19 @@ impl SliceBlock {
         }
     }
 
+    /// A block as the NVFP4 matrix stores it: its packed codes `words` (8 bytes, the first
+    /// element in the low nibble of `words[0]`) and its e4m3 scale code.
+    #[inline(always)]
+    pub fn stored(words: [u32; 2], scale: u8) -> Self {
+        Self {
+            lo: words[0],
+            hi: words[1],
+            codes: scale as u32,
+            byte: 0,
+            exists: true,
+        }
+    }
+
     /// Reads a block from a shared-memory copy of its row: its 8 bytes of codes at `codes`
     /// (8-byte aligned) and the word holding its scale code at `scale_word` (4-aligned: the
     /// row's codes of the block's atom), the code at byte `byte` of it; `exists` false for a
@@ -173,6 +189,37 @@ impl SliceBlock {
     pub fn decode<C: PairCodec>(self) -> [u32; 8] {
         let scale = cvt::e4m3_byte_to_f16x2_broadcast(self.codes, self.byte);
         scaled_pairs::<C>(self.lo, self.hi, if self.exists { scale } else { 0 })
+    }
+}
+
+/// 32-bit words of one token row of a decoded operand of reduction length `k` (`padded_k(k)`
+/// fp16).
+#[inline(always)]
+pub const fn decoded_row_words(k: u32) -> u32 {
+    padded_k(k) / 2
+}
+
+/// Writes scale block `block` of a token row into the row's decoded operand (`row`: its first
+/// word, [`decoded_row_words`] of them), from the block as the NVFP4 matrix stores it (see
+/// [`SliceBlock::stored`]): pair `p` of its [`DenseCodec`] pairs becomes word `lane` of chunk
+/// `p` of its slice ([`block_slice_lane`]) — the words the pre-decoder writes for it, bit for
+/// bit. Eight 4-byte stores into one 128-byte line; the line's other words are its slice's
+/// other blocks (the padding blocks past K of a partial last stage are never written: the
+/// buffer's owner keeps them zero).
+///
+/// # Safety
+/// `row` is a decoded operand row of a K above `16 · block`, writable, 16-byte aligned.
+#[inline(always)]
+pub unsafe fn store_decoded_block(row: *mut u32, block: u32, words: [u32; 2], scale: u8) {
+    let (stage, stage_block) = (block / BLOCKS_PER_STAGE, block % BLOCKS_PER_STAGE);
+    let (slice, lane) = block_slice_lane(stage_block);
+    let pairs = SliceBlock::stored(words, scale).decode::<DenseCodec>();
+    const WORDS_PER_CHUNK: usize = 4;
+    let line = (stage * SLICES_PER_STAGE + slice) as usize * CHUNKS_PER_SLICE as usize * WORDS_PER_CHUNK;
+    for (pair, word) in pairs.into_iter().enumerate() {
+        // SAFETY: word `lane` of chunk `pair` of the block's slice, inside the row (the
+        // caller's contract).
+        unsafe { mem::st_global_b32(row.add(line + pair * WORDS_PER_CHUNK + lane as usize), word) };
     }
 }
 

@@ -16,8 +16,8 @@ from typing import Optional
 
 import torch
 
-from . import ROUTE_MAX_EXPERTS, dual_gemm_nvfp4, gather_grouped, gemm, grouped_dual_gemm_nvfp4, grouped_gemm, \
-    moe_combine, moe_route, quantize, scale_shape
+from . import ROUTE_MAX_EXPERTS, gather_grouped, gemm, grouped_dual_gemm_nvfp4, grouped_gemm, \
+    moe_combine, moe_route, quantize, scale_shape, swiglu_mlp
 
 # The largest magnitude NVFP4 represents with a block scale of 448 (e4m3's largest): 6 · 448.
 _NVFP4_RANGE = 6.0 * 448.0
@@ -111,9 +111,9 @@ def _out_dtype_for(x: torch.Tensor) -> torch.dtype:
 
 
 class SwiGLUMLP(torch.nn.Module):
-    """``down(silu(gate(x)) ⊙ up(x))``: one quantization of ``x``, the dual GEMM writing
-    ``h`` as NVFP4 with ``down``'s static ``input_scale`` (no float16 ``h`` in memory), the plain
-    GEMM. ``gate`` and ``up`` share one input quantization, with the larger of their input
+    """``down(silu(gate(x)) ⊙ up(x))`` in one :func:`nvfp4.swiglu_mlp` call: one quantization of
+    ``x``, the dual GEMM writing ``h`` as NVFP4 with ``down``'s static ``input_scale`` (no
+    float16 ``h`` in memory), the plain GEMM. ``gate`` and ``up`` share one input quantization, with the larger of their input
     scales (as vLLM merges them)."""
 
     def __init__(self, gate: Linear, up: Linear, down: Linear):
@@ -139,13 +139,10 @@ class SwiGLUMLP(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_dtype(x)
-        xq, xs = quantize(_flat(x), self.input_scale)
-        scale = self.input_scale or 1.0
         g, u, d = self.gate, self.up, self.down
-        hq, hs = dual_gemm_nvfp4(xq, g.weight, u.weight, xs, g.weight_scales, u.weight_scales,
-                                 scale * g.weight_global_scale, scale * u.weight_global_scale,
-                                 global_scale=d.input_scale)
-        y = gemm(hq, d.weight, hs, d.weight_scales, d.alpha(), out_dtype=_out_dtype_for(x))
+        y = swiglu_mlp(_flat(x), g.weight, u.weight, d.weight, g.weight_scales, u.weight_scales, d.weight_scales,
+                       g.weight_global_scale, u.weight_global_scale, d.weight_global_scale,
+                       x_scale=self.input_scale, h_scale=d.input_scale, out_dtype=_out_dtype_for(x))
         return y.to(x.dtype).reshape(*x.shape[:-1], d.out_features)
 
 

@@ -1,0 +1,160 @@
+//! The MLP op (`MlpPlan`: quantize x, the dual GEMM writing h as NVFP4, the GEMM) against the
+//! same three kernels called one by one, in the same run (`cargo bench --bench mlp`): what
+//! handing the decoded token operands on saves, operand by operand. Prints why it is skipped
+//! without a supported GPU.
+//!
+//! Method (`benches/common`): per shape, one bf16 input and random NVFP4 weights; each variant
+//! captured as a CUDA graph of [`GRAPH_CALLS`] back-to-back calls and replayed with the L2
+//! flushed before each replay, replays until the mean is known to 0.5 %; µs per call. Variants:
+//! the three calls (each tiled GEMM with its pre-decoding pass), and the op handing on neither
+//! operand, x only, h only, both, and its default ([`MlpPlan::possible_hand_on`] or the plan's
+//! policy). The op's output is checked against the three calls' bit for bit first.
+//!
+//! ```text
+//! cargo bench --bench mlp -- [--tokens 1,16,64,256,1024,4096] [--max-seconds 0.5]
+//! ```
+
+mod common;
+
+use common::{BenchResult, Cli, time_graph};
+use cudarc::driver::CudaSlice;
+use half::{bf16, f16};
+use nvfp4::GlobalScale;
+use nvfp4::gemm::GemmShape;
+use nvfp4::gpu::{DeviceNvFp4Matrix, Gpu};
+use nvfp4::mlp::{MlpShape, TokenHandOn};
+use nvfp4::problem::{Rng, random_matrix};
+use nvfp4::{Distribution, DualGemmShape, NvFp4Matrix};
+
+/// Calls captured in one graph.
+const GRAPH_CALLS: usize = 10;
+
+/// (hidden, intermediate, model) of the layer bench's sizes.
+const SIZES: [(usize, usize, &str); 3] = [
+    (2048, 8192, "Llama-3.2-1B"),
+    (4096, 14336, "Llama-3-8B"),
+    (7168, 18432, "DeepSeek-V3 dense"),
+];
+
+struct Options {
+    tokens: Vec<usize>,
+    max_seconds: f64,
+}
+
+fn main() {
+    let options = Cli::parse(&["tokens", "max-seconds"], &[]).and_then(|cli| {
+        let tokens: String = cli.value("tokens", "1,16,64,128,256,512,1024,4096".to_string())?;
+        Ok(Options {
+            tokens: tokens
+                .split(',')
+                .map(|t| t.trim().parse().map_err(|e| format!("--tokens {t}: {e}")))
+                .collect::<Result<_, _>>()?,
+            max_seconds: cli.value("max-seconds", 0.5)?,
+        })
+    });
+    common::run_with_options("mlp", options, |_| None, run);
+}
+
+/// A random `rows × k` weight with global scale `g`, on the GPU.
+fn weight(gpu: &Gpu, rows: usize, k: usize, g: f32, rng: &mut Rng) -> BenchResult<DeviceNvFp4Matrix> {
+    let m = random_matrix(rows, k, Distribution::Task, rng)?;
+    let m = NvFp4Matrix::from_parts(rows, k, m.data().to_vec(), m.scales().to_vec(), Some(g))?;
+    Ok(gpu.upload(&m)?)
+}
+
+fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
+    // A handle on a stream of its own (the bench's handle issues on the legacy stream, which
+    // cannot be captured), with cudarc's cross-stream event tracking off: its waits on events
+    // recorded before a capture are not allowed inside it.
+    let mut gpu = Gpu::open(0)?;
+    let context = gpu.stream().context().clone();
+    gpu.set_stream(context.new_stream()?)?;
+    // SAFETY: all work of this bench is on that one stream.
+    unsafe { context.disable_event_tracking() };
+    let gpu = &gpu;
+    let mut flush: CudaSlice<u8> = gpu.stream().alloc_zeros(common::FLUSH_BYTES)?;
+    println!(
+        "device: {} ({} SMs); CUDA graphs of {GRAPH_CALLS} calls; µs per call",
+        gpu.name(),
+        gpu.multiprocessors()
+    );
+    println!(
+        "\n| model (hidden → intermediate) | tokens | three calls | op: none | op: x | op: h | op: x, h | op default (x, h) | default / three calls |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let stream = gpu.stream().clone();
+    let (gx, gh) = (0.004f32, 0.02f32);
+    for (hidden, intermediate, model) in SIZES {
+        let mut rng = Rng::new(hidden as u64);
+        let w1 = weight(gpu, intermediate, hidden, 0.002, &mut rng)?;
+        let w3 = weight(gpu, intermediate, hidden, 0.002, &mut rng)?;
+        let w2 = weight(gpu, hidden, intermediate, 0.001, &mut rng)?;
+        for &tokens in &options.tokens {
+            let values: Vec<bf16> = (0..tokens * hidden)
+                .map(|_| bf16::from_f32(rng.next_f32() * 8.0 - 4.0))
+                .collect();
+            let x = stream.clone_htod(&values)?;
+            let mut plan = gpu.plan_mlp(MlpShape {
+                tokens,
+                hidden,
+                intermediate,
+            })?;
+            let dual = gpu.plan_dual_gemm(DualGemmShape {
+                m: tokens,
+                n: intermediate,
+                k: hidden,
+            })?;
+            let down = gpu.plan_gemm(GemmShape {
+                m: tokens,
+                n: hidden,
+                k: intermediate,
+            })?;
+            let mut xq = gpu.alloc_nvfp4(tokens, hidden)?;
+            let mut h = gpu.alloc_nvfp4(tokens, intermediate)?;
+            let mut checks = gpu.quantize_checks()?;
+            let mut want: CudaSlice<f16> = stream.alloc_zeros(tokens * hidden)?;
+            let mut got: CudaSlice<f16> = stream.alloc_zeros(tokens * hidden)?;
+            let mut three_calls = |out: &mut CudaSlice<f16>| -> BenchResult<()> {
+                gpu.quantize_into(&x, &mut xq, GlobalScale::Fixed(gx), &mut checks)?;
+                dual.launch_nvfp4(gpu, &xq, &w1, &w3, &mut h, gh)?;
+                down.launch(gpu, &h, &w2, out)?;
+                Ok(())
+            };
+            three_calls(&mut want)?;
+            let default = plan.token_hand_on();
+            plan.launch(gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut got)?;
+            if stream.clone_dtoh(&got)? != stream.clone_dtoh(&want)? {
+                return Err(format!("{model} {tokens} tokens: the op differs from its three calls").into());
+            }
+            let calls_us = time_graph(gpu, &mut flush, GRAPH_CALLS, options.max_seconds, |_| {
+                three_calls(&mut want)
+            })?;
+            let possible = plan.possible_hand_on();
+            let mut op_us = |hand_on: TokenHandOn| -> BenchResult<Option<f64>> {
+                if hand_on.x && !possible.x || hand_on.h && !possible.h {
+                    return Ok(None);
+                }
+                plan.set_token_hand_on(hand_on)?;
+                let us = time_graph(gpu, &mut flush, GRAPH_CALLS, options.max_seconds, |_| {
+                    Ok(plan.launch(gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut got)?)
+                })?;
+                Ok(Some(us))
+            };
+            let variants = [(false, false), (true, false), (false, true), (true, true)]
+                .map(|(x, h)| op_us(TokenHandOn { x, h }));
+            let default_us = op_us(default)?.ok_or("the default hand-on is possible")?;
+            let shown = variants
+                .into_iter()
+                .map(|v| v.map(common::show))
+                .collect::<BenchResult<Vec<_>>>()?;
+            println!(
+                "| {model} ({hidden} → {intermediate}) | {tokens} | {calls_us:.1} | {} | {default_us:.1} ({}, {}) | {:.3} |",
+                shown.join(" | "),
+                default.x,
+                default.h,
+                default_us / calls_us
+            );
+        }
+    }
+    Ok(())
+}
