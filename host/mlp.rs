@@ -39,9 +39,10 @@ pub struct MlpShape {
 /// chunk of the operand in two 8-byte halves (a 64-output tile holds two of a chunk's four scale
 /// blocks, `nvfp4_kernel::sm90::config::stage_block`), scattered 4-byte stores at the end of
 /// every tile, where the pass writes whole lines. Measured on an H200 (`benches/mlp`, perf
-/// log): h handed on saves 0.6–1.7 µs a layer at 64–128 tokens and costs 1.8–5.5 µs at 256,
-/// more above; x handed on saves 1.3–2.4 µs from 64 to 512 tokens.
-pub const H_HAND_ON_MAX_TOKENS: usize = 128;
+/// log): at 64 tokens h handed on saves 0.4–1.9 µs a layer; at 128 it saves at most 0.4 µs
+/// (Llama sizes) or costs 9 (DeepSeek-V3's 18432 outputs), at 256 it costs 1.8–5.5 µs, more
+/// above. x handed on saves 1.3–2.4 µs from 64 to 512 tokens.
+pub const H_HAND_ON_MAX_TOKENS: usize = 64;
 
 /// Which decoded token operands an MLP launch hands on (see the module doc); the other GEMMs
 /// run their pre-decoding pass.
