@@ -673,8 +673,8 @@ fn the_mlp_op_is_its_three_calls_made_one_by_one_bit_for_bit() {
                 .count();
             let nan = want.iter().filter(|v| v.is_nan()).count();
             println!(
-                "MLP {tokens:>5} × {hidden:>5} → {intermediate:>5}, call {call}: token operands handed on \
-                 (x, h) {:?}, {differing} of {} outputs differ from the three calls ({nan} NaN); \
+                "MLP {tokens:>5} × {hidden:>5} → {intermediate:>5}, call {call}: {:?}, \
+                 {differing} of {} outputs differ from the three calls ({nan} NaN); \
                  x {x_bytes}, h {h_bytes} bytes differ",
                 plan.token_hand_on(),
                 got.len()
