@@ -22,7 +22,7 @@ def test_the_package_imports_and_reports_the_driver():
     assert isinstance(_nvfp4.driver_available(), bool)
     for name in nvfp4.__all__:
         assert callable(getattr(nvfp4, name))
-    for op in ["quantize", "dequantize", "dual_gemm", "gemm", "grouped", "dual_gemm_out", "grouped_out", "dual_gemm_nvfp4", "dual_gemm_nvfp4_out", "grouped_separate_out", "grouped_nvfp4", "grouped_nvfp4_out"]:
+    for op in ["quantize", "dequantize", "dual_gemm", "gemm", "grouped", "dual_gemm_out", "grouped_out", "dual_gemm_nvfp4", "dual_gemm_nvfp4_out", "grouped_separate_out", "grouped_nvfp4", "grouped_nvfp4_out", "swiglu_mlp", "swiglu_mlp_out"]:
         assert hasattr(torch.ops.nvfp4, op)
 
 
@@ -75,6 +75,10 @@ def test_host_quantizer_returns_the_layouts_sizes_and_rejects_bad_input():
         (lambda: nvfp4.dual_gemm(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), None), "`alpha1`", "number"),
         (lambda: nvfp4.dual_gemm_nvfp4(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), global_scale=0.0), "`global_scale`", "finite and positive"),
         (lambda: nvfp4.dual_gemm_nvfp4(packed(8, 64), packed(64, 64), packed(64, 64), scales(8, 64), scales(64, 64), scales(64, 64), global_scale=1.0, out=(packed(8, 32), scales(8, 64))), "`data`", "shape|k/2|rows"),
+        (lambda: nvfp4.swiglu_mlp(torch.zeros(4, 64, dtype=torch.bfloat16), packed(128, 64), packed(128, 64), packed(96, 128), scales(128, 64), scales(128, 64), scales(96, 128), x_scale=0.1, h_scale=0.1), "`w2`", "64 rows"),
+        (lambda: nvfp4.swiglu_mlp(torch.zeros(4, 64, dtype=torch.bfloat16), packed(128, 64), packed(128, 64), packed(64, 128), scales(128, 64), scales(128, 64), scales(64, 128), x_scale=0.1, h_scale=0.0), "`h_scale`", "finite and positive"),
+        (lambda: nvfp4.swiglu_mlp(torch.zeros(4, 64, dtype=torch.bfloat16), packed(128, 64), packed(64, 64), packed(64, 128), scales(128, 64), scales(128, 64), scales(64, 128), x_scale=0.1, h_scale=0.1), "`w3`", "128 rows"),
+        (lambda: nvfp4.swiglu_mlp(torch.zeros(4, 64, dtype=torch.bfloat16), packed(128, 64), packed(128, 64), packed(64, 128), scales(128, 64), scales(128, 64), scales(64, 128), x_scale=0.1, h_scale=0.1), "`x`", "CUDA"),
         (lambda: nvfp4.grouped_gemm_separate([packed(8, 64)], [packed(128, 64), packed(128, 64)], [scales(8, 64)], [scales(128, 64)] * 2), "`a`", "list of 2"),
         (lambda: nvfp4.grouped_gemm_separate([packed(8, 64)], [packed(128, 128)], [scales(8, 64)], [scales(128, 128)]), "`a[0]`", "k/2"),
         (lambda: nvfp4.grouped_gemm_separate([packed(8, 64)], [packed(128, 64)], [None], [scales(128, 64)]), "`a[0]`", "together"),
