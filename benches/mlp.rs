@@ -11,12 +11,16 @@
 //! policy). The op's output is checked against the three calls' bit for bit first.
 //!
 //! ```text
-//! cargo bench --bench mlp -- [--tokens 1,16,64,256,1024,4096] [--max-seconds 0.5]
+//! cargo bench --bench mlp -- [--tokens 1,16,64,256,1024,4096] [--max-seconds 0.5] [--results DIR]
 //! ```
+//! Output: a markdown table on stdout (each row on stderr as it is done); JSON and markdown
+//! under `--results` (default `results/`).
 
 mod common;
 
-use common::{BenchResult, Cli, time_graph};
+use std::fmt::Write as _;
+
+use common::{BenchResult, Cli, Results, time_graph};
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use nvfp4::GlobalScale;
@@ -39,10 +43,11 @@ const SIZES: [(usize, usize, &str); 3] = [
 struct Options {
     tokens: Vec<usize>,
     max_seconds: f64,
+    results: String,
 }
 
 fn main() {
-    let options = Cli::parse(&["tokens", "max-seconds"], &[]).and_then(|cli| {
+    let options = Cli::parse(&["tokens", "max-seconds", "results"], &[]).and_then(|cli| {
         let tokens: String = cli.value("tokens", "1,16,64,128,256,512,1024,4096".to_string())?;
         Ok(Options {
             tokens: tokens
@@ -50,6 +55,7 @@ fn main() {
                 .map(|t| t.trim().parse().map_err(|e| format!("--tokens {t}: {e}")))
                 .collect::<Result<_, _>>()?,
             max_seconds: cli.value("max-seconds", 0.5)?,
+            results: cli.value("results", "results".to_string())?,
         })
     });
     common::run_with_options("mlp", options, |_| None, run);
@@ -78,10 +84,11 @@ fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
         gpu.name(),
         gpu.multiprocessors()
     );
-    println!(
-        "\n| model (hidden → intermediate) | tokens | three calls | op: none | op: x | op: h | op: x, h | op default (x, h) | default / three calls |"
+    let mut table = String::from(
+        "| model (hidden → intermediate) | tokens | three calls | op: none | op: x | op: h | op: x, h | op default (x, h) | default / three calls |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let mut rows = Vec::new();
     let stream = gpu.stream().clone();
     let (gx, gh) = (0.004f32, 0.02f32);
     for (hidden, intermediate, model) in SIZES {
@@ -141,20 +148,48 @@ fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
                 Ok(Some(us))
             };
             let variants = [(false, false), (true, false), (false, true), (true, true)]
-                .map(|(x, h)| op_us(TokenHandOn { x, h }));
-            let default_us = op_us(default)?.ok_or("the default hand-on is possible")?;
-            let shown = variants
+                .map(|(x, h)| op_us(TokenHandOn { x, h }))
                 .into_iter()
-                .map(|v| v.map(common::show))
                 .collect::<BenchResult<Vec<_>>>()?;
-            println!(
+            let default_us = op_us(default)?.ok_or("the default hand-on is possible")?;
+            let shown: Vec<String> = variants.iter().map(|&v| common::show(v)).collect();
+            let row = format!(
                 "| {model} ({hidden} → {intermediate}) | {tokens} | {calls_us:.1} | {} | {default_us:.1} ({}, {}) | {:.3} |",
                 shown.join(" | "),
                 default.x,
                 default.h,
                 default_us / calls_us
             );
+            eprintln!("{row}");
+            writeln!(table, "{row}")?;
+            rows.push(serde_json::json!({
+                "model": model,
+                "tokens": tokens,
+                "hidden": hidden,
+                "intermediate": intermediate,
+                "ours_us": default_us,
+                "three_calls_us": calls_us,
+                "hand_on_none_us": variants[0],
+                "hand_on_x_us": variants[1],
+                "hand_on_h_us": variants[2],
+                "hand_on_both_us": variants[3],
+                "default_hand_on": [default.x, default.h],
+            }));
         }
     }
-    Ok(())
+    common::write_results(
+        gpu,
+        "",
+        Results {
+            dir: &options.results,
+            prefix: "mlp",
+            sets: 1,
+            ceilings: None,
+            settings: serde_json::json!({ "graph_calls": GRAPH_CALLS, "x_scale": gx, "h_scale": gh }),
+            rows_key: "shapes",
+            rows,
+            table: &table,
+            svg: None,
+        },
+    )
 }
