@@ -9,9 +9,10 @@
 //! produces each token matrix writes its decoded operand too: the quantizer writes x's into the
 //! dual GEMM's buffer, the dual GEMM's NVFP4 epilogue writes h's into the down projection's,
 //! and neither pass runs. (The decode-size kernels read NVFP4 tokens themselves: at those
-//! token counts the op is the three calls.) h's operand is handed on only up to
-//! [`H_HAND_ON_MAX_TOKENS`] tokens, where that pays ([`MlpPlan::set_token_hand_on`] chooses
-//! otherwise). The plan owns x's and h's NVFP4 buffers.
+//! token counts the op is the three calls.) By default x's operand is handed on up to
+//! [`X_HAND_ON_MAX_TOKENS`] tokens and h's up to [`H_HAND_ON_MAX_TOKENS`], where that was
+//! measured to pay ([`MlpPlan::set_token_hand_on`] chooses otherwise); larger calls are the
+//! three calls. The plan owns x's and h's NVFP4 buffers.
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 use half::f16;
@@ -41,8 +42,15 @@ pub struct MlpShape {
 /// every tile, where the pass writes whole lines. Measured on an H200 (`benches/mlp`, perf
 /// log): at 64 tokens h handed on saves 0.4–1.9 µs a layer; at 128 it saves at most 0.4 µs
 /// (Llama sizes) or costs 9 (DeepSeek-V3's 18432 outputs), at 256 it costs 1.8–5.5 µs, more
-/// above. x handed on saves 1.3–2.4 µs from 64 to 512 tokens.
+/// above.
 pub const H_HAND_ON_MAX_TOKENS: usize = 64;
+
+/// Token counts up to which the quantizer writes x's decoded operand by default. Measured on an
+/// H200 (`benches/mlp`, perf log): 1.3–2.5 µs saved a layer at 64–256 tokens; from 512 tokens
+/// on, results in either direction within the run's drift, and in some runs 4–5 % slower
+/// (the quantizer writes the operand in 16-byte halves of each 32-byte sector, the pass in
+/// whole lines), so larger calls keep the pass.
+pub const X_HAND_ON_MAX_TOKENS: usize = 256;
 
 /// Which decoded token operands an MLP launch hands on (see the module doc); the other GEMMs
 /// run their pre-decoding pass.
@@ -124,17 +132,18 @@ impl MlpPlan {
         }
     }
 
-    /// The plan's choice: x wherever possible, h up to [`H_HAND_ON_MAX_TOKENS`] tokens.
+    /// The plan's choice: x up to [`X_HAND_ON_MAX_TOKENS`] tokens, h up to
+    /// [`H_HAND_ON_MAX_TOKENS`].
     fn default_hand_on(&self) -> TokenHandOn {
         let possible = self.possible_hand_on();
         TokenHandOn {
-            x: possible.x,
+            x: possible.x && self.shape.tokens <= X_HAND_ON_MAX_TOKENS,
             h: possible.h && self.shape.tokens <= H_HAND_ON_MAX_TOKENS,
         }
     }
 
-    /// Chooses which token operands launches hand on (by default x wherever possible and h up
-    /// to [`H_HAND_ON_MAX_TOKENS`] tokens); asking for one the kernels cannot
+    /// Chooses which token operands launches hand on (by default x up to
+    /// [`X_HAND_ON_MAX_TOKENS`] tokens and h up to [`H_HAND_ON_MAX_TOKENS`]); asking for one the kernels cannot
     /// ([`MlpPlan::possible_hand_on`]) is an error. The results are the same bits either way;
     /// only the time differs.
     pub fn set_token_hand_on(&mut self, hand_on: TokenHandOn) -> Result<()> {

@@ -12,7 +12,8 @@ kernels as three calls (each GEMM with its token pre-decoding pass; bit-identica
 the unfused form (fp16 dual GEMM output, then ``quantize``).
 
 Timing: ``triton.testing.do_bench`` of a graph replay (L2 flushed before each replay) when
-Triton is installed, else back-to-back replays.
+Triton is installed, else back-to-back replays; the variants of a row in order, then in reverse
+order, each the mean of its two.
 
     python bindings/python/examples/mlp.py [--tokens 256] [--hidden 4096] [--intermediate 7168]
     python bindings/python/examples/mlp.py --sweep
@@ -91,21 +92,37 @@ def time_us(fn, calls=50):
     return start.elapsed_time(end) * 1000.0 / calls
 
 
-def graph_us(fn, x):
-    """µs of one replay of a CUDA graph of ``fn(x)`` (see the module doc for the method)."""
+def graph(fn, x):
+    """A CUDA graph of ``fn(x)``, captured after a warm-up call (plans are made outside the
+    capture)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         fn(x)
     torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
         fn(x)
+    return g
+
+
+def replay_us(g):
+    """µs of one replay of graph ``g`` (see the module doc for the method)."""
     try:
         from triton.testing import do_bench
     except ImportError:
-        return time_us(graph.replay)
-    return do_bench(graph.replay, warmup=25, rep=200) * 1000.0
+        return time_us(g.replay)
+    return do_bench(g.replay, warmup=25, rep=200) * 1000.0
+
+
+def graphs_us(fns, x):
+    """µs of a graph replay of each of ``fns(x)``, timed in order and again in reverse order,
+    the two means: the GPU's clocks drift over a row (heavy rows warm it up), and whichever
+    variant came last read slower."""
+    graphs = [graph(fn, x) for fn in fns]
+    forward = [replay_us(g) for g in graphs]
+    backward = [replay_us(g) for g in reversed(graphs)][::-1]
+    return [(a + b) / 2 for a, b in zip(forward, backward)]
 
 
 def layer(t, h, i, seed=0):
@@ -129,7 +146,7 @@ def layer(t, h, i, seed=0):
     unfused_error = ((unfused(x).float() - want).norm() / want.norm()).item()
     assert abs(error - unfused_error) <= 1e-6 * max(1.0, unfused_error), (error, unfused_error)
     bf16 = lambda y: bf16_mlp(y, w1, w3, w2)  # noqa: E731
-    graphs = [graph_us(fn, x) for fn in (op, calls, unfused, bf16)]
+    graphs = graphs_us((op, calls, unfused, bf16), x)
     eager = [time_us(lambda: op(x)), time_us(lambda: bf16(x))]
     return error, graphs, eager
 
