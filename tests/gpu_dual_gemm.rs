@@ -637,20 +637,22 @@ fn the_mlp_op_is_its_three_calls_made_one_by_one_bit_for_bit() {
             let mut xq = gpu.alloc_nvfp4(tokens, hidden).unwrap();
             let mut h = gpu.alloc_nvfp4(tokens, intermediate).unwrap();
             let mut checks = gpu.quantize_checks().unwrap();
-            if call == 0 {
-                let x: Vec<bf16> = values.iter().map(|&v| bf16::from_f32(v)).collect();
-                let x = stream.clone_htod(&x).unwrap();
-                gpu.quantize_into(&x, &mut xq, GlobalScale::Fixed(gx), &mut checks)
-                    .unwrap();
-                plan.launch(&gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut got)
-                    .unwrap();
-            } else {
-                let x = stream.clone_htod(&values).unwrap();
-                gpu.quantize_into(&x, &mut xq, GlobalScale::Fixed(gx), &mut checks)
-                    .unwrap();
-                plan.launch(&gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut got)
-                    .unwrap();
-            }
+            let x_bf16 = stream
+                .clone_htod(&values.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>())
+                .unwrap();
+            let x_f32 = stream.clone_htod(&values).unwrap();
+            let fixed = GlobalScale::Fixed(gx);
+            // The three calls' quantization, and the op, on the call's input.
+            let quantize = |xq: &mut _, checks: &mut _| match call {
+                0 => gpu.quantize_into(&x_bf16, xq, fixed, checks),
+                _ => gpu.quantize_into(&x_f32, xq, fixed, checks),
+            };
+            let launch = |plan: &mut nvfp4::mlp::MlpPlan, out: &mut CudaSlice<f16>| match call {
+                0 => plan.launch(&gpu, &x_bf16, fixed, &w1, &w3, &w2, gh, out),
+                _ => plan.launch(&gpu, &x_f32, fixed, &w1, &w3, &w2, gh, out),
+            };
+            quantize(&mut xq, &mut checks).unwrap();
+            launch(&mut plan, &mut got).unwrap();
             dual.launch_nvfp4(&gpu, &xq, &w1, &w3, &mut h, gh).unwrap();
             down.launch(&gpu, &h, &w2, &mut want).unwrap();
             // The op's own x and h against the calls' (where a difference starts).
@@ -683,16 +685,7 @@ fn the_mlp_op_is_its_three_calls_made_one_by_one_bit_for_bit() {
                 // Where it fails: the same launch with plain launches.
                 plan.set_programmatic_launch(false).unwrap();
                 let mut plain: CudaSlice<f16> = stream.clone_htod(&vec![f16::NAN; tokens * hidden]).unwrap();
-                if call == 0 {
-                    let x: Vec<bf16> = values.iter().map(|&v| bf16::from_f32(v)).collect();
-                    let x = stream.clone_htod(&x).unwrap();
-                    plan.launch(&gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut plain)
-                        .unwrap();
-                } else {
-                    let x = stream.clone_htod(&values).unwrap();
-                    plan.launch(&gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut plain)
-                        .unwrap();
-                }
+                launch(&mut plan, &mut plain).unwrap();
                 plan.set_programmatic_launch(true).unwrap();
                 let plain = stream.clone_dtoh(&plain).unwrap();
                 let plain_differing = plain

@@ -213,6 +213,7 @@ unsafe fn quantize_blocks<E: InputElement, const DECODED: bool>(args: &QuantizeA
         auto_global_scale(f32::from_bits(unsafe { mem::ld_global_b32(args.amax) }))
     };
     let rows = RowDivider::new(blocks_per_row);
+    let pitch = if DECODED { decoded_pitch(args.k) } else { 0 };
     let (first, stride) = grid_stride();
     // SAFETY: the host validated the buffers: a `block` below `total_blocks` indexes 16 input
     // elements, 8 data bytes and one scale byte inside them.
@@ -251,7 +252,7 @@ unsafe fn quantize_blocks<E: InputElement, const DECODED: bool>(args: &QuantizeA
             );
             mem::st_global_b8(args.scales.add(layout.offset_u32(row, col) as usize), scale_code);
             if DECODED {
-                store_decoded(args.decoded, decoded_pitch(args.k), row, col, words, scale_code);
+                store_decoded(args.decoded, pitch, row, col, words, scale_code);
             }
         }
         block = next_block;

@@ -22,6 +22,20 @@ def random_nvfp4(rows: int, k: int, device, generator) -> tuple:
     return data, sf.view(torch.float8_e4m3fn)
 
 
+def captured(cuda, step):
+    """``step()`` warmed up on a side stream (plans are made outside the capture), then
+    captured in a CUDA graph: the graph and what the captured call returned."""
+    side = torch.cuda.Stream(cuda)
+    side.wait_stream(torch.cuda.current_stream(cuda))
+    with torch.cuda.stream(side):
+        step()
+    torch.cuda.current_stream(cuda).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        result = step()
+    return graph, result
+
+
 def host_quantize(x: torch.Tensor, global_scale):
     data, sf, _ = _nvfp4.quantize_host(x.float().cpu().numpy().tobytes(), x.shape[0], x.shape[1], global_scale)
     return bytes(data), bytes(sf)
@@ -144,14 +158,7 @@ def test_a_cuda_graph_of_the_mlp_op_replays_on_new_inputs(cuda):
         hq, hs = nvfp4.dual_gemm_nvfp4(xq, w1[0], w3[0], xs, w1[1], w3[1], 0.01, 0.01, global_scale=0.05)
         return nvfp4.gemm(hq, w2[0], hs, w2[1], 0.05)
 
-    side = torch.cuda.Stream(cuda)
-    side.wait_stream(torch.cuda.current_stream(cuda))
-    with torch.cuda.stream(side):
-        step()  # warm-up: plans are made outside the capture
-    torch.cuda.current_stream(cuda).wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = step()
+    graph, out = captured(cuda, step)
     for replay in range(3):
         x.copy_(torch.randn(t, h, device=cuda, dtype=torch.bfloat16, generator=g))
         graph.replay()
@@ -232,14 +239,7 @@ def test_a_cuda_graph_of_quantize_and_dual_gemm_replays_on_new_inputs(cuda):
         data, sf = nvfp4.quantize(x, 0.01)
         return nvfp4.dual_gemm(data, b1[0], b2[0], sf, b1[1], b2[1], 0.01, 0.01), data, sf
 
-    side = torch.cuda.Stream(cuda)
-    side.wait_stream(torch.cuda.current_stream(cuda))
-    with torch.cuda.stream(side):
-        step()  # warm-up: plans are made outside the capture
-    torch.cuda.current_stream(cuda).wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out, data, sf = step()
+    graph, (out, data, sf) = captured(cuda, step)
     for replay in range(3):
         x.copy_(torch.randn(m, k, device=cuda, dtype=torch.bfloat16, generator=g))
         graph.replay()

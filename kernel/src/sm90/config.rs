@@ -132,6 +132,7 @@ const _: () = {
         block += 1;
     }
 };
+
 /// Token rows per TMA box (the box is 128 bytes × this many rows, 128-byte swizzled).
 pub const TOKEN_BOX_ROWS: u32 = 64;
 /// Bytes of token scales per 128 token rows and raw stage: 4 consecutive 512-byte atoms.
