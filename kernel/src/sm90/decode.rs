@@ -36,7 +36,7 @@
 
 use crate::common::NVFP4_TILE_COLUMNS;
 use crate::epilogue::{NVFP4_TILE_BLOCKS, Nvfp4Tile, half_bits, silu};
-use crate::fp4::{PairCodec, ShiftCodec};
+use crate::fp4::{PairCodec, PermuteCodec};
 use crate::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, STATUS_OK};
 use crate::layout::{ATOM_BYTES, ATOM_LINE_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::prepare;
@@ -55,12 +55,15 @@ use crate::sm90::config::{
 use crate::sm90::registry;
 use crate::sm90::tokens::{GroupedCodec, SliceBlock, scaled_pairs};
 
-/// The dense decode-size kernel's codec, for its weights and the tokens it stages alike: its loop
-/// is bound by issue as much as by memory, and the byte-permute codec
-/// ([`crate::fp4::PermuteCodec`]), with fewer instructions but all on the ALU pipe, made its
-/// 16-token GEMM 2.6 % slower. The grouped entries decode their weights with [`GroupedCodec`],
-/// the codec of the preparation pass that decoded their tokens.
-type Codec = ShiftCodec;
+/// The dense decode-size kernel's codec, for its weights and the tokens it stages alike. Its loop
+/// is bound by issue and by the ALU pipe as much as by memory (Nsight Compute on an H200: ALU pipe
+/// 56–64 % busy, issue 58–64 %), and the byte-permute codec takes 13 % of the loop's ALU
+/// instructions and 17 % of all its instructions off the shift codec's
+/// ([`crate::fp4::ShiftCodec`]): on an H200 the one-token calls 2–9 % faster, the 16-token
+/// ones 0–4 % (perf log entry 131; on an H100, before the loop took step addresses, it had made
+/// the 16-token GEMM 2.6 % slower). The grouped entries decode their weights with
+/// [`GroupedCodec`], the codec of the preparation pass that decoded their tokens.
+type Codec = PermuteCodec;
 
 /// One weight row's 16-byte chunk of a decode step as loaded: the packed codes of two scale
 /// blocks and the word holding their scale codes (zero when the blocks lie past K, so that they
