@@ -1,11 +1,11 @@
 """One wheel's MLP op and bf16 block at decode token counts (run once per wheel and round)."""
-import sys, json, torch
+import os, sys, json, torch
 sys.path.insert(0, "bindings/python/examples")
 import mlp
 tag = sys.argv[1]
 res = {}
 for h, i, model in mlp.SIZES:
-    for t in (1, 16, 64):
+    for t in [int(x) for x in os.environ.get("MLP_TOKENS", "1,16,64").split(",")]:
         torch.manual_seed(0)
         dev = torch.device("cuda")
         w1 = torch.randn(i, h, device=dev, dtype=torch.bfloat16) / h**0.5
