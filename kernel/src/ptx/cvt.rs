@@ -88,6 +88,33 @@ pub fn f16x2_broadcast_half(pair: u32, high: bool) -> u32 {
     d
 }
 
+/// Half `high` (false: the low half) of the fp16x2 `pair` in both halves, written as the
+/// `mov.b32 {h, h}` of two fp16 registers, which ptxas folds into the operand of the
+/// instruction that uses it (`.H0_H0` / `.H1_H1`) instead of issuing a `prmt`.
+#[inline(always)]
+pub fn f16x2_broadcast_half_folded(pair: u32, high: bool) -> u32 {
+    let d: u32;
+    // SAFETY: pure register arithmetic.
+    unsafe {
+        if high {
+            asm!(
+                "{{ .reg .b16 lo, hi; mov.b32 {{lo, hi}}, {p}; mov.b32 {d}, {{hi, hi}}; }}",
+                d = out(reg32) d,
+                p = in(reg32) pair,
+                options(pure, nomem, nostack),
+            )
+        } else {
+            asm!(
+                "{{ .reg .b16 lo, hi; mov.b32 {{lo, hi}}, {p}; mov.b32 {d}, {{lo, lo}}; }}",
+                d = out(reg32) d,
+                p = in(reg32) pair,
+                options(pure, nomem, nostack),
+            )
+        }
+    };
+    d
+}
+
 /// `mul.rn.f16x2`: lane-wise fp16 product (subnormals kept; no flush).
 #[inline(always)]
 pub fn mul_f16x2(a: u32, b: u32) -> u32 {

@@ -107,19 +107,20 @@ pub unsafe fn ld_global_stream_v4_b32(ptr: *const u32) -> [u32; 4] {
     [a, b, c, d]
 }
 
-/// One 16-byte chunk and one 4-byte word under one predicate: `@p
+/// One 16-byte chunk and one 2-byte half-word under one predicate: `@p
 /// ld.global.nc.L1::no_allocate.v4.b32` at `chunk` (read once, past L1) and `@p
-/// ld.global.nc.b32` at `word`. When `load` is false nothing is read (the addresses need not be
-/// valid), the word is 0 and the chunk is `old` (its registers are the loads' destinations:
-/// pass a chunk that is no longer needed, so that no register is copied).
+/// ld.global.nc.u16` at `half` (zero-extended). When `load` is false nothing is read (the
+/// addresses need not be valid), the half-word is 0 and the chunk is `old` (its registers are
+/// the loads' destinations: pass a chunk that is no longer needed, so that no register is
+/// copied).
 ///
 /// # Safety
-/// If `load`: `chunk` and `word` must be valid global addresses, 16- and 4-byte aligned, that
+/// If `load`: `chunk` and `half` must be valid global addresses, 16- and 2-byte aligned, that
 /// no thread writes during the kernel.
 #[inline(always)]
-pub unsafe fn ld_global_stream_chunk_and_word_if(
+pub unsafe fn ld_global_stream_chunk_and_u16_if(
     chunk: *const u32,
-    word: *const u32,
+    half: *const u16,
     load: bool,
     old: [u32; 4],
 ) -> ([u32; 4], u32) {
@@ -130,10 +131,10 @@ pub unsafe fn ld_global_stream_chunk_and_word_if(
         asm!(
             "{{ .reg .pred p; setp.ne.u32 p, {load}, 0; ",
             "@p ld.global.nc.L1::no_allocate.v4.b32 {{{a}, {b}, {c}, {d}}}, [{chunk}]; ",
-            "@p ld.global.nc.b32 {w}, [{word}]; }}",
+            "@p ld.global.nc.u16 {w}, [{half}]; }}",
             load = in(reg32) u32::from(load),
             chunk = in(reg64) chunk,
-            word = in(reg64) word,
+            half = in(reg64) half,
             a = inout(reg32) a,
             b = inout(reg32) b,
             c = inout(reg32) c,

@@ -66,8 +66,8 @@ use crate::sm90::tokens::{GroupedCodec, SliceBlock, scaled_pairs};
 type Codec = PermuteCodec;
 
 /// One weight row's 16-byte chunk of a decode step as loaded: the packed codes of two scale
-/// blocks and the word holding their scale codes (zero when the blocks lie past K, so that they
-/// decode to zeros).
+/// blocks and their two scale codes (the low 16 bits of `codes`: adjacent bytes of the blocked
+/// layout; zero when the blocks lie past K, so that they decode to zeros).
 #[derive(Clone, Copy)]
 struct RowChunk {
     words: [u32; 4],
@@ -75,30 +75,30 @@ struct RowChunk {
 }
 
 impl RowChunk {
-    /// The streamed chunk at `data` and scale word at `scales` if `load`; else nothing is read:
-    /// `old`'s registers, zero scales.
+    /// The streamed chunk at `data` and scale codes at `scales` if `load`; else nothing is
+    /// read: `old`'s registers, zero scales.
     ///
     /// # Safety
-    /// `load` only where the chunk and word lie inside the matrix and its scales.
+    /// `load` only where the chunk and codes lie inside the matrix and its scales.
     #[inline(always)]
     unsafe fn load_streamed_if(data: *const u8, scales: *const u8, load: bool, old: RowChunk) -> Self {
         // SAFETY: the contract; nothing is read unless `load`.
         let (words, codes) = unsafe {
-            mem::ld_global_stream_chunk_and_word_if(data as *const u32, scales as *const u32, load, old.words)
+            mem::ld_global_stream_chunk_and_u16_if(data as *const u32, scales as *const u16, load, old.words)
         };
         Self { words, codes }
     }
 
-    /// Loads the chunk at byte `data_offset` of `data` and its scale word at byte
+    /// Loads the chunk at byte `data_offset` of `data` and its two scale codes at byte
     /// `scale_offset` of `scales`; `exists` false loads `fallback` (the row's first chunk and
-    /// scale word, always there) and gives it zero scales. Branch-free. `STREAMED`: the chunk
+    /// scale codes, always there) and gives it zero scales. Branch-free. `STREAMED`: the chunk
     /// bypasses L1 (`.L1::no_allocate`, read once: the dense loop's chunks, 1–5 % faster there
     /// on an H100); otherwise L1 keeps it (the paired loop re-reads its last step's chunks,
     /// and streamed it was up to 10 % slower).
     ///
     /// # Safety
-    /// Each offset pair is that of a chunk of a row of the weight matrix and of its scale word:
-    /// 16 bytes and 4 bytes, aligned, inside the matrices.
+    /// Each offset pair is that of a chunk of a row of the weight matrix and of its scale codes:
+    /// 16 bytes and 2 bytes, aligned, inside the matrices.
     #[inline(always)]
     unsafe fn load<const STREAMED: bool>(
         data: *const u8,
@@ -116,7 +116,7 @@ impl RowChunk {
                 } else {
                     mem::ld_global_nc_v4_b32(data.add(data_offset as usize) as *const u32)
                 },
-                mem::ld_global_nc_b32(scales.add(scale_offset as usize) as *const u32),
+                mem::ld_global_nc_u16(scales.add(scale_offset as usize) as *const u16) as u32,
             )
         };
         Self {
@@ -125,11 +125,13 @@ impl RowChunk {
         }
     }
 
-    /// Block `j` (0 or 1) of the chunk decoded: its eight scaled fp16x2 pairs. `byte` is the
-    /// first block's code in `codes` (`first_block % 4`).
+    /// Block `j` (0 or 1) of the chunk decoded: its eight scaled fp16x2 pairs. Both blocks'
+    /// scales come from one conversion (the same for both `j`, so made once), each block's
+    /// half broadcast in the multiply's operand.
     #[inline(always)]
-    fn pairs<C: PairCodec>(&self, j: u32, byte: u32) -> [u32; 8] {
-        let scale = cvt::e4m3_byte_to_f16x2_broadcast(self.codes, byte + j);
+    fn pairs<C: PairCodec>(&self, j: u32) -> [u32; 8] {
+        let scales = cvt::e4m3x2_to_f16x2(self.codes as u16);
+        let scale = cvt::f16x2_broadcast_half_folded(scales, j == 1);
         scaled_pairs::<C>(self.words[2 * j as usize], self.words[2 * j as usize + 1], scale)
     }
 }
@@ -139,13 +141,13 @@ impl RowChunk {
 ///
 /// Step `q` is half `q % 2` of 256-K stage `q / 2`, so the lane's blocks in it are
 /// `DECODE_BLOCKS_PER_STEP · q + stage_block(0, t)` and the next (`stage_block`'s order): each
-/// row's chunk is 64 bytes further per step and its scale word one 512-byte atom per 4 blocks
-/// further, with its first code at byte `stage_block(0, t) % 4`.
+/// row's chunk is 64 bytes further per step and its scale codes one 512-byte atom per 4 blocks
+/// further, bytes `stage_block(0, t) % 4` and the next of the row's word.
 #[derive(Clone, Copy)]
 struct RowPair {
     data: *const u8,
     scales: *const u8,
-    /// Each row's step-0 chunk and scale-word offsets (its first chunk and scale word, loaded
+    /// Each row's step-0 chunk and scale-code offsets (its first chunk and scale codes, loaded
     /// with zero scales for blocks past K, lie `lane_shift` before them: [`RowPair::load`]).
     offsets: [[u32; 2]; 2],
     /// The lane's first scale block of step 0.
@@ -162,10 +164,10 @@ const _: () = assert!(
 impl RowPair {
     /// Bytes between a row's chunks of consecutive steps.
     const CHUNK_STRIDE: u32 = DECODE_BLOCKS_PER_STEP * 8;
-    /// Bytes between a row's scale words of consecutive steps.
+    /// Bytes between a row's scale codes of consecutive steps.
     const SCALE_STRIDE: u32 = DECODE_BLOCKS_PER_STEP / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32;
 
-    /// Step `q`'s chunk and scale word of the row whose step-0 chunk is at `data` and scale word
+    /// Step `q`'s chunk and scale codes of the row whose step-0 chunk is at `data` and scale codes
     /// at `scales` (addresses only: nothing is read).
     #[inline(always)]
     fn step_addresses(data: *const u8, scales: *const u8, q: u32) -> (*const u8, *const u8) {
@@ -187,15 +189,16 @@ impl RowPair {
         t: u32,
     ) -> Self {
         let lane_block = stage_block(0, t);
-        let byte = lane_block % ATOM_SCALE_COLS as u32;
         let row_bytes = k / 2;
         Self {
             data,
             scales,
+            // The lane's two scale codes: bytes `lane_block % 4` and the next of the row's word
+            // (`BlockedScales::offset_u32` is the byte of each code).
             offsets: rows.map(|row| {
                 [
                     row * row_bytes + 8 * lane_block,
-                    layout.offset_u32(row, lane_block - byte),
+                    layout.offset_u32(row, lane_block),
                 ]
             }),
             lane_block,
@@ -219,12 +222,6 @@ impl RowPair {
         }
     }
 
-    /// The byte of the lane's first scale code in each loaded scale word.
-    #[inline(always)]
-    fn byte(&self) -> u32 {
-        self.lane_block % ATOM_SCALE_COLS as u32
-    }
-
     /// Step `q`'s chunks of both rows (of any step: past K the rows' first chunks, with zero
     /// scales); `STREAMED` as [`RowChunk::load`].
     ///
@@ -233,11 +230,13 @@ impl RowPair {
     #[inline(always)]
     unsafe fn load<const STREAMED: bool>(&self, q: u32) -> [RowChunk; 2] {
         let exists = DECODE_BLOCKS_PER_STEP * q + self.lane_block < self.blocks_of_k;
-        // The lane's step-0 chunk and scale word lie this far past the row's first ones (its
-        // scale word `lane_block / 4` atoms on: `BlockedScales::offset_u32`'s column term).
+        // The lane's step-0 chunk and scale codes lie this far past the row's first ones (its
+        // codes `lane_block / 4` atoms on and `lane_block % 4` bytes into the row's word:
+        // `BlockedScales::offset_u32`'s column term).
         let lane_shift = [
             8 * self.lane_block,
-            self.lane_block / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32,
+            self.lane_block / ATOM_SCALE_COLS as u32 * ATOM_BYTES as u32
+                + self.lane_block % ATOM_SCALE_COLS as u32,
         ];
         [0, 1].map(|r| {
             let [data_offset, scale_offset] = self.offsets[r];
@@ -253,12 +252,12 @@ impl RowPair {
     }
 }
 
-/// Bytes from row `r`'s scale word to row `r + 8`'s in the blocked layout, for `r % 32 < 24`
+/// Bytes from row `r`'s scale codes to row `r + 8`'s in the blocked layout, for `r % 32 < 24`
 /// (a warp's 16 rows start on a multiple of 16).
 const ROW8_SCALE_BYTES: u32 = 8 * ATOM_LINE_BYTES as u32;
 
 /// A [`RowPair`] as the loop of one step an iteration streams it: row `g`'s step-0 chunk and
-/// scale word as addresses (row `g + 8`'s a fixed distance further), each step's addresses
+/// scale codes as addresses (row `g + 8`'s a fixed distance further), each step's addresses
 /// one wide multiply-add from the step, and steps past K not loaded at all (predicated loads
 /// into the registers of the chunks two steps back, which no longer hold anything needed). In
 /// the loop of one step an iteration, two register sets in turn, this took ≈ 15 % fewer
@@ -285,8 +284,8 @@ impl RowCursor {
         codes: 0,
     }; 2];
 
-    /// Step `q`'s streamed chunks and scale words of both rows if `load` (a step below K),
-    /// else zero scale words, nothing read and `old`'s chunks (whose registers the loads go
+    /// Step `q`'s streamed chunks and scale codes of both rows if `load` (a step below K),
+    /// else zero scale codes, nothing read and `old`'s chunks (whose registers the loads go
     /// into).
     ///
     /// # Safety
@@ -352,10 +351,8 @@ impl StagedTokens {
 struct TokenRow {
     /// The row's step-0 chunk of this lane.
     data: *const u8,
-    /// Its step-0 scale word.
+    /// Its step-0 scale codes (the lane's two bytes).
     scales: *const u8,
-    /// The lane's first scale code in each scale word.
-    byte: u32,
     /// Steps whose blocks of this lane lie below K.
     lane_steps: u32,
 }
@@ -371,7 +368,6 @@ impl TokenRow {
         Self {
             data: cursor.data,
             scales: cursor.scales,
-            byte: pair.byte(),
             lane_steps: cursor.lane_steps,
         }
     }
@@ -382,7 +378,7 @@ impl TokenRow {
         codes: 0,
     };
 
-    /// Step `q`'s chunk and scale word if `load` and the lane's blocks of it lie below K
+    /// Step `q`'s chunk and scale codes if `load` and the lane's blocks of it lie below K
     /// (else nothing read: `old`'s registers, zero scales).
     ///
     /// # Safety
@@ -442,12 +438,11 @@ unsafe fn stream<C: PairCodec, const TILES: usize, const PAIRED: bool>(
     tokens: StagedTokens,
     sums: &mut [[f32; 4]; TILES],
 ) {
-    let byte = pair.byte();
     // Step `q` with its loads `chunks`: each slice's block decoded for both rows, then four K16
     // MMAs per tile.
     let mut multiply = |chunks: &[RowChunk; 2], q: u32| {
         for j in 0..DECODE_SLICES_PER_STEP {
-            let weights = [chunks[0].pairs::<C>(j, byte), chunks[1].pairs::<C>(j, byte)];
+            let weights = [chunks[0].pairs::<C>(j), chunks[1].pairs::<C>(j)];
             let local_slice = (q - origin) * DECODE_SLICES_PER_STEP + j;
             let b: [[u32; 8]; TILES] = core::array::from_fn(|tile| tokens.pairs(tile as u32, local_slice));
             multiply_slice(sums, &weights, &b);
@@ -513,11 +508,10 @@ unsafe fn stream_own_tokens<C: PairCodec>(
     token: TokenRow,
     sums: &mut [[f32; 4]; 1],
 ) {
-    let byte = pair.byte();
     let mut multiply = |(chunks, tokens): &([RowChunk; 2], RowChunk)| {
         let mut slice = |j: u32| {
-            let weights = [chunks[0].pairs::<C>(j, byte), chunks[1].pairs::<C>(j, byte)];
-            multiply_slice(sums, &weights, &[tokens.pairs::<C>(j, token.byte)]);
+            let weights = [chunks[0].pairs::<C>(j), chunks[1].pairs::<C>(j)];
+            multiply_slice(sums, &weights, &[tokens.pairs::<C>(j)]);
         };
         // Written out: as a loop, the chunks' words went to local memory, indexed by the slice.
         const { assert!(DECODE_SLICES_PER_STEP == 2) };
