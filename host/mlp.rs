@@ -9,10 +9,10 @@
 //! produces each token matrix writes its decoded operand too: the quantizer writes x's into the
 //! dual GEMM's buffer, the dual GEMM's NVFP4 epilogue writes h's into the down projection's,
 //! and neither pass runs. (The decode-size kernels read NVFP4 tokens themselves: at those
-//! token counts the op is the three calls.) By default x's operand is handed on up to
-//! [`X_HAND_ON_MAX_TOKENS`] tokens and h's up to [`H_HAND_ON_MAX_TOKENS`], where that was
-//! measured to pay ([`MlpPlan::set_token_hand_on`] chooses otherwise); larger calls are the
-//! three calls. The plan owns x's and h's NVFP4 buffers.
+//! token counts the op is the three calls.) By default each operand is handed on up to the
+//! token count [`X_HAND_ON_MAX_TOKENS`] and [`H_HAND_ON_MAX_TOKENS`] give for its rows'
+//! length, where that was measured to pay ([`MlpPlan::set_token_hand_on`] chooses otherwise);
+//! larger calls run the pass. The plan owns x's and h's NVFP4 buffers.
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 use half::f16;
@@ -35,22 +35,35 @@ pub struct MlpShape {
     pub intermediate: usize,
 }
 
-/// Token counts up to which the dual GEMM's epilogue writes h's decoded operand by default.
-/// Above, the down projection's pre-decoding pass is faster: the epilogue writes each 16-byte
-/// chunk of the operand in two 8-byte halves (a 64-output tile holds two of a chunk's four scale
-/// blocks, `nvfp4_kernel::sm90::config::stage_block`), scattered 4-byte stores at the end of
-/// every tile, where the pass writes whole lines. Measured on an H200 (`benches/mlp`, perf
-/// log): at 64 tokens h handed on saves 0.4–1.9 µs a layer; at 128 it saves at most 0.4 µs
-/// (Llama sizes) or costs 9 (DeepSeek-V3's 18432 outputs), at 256 it costs 1.8–5.5 µs, more
-/// above.
-pub const H_HAND_ON_MAX_TOKENS: usize = 64;
+/// Up to how many tokens the dual GEMM's epilogue writes h's decoded operand by default, by the
+/// length of its rows (`intermediate`, the down projection's K): the first entry whose row
+/// length is at least h's. The epilogue writes each 16-byte chunk of the operand in two 8-byte
+/// halves (a 64-output tile holds two of a chunk's four scale blocks,
+/// `nvfp4_kernel::sm90::config::stage_block`; lane pairs store 16 bytes of a sector at once,
+/// `nvfp4_kernel::sm90::tokens::store_decoded_block_pair`), where the pass writes whole lines,
+/// so the hand-on pays where the pass's fixed cost outweighs that. Measured on an H200
+/// (`benches/mlp`, perf log entry 142): h handed on saves 2–4 µs a layer at 128–1024 tokens
+/// for 8192-value rows (Llama-3.2-1B; level at 2048–4096), 0.5–2 µs at 128–256 tokens for
+/// 14336 (Llama-3-8B; 2–7 µs slower from 512), and costs 2–3 µs from 128 tokens for 18432
+/// (DeepSeek-V3).
+pub const H_HAND_ON_MAX_TOKENS: [(usize, usize); 3] = [(8192, usize::MAX), (14336, 256), (usize::MAX, 64)];
 
-/// Token counts up to which the quantizer writes x's decoded operand by default. Measured on an
-/// H200 (`benches/mlp`, perf log): 1.3–2.5 µs saved a layer at 64–256 tokens; from 512 tokens
-/// on, results in either direction within the run's drift, and in some runs 4–5 % slower
-/// (the quantizer writes the operand in 16-byte halves of each 32-byte sector, the pass in
-/// whole lines), so larger calls keep the pass.
-pub const X_HAND_ON_MAX_TOKENS: usize = 256;
+/// Up to how many tokens the quantizer writes x's decoded operand by default, by the length of
+/// its rows (`hidden`), as [`H_HAND_ON_MAX_TOKENS`]. Measured on an H200 (`benches/mlp`, perf
+/// log entries 130 and 142): 1.3–2.5 µs saved a layer at 64–256 tokens; from 512 tokens 1–3 µs
+/// saved for 2048-value rows (Llama-3.2-1B), and within the run's drift or 4–5 % slower for
+/// longer ones (the quantizer writes the operand in 16-byte halves of each 32-byte sector, the
+/// pass in whole lines), so those keep the pass.
+pub const X_HAND_ON_MAX_TOKENS: [(usize, usize); 2] = [(2048, usize::MAX), (usize::MAX, 256)];
+
+/// The token limit of `table` ([`H_HAND_ON_MAX_TOKENS`], [`X_HAND_ON_MAX_TOKENS`]) for rows of
+/// `row_length` values.
+fn hand_on_max_tokens(table: &[(usize, usize)], row_length: usize) -> usize {
+    table
+        .iter()
+        .find(|&&(longest, _)| row_length <= longest)
+        .map_or(0, |&(_, tokens)| tokens)
+}
 
 /// Which decoded token operands an MLP launch hands on (see the module doc); the other GEMMs
 /// run their pre-decoding pass.
@@ -132,18 +145,23 @@ impl MlpPlan {
         }
     }
 
-    /// The plan's choice: x up to [`X_HAND_ON_MAX_TOKENS`] tokens, h up to
-    /// [`H_HAND_ON_MAX_TOKENS`].
+    /// The plan's choice: x and h where the tokens are within [`X_HAND_ON_MAX_TOKENS`] and
+    /// [`H_HAND_ON_MAX_TOKENS`] for their rows' length.
     fn default_hand_on(&self) -> TokenHandOn {
         let possible = self.possible_hand_on();
+        let MlpShape {
+            tokens,
+            hidden,
+            intermediate,
+        } = self.shape;
         TokenHandOn {
-            x: possible.x && self.shape.tokens <= X_HAND_ON_MAX_TOKENS,
-            h: possible.h && self.shape.tokens <= H_HAND_ON_MAX_TOKENS,
+            x: possible.x && tokens <= hand_on_max_tokens(&X_HAND_ON_MAX_TOKENS, hidden),
+            h: possible.h && tokens <= hand_on_max_tokens(&H_HAND_ON_MAX_TOKENS, intermediate),
         }
     }
 
-    /// Chooses which token operands launches hand on (by default x up to
-    /// [`X_HAND_ON_MAX_TOKENS`] tokens and h up to [`H_HAND_ON_MAX_TOKENS`]); asking for one the kernels cannot
+    /// Chooses which token operands launches hand on (by default as [`X_HAND_ON_MAX_TOKENS`]
+    /// and [`H_HAND_ON_MAX_TOKENS`] say); asking for one the kernels cannot
     /// ([`MlpPlan::possible_hand_on`]) is an error. The results are the same bits either way;
     /// only the time differs.
     pub fn set_token_hand_on(&mut self, hand_on: TokenHandOn) -> Result<()> {
@@ -305,5 +323,26 @@ impl MlpPlan {
     /// last launch's x, or `None`.
     pub fn first_non_finite(&self, gpu: &Gpu) -> Result<Option<usize>> {
         self.checks.first_non_finite(gpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_on_limits_follow_the_row_length_tables() {
+        let h = |row| hand_on_max_tokens(&H_HAND_ON_MAX_TOKENS, row);
+        let x = |row| hand_on_max_tokens(&X_HAND_ON_MAX_TOKENS, row);
+        // Llama-3.2-1B, Llama-3-8B, DeepSeek-V3 (dense): h's rows are the intermediate size.
+        assert_eq!([h(8192), h(14336), h(18432)], [usize::MAX, 256, 64]);
+        assert_eq!([h(64), h(8193), h(14337)], [usize::MAX, 256, 64]);
+        // x's rows are the hidden size.
+        assert_eq!([x(2048), x(4096), x(7168)], [usize::MAX, 256, 256]);
+        // Each table ends with an entry for every row length.
+        for table in [&H_HAND_ON_MAX_TOKENS[..], &X_HAND_ON_MAX_TOKENS[..]] {
+            assert_eq!(table.last().map(|&(longest, _)| longest), Some(usize::MAX));
+            assert!(table.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 >= w[1].1));
+        }
     }
 }

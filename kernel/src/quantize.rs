@@ -291,6 +291,33 @@ pub(crate) unsafe fn store_decoded(
     let _ = (decoded, pitch, row, block, words, scale);
 }
 
+/// [`store_decoded`] through `crate::sm90::tokens::store_decoded_block_pair`: for lanes that
+/// hold a row's blocks `b` and `b + 2` of an aligned group of four as partners `l`, `l ^ 2`.
+///
+/// # Safety
+/// As [`store_decoded`] and `store_decoded_block_pair`.
+#[inline(always)]
+pub(crate) unsafe fn store_decoded_pair(
+    decoded: *mut u32,
+    pitch: u32,
+    row: u32,
+    block: u32,
+    words: [u32; 2],
+    scale: u8,
+    members: u32,
+) {
+    #[cfg(nvfp4_arch = "sm_90a")]
+    if !decoded.is_null() {
+        // SAFETY: the contract above.
+        unsafe {
+            let row = decoded.add(row as usize * pitch as usize);
+            crate::sm90::tokens::store_decoded_block_pair(row, block, words, scale, members)
+        };
+    }
+    #[cfg(not(nvfp4_arch = "sm_90a"))]
+    let _ = (decoded, pitch, row, block, words, scale, members);
+}
+
 /// The row words of the decoded token operand of reduction length `k` (sm_90a; 0 elsewhere,
 /// where none is written).
 #[inline(always)]

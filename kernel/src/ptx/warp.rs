@@ -34,6 +34,33 @@ pub fn shuffle_xor(v: u32, mask: u32) -> u32 {
     out
 }
 
+/// `activemask.b32`: the lanes of the warp executing this instruction together.
+#[inline(always)]
+pub fn active_lanes() -> u32 {
+    let out: u32;
+    // SAFETY: no operands but the result.
+    unsafe { asm!("activemask.b32 {o};", o = out(reg32) out) };
+    out
+}
+
+/// `shfl.sync.bfly` among the lanes `members` only (each of which must execute it, and the lane
+/// `lane ^ mask` of every member must be a member): lane `i` gets `v` of lane `i ^ mask`.
+#[inline(always)]
+pub fn shuffle_xor_among(v: u32, mask: u32, members: u32) -> u32 {
+    let out: u32;
+    // SAFETY: a register exchange among `members`, each of which executes it (caller).
+    unsafe {
+        asm!(
+            "shfl.sync.bfly.b32 {o}, {v}, {m}, 31, {members};",
+            o = out(reg32) out,
+            v = in(reg32) v,
+            m = in(reg32) mask,
+            members = in(reg32) members,
+        )
+    };
+    out
+}
+
 /// `shfl.sync.idx.b32`: every lane gets `v` of lane `source`.
 #[inline(always)]
 pub fn shuffle_index(v: u32, source: u32) -> u32 {

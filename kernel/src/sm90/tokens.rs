@@ -223,6 +223,40 @@ pub unsafe fn store_decoded_block(row: *mut u32, block: u32, words: [u32; 2], sc
     }
 }
 
+/// [`store_decoded_block`] for two lanes that hold the two blocks of one row that share the
+/// operand's 16-byte chunks (blocks `b` and `b + 2` of an aligned group of four, words `w` and
+/// `w + 1` of every chunk of one slice; lanes `l` and `l ^ 2`, the upper holding the odd word):
+/// the partners exchange half their pairs, and each writes 8 bytes of every other chunk, the
+/// lower lane the even chunks and the upper the odd ones, so that one store instruction covers
+/// 16 bytes of each 32-byte sector the pair touches (eight 4-byte stores a lane before: a
+/// quarter of a sector each). The same words at the same places, bit for bit.
+///
+/// # Safety
+/// As [`store_decoded_block`] for both lanes; every lane of `members` (the lanes executing this
+/// together) calls it with its partner also in `members`.
+#[inline(always)]
+pub unsafe fn store_decoded_block_pair(row: *mut u32, block: u32, words: [u32; 2], scale: u8, members: u32) {
+    let (stage, stage_block) = (block / BLOCKS_PER_STAGE, block % BLOCKS_PER_STAGE);
+    let (slice, lane) = block_slice_lane(stage_block);
+    let pairs = SliceBlock::stored(words, scale).decode::<DenseCodec>();
+    const WORDS_PER_CHUNK: usize = 4;
+    let line = (stage * SLICES_PER_STAGE + slice) as usize * CHUNKS_PER_SLICE as usize * WORDS_PER_CHUNK;
+    let upper = lane % 2 == 1;
+    let word = (lane & !1) as usize;
+    for round in 0..CHUNKS_PER_SLICE as usize / 2 {
+        let (even, odd) = (2 * round, 2 * round + 1);
+        let got = warp::shuffle_xor_among(if upper { pairs[even] } else { pairs[odd] }, 2, members);
+        let (chunk, halves) = if upper {
+            (odd, [got, pairs[odd]])
+        } else {
+            (even, [pairs[even], got])
+        };
+        // SAFETY: words `word`, `word + 1` of chunk `chunk` of the block's slice, inside the row
+        // (the caller's contract), 8-byte aligned.
+        unsafe { mem::st_global_v2_b32(row.add(line + chunk * WORDS_PER_CHUNK + word), halves) };
+    }
+}
+
 /// Stores the decoded slices of a warp's 32 consecutive items (lane `i` holds item `first + i`'s
 /// [`decode_slice_chunks`]; item `j`'s 128 bytes at `out + 128·j`), those of the lanes `i` for
 /// which `written(i)` holds. After a transpose among each 8 lanes ([`transpose_chunks_of_8_lanes`])
