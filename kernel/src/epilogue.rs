@@ -5,7 +5,7 @@
 use crate::common::{NVFP4_TILE_COLUMNS, nvfp4_staging_chunk};
 use crate::layout::{ATOM_ROWS, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{cvt, mem, smem, warp};
-use crate::quantize::{encode_f16_block, store_decoded, store_decoded_pair};
+use crate::quantize::{encode_f16_block, store_decoded};
 
 /// A 16-bit output value: `x` rounded to nearest even in bf16 if `bf16`, else in fp16 (a
 /// constant of each entry: a run-time choice spilled the register-tight tiles, perf log entry
@@ -150,28 +150,18 @@ impl Nvfp4Tile {
                     .offset_u32(self.scale_row + token, self.first_block + block);
                 mem::st_global_b8(self.scales.add(scale_at as usize), scale);
                 let row = self.scale_row + token;
-                if self.blocks == NVFP4_TILE_BLOCKS {
-                    // A full tile: lanes `l` and `l ^ 2` hold blocks `b`, `b + 2` of one row
-                    // (items token-major, four a row; `thread` and `threads` multiples of 32).
-                    store_decoded_pair(
-                        self.decoded,
-                        self.decoded_pitch,
-                        row,
-                        self.first_block + block,
-                        words,
-                        scale,
-                        warp::active_lanes(),
-                    );
-                } else {
-                    store_decoded(
-                        self.decoded,
-                        self.decoded_pitch,
-                        row,
-                        self.first_block + block,
-                        words,
-                        scale,
-                    );
-                }
+                // A full tile's lanes `l` and `l ^ 2` hold blocks `b`, `b + 2` of one row (items
+                // token-major, four a row; `thread` and `threads` multiples of 32).
+                let partners = (self.blocks == NVFP4_TILE_BLOCKS).then(warp::active_lanes);
+                store_decoded(
+                    self.decoded,
+                    self.decoded_pitch,
+                    row,
+                    self.first_block + block,
+                    words,
+                    scale,
+                    partners,
+                );
             }
             item += threads;
         }

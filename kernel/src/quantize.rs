@@ -252,7 +252,7 @@ unsafe fn quantize_blocks<E: InputElement, const DECODED: bool>(args: &QuantizeA
             );
             mem::st_global_b8(args.scales.add(layout.offset_u32(row, col) as usize), scale_code);
             if DECODED {
-                store_decoded(args.decoded, pitch, row, col, words, scale_code);
+                store_decoded(args.decoded, pitch, row, col, words, scale_code, None);
             }
         }
         block = next_block;
@@ -264,12 +264,16 @@ unsafe fn quantize_blocks<E: InputElement, const DECODED: bool>(args: &QuantizeA
 }
 
 /// Writes a block as stored (`words`, `scale`) as block `block` of row `row` of the decoded
-/// token operand at `decoded` (`pitch` words a row; `crate::sm90::tokens::store_decoded_block`),
-/// unless `decoded` is null: the quantizer's and the NVFP4 epilogues' optional second output.
-/// The operand is sm_90a's: the sm_100a build has none, and its hosts pass null.
+/// token operand at `decoded` (`pitch` words a row), unless `decoded` is null: the quantizer's
+/// and the NVFP4 epilogues' optional second output. `partners`: `None`, the block alone
+/// (`crate::sm90::tokens::store_decoded_block`); or the lanes executing this together, each
+/// with its partner `l ^ 2` holding block `block ± 2` of the same row
+/// (`crate::sm90::tokens::store_decoded_block_pair`). The operand is sm_90a's: the sm_100a
+/// build has none, and its hosts pass null.
 ///
 /// # Safety
-/// `decoded` is null or its row `row` is as `store_decoded_block` requires.
+/// `decoded` is null or its row `row` is as those functions require; with `partners`, as
+/// `store_decoded_block_pair` requires of the lanes.
 #[inline(always)]
 pub(crate) unsafe fn store_decoded(
     decoded: *mut u32,
@@ -278,44 +282,22 @@ pub(crate) unsafe fn store_decoded(
     block: u32,
     words: [u32; 2],
     scale: u8,
+    partners: Option<u32>,
 ) {
     #[cfg(nvfp4_arch = "sm_90a")]
     if !decoded.is_null() {
+        use crate::sm90::tokens::{store_decoded_block, store_decoded_block_pair};
         // SAFETY: the contract above.
         unsafe {
             let row = decoded.add(row as usize * pitch as usize);
-            crate::sm90::tokens::store_decoded_block(row, block, words, scale)
+            match partners {
+                None => store_decoded_block(row, block, words, scale),
+                Some(members) => store_decoded_block_pair(row, block, words, scale, members),
+            }
         };
     }
     #[cfg(not(nvfp4_arch = "sm_90a"))]
-    let _ = (decoded, pitch, row, block, words, scale);
-}
-
-/// [`store_decoded`] through `crate::sm90::tokens::store_decoded_block_pair`: for lanes that
-/// hold a row's blocks `b` and `b + 2` of an aligned group of four as partners `l`, `l ^ 2`.
-///
-/// # Safety
-/// As [`store_decoded`] and `store_decoded_block_pair`.
-#[inline(always)]
-pub(crate) unsafe fn store_decoded_pair(
-    decoded: *mut u32,
-    pitch: u32,
-    row: u32,
-    block: u32,
-    words: [u32; 2],
-    scale: u8,
-    members: u32,
-) {
-    #[cfg(nvfp4_arch = "sm_90a")]
-    if !decoded.is_null() {
-        // SAFETY: the contract above.
-        unsafe {
-            let row = decoded.add(row as usize * pitch as usize);
-            crate::sm90::tokens::store_decoded_block_pair(row, block, words, scale, members)
-        };
-    }
-    #[cfg(not(nvfp4_arch = "sm_90a"))]
-    let _ = (decoded, pitch, row, block, words, scale, members);
+    let _ = (decoded, pitch, row, block, words, scale, partners);
 }
 
 /// The row words of the decoded token operand of reduction length `k` (sm_90a; 0 elsewhere,

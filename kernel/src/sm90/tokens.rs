@@ -211,15 +211,37 @@ pub const fn decoded_row_words(k: u32) -> u32 {
 /// `row` is a decoded operand row of a K above `16 · block`, writable, 16-byte aligned.
 #[inline(always)]
 pub unsafe fn store_decoded_block(row: *mut u32, block: u32, words: [u32; 2], scale: u8) {
-    let (stage, stage_block) = (block / BLOCKS_PER_STAGE, block % BLOCKS_PER_STAGE);
-    let (slice, lane) = block_slice_lane(stage_block);
-    let pairs = SliceBlock::stored(words, scale).decode::<DenseCodec>();
-    const WORDS_PER_CHUNK: usize = 4;
-    let line = (stage * SLICES_PER_STAGE + slice) as usize * CHUNKS_PER_SLICE as usize * WORDS_PER_CHUNK;
+    let DecodedBlock { line, lane, pairs } = DecodedBlock::new(block, words, scale);
     for (pair, word) in pairs.into_iter().enumerate() {
         // SAFETY: word `lane` of chunk `pair` of the block's slice, inside the row (the
         // caller's contract).
         unsafe { mem::st_global_b32(row.add(line + pair * WORDS_PER_CHUNK + lane as usize), word) };
+    }
+}
+
+/// 32-bit words of one 16-byte chunk of a decoded slice.
+const WORDS_PER_CHUNK: usize = 4;
+
+/// Scale block `block` of a token row as its decoded operand holds it: the first word of its
+/// slice's line in the row, its word (`lane`) in each of the line's chunks, and its eight
+/// [`DenseCodec`] pairs (pair `p` for chunk `p`).
+struct DecodedBlock {
+    line: usize,
+    lane: u32,
+    pairs: [u32; 8],
+}
+
+impl DecodedBlock {
+    /// The block as the NVFP4 matrix stores it ([`SliceBlock::stored`]), placed.
+    #[inline(always)]
+    fn new(block: u32, words: [u32; 2], scale: u8) -> Self {
+        let (stage, stage_block) = (block / BLOCKS_PER_STAGE, block % BLOCKS_PER_STAGE);
+        let (slice, lane) = block_slice_lane(stage_block);
+        Self {
+            line: (stage * SLICES_PER_STAGE + slice) as usize * CHUNKS_PER_SLICE as usize * WORDS_PER_CHUNK,
+            lane,
+            pairs: SliceBlock::stored(words, scale).decode::<DenseCodec>(),
+        }
     }
 }
 
@@ -236,11 +258,7 @@ pub unsafe fn store_decoded_block(row: *mut u32, block: u32, words: [u32; 2], sc
 /// together) calls it with its partner also in `members`.
 #[inline(always)]
 pub unsafe fn store_decoded_block_pair(row: *mut u32, block: u32, words: [u32; 2], scale: u8, members: u32) {
-    let (stage, stage_block) = (block / BLOCKS_PER_STAGE, block % BLOCKS_PER_STAGE);
-    let (slice, lane) = block_slice_lane(stage_block);
-    let pairs = SliceBlock::stored(words, scale).decode::<DenseCodec>();
-    const WORDS_PER_CHUNK: usize = 4;
-    let line = (stage * SLICES_PER_STAGE + slice) as usize * CHUNKS_PER_SLICE as usize * WORDS_PER_CHUNK;
+    let DecodedBlock { line, lane, pairs } = DecodedBlock::new(block, words, scale);
     let upper = lane % 2 == 1;
     let word = (lane & !1) as usize;
     for round in 0..CHUNKS_PER_SLICE as usize / 2 {
