@@ -5,16 +5,19 @@
 //!
 //! Method (`benches/common`): per shape, one bf16 input and random NVFP4 weights; each variant
 //! captured as a CUDA graph of [`GRAPH_CALLS`] back-to-back calls and replayed with the L2
-//! flushed before each replay, replays until the mean is known to 0.5 %; µs per call; the
-//! variants of a shape timed in order and again in reverse order, each the mean of its two.
-//! Variants:
+//! flushed before each replay; µs per call. A shape's variants are replayed in turn, one
+//! replay of each a cycle, until each median is known (`common::time_graphs_interleaved`;
+//! `--max-seconds` per variant at most), so that clock drift reaches all alike; each variant
+//! its median. Variants:
 //! the three calls (each tiled GEMM with its pre-decoding pass), and the op handing on neither
 //! operand, x only, h only, both, and its default ([`MlpPlan::possible_hand_on`] or the plan's
 //! policy). The op's output is checked against the three calls' bit for bit first.
 //!
 //! ```text
-//! cargo bench --bench mlp -- [--tokens 1,16,64,256,1024,4096] [--max-seconds 0.5] [--results DIR]
+//! cargo bench --bench mlp -- [--tokens 1,16,64,256,1024,4096] [--hidden 2048,4096,7168]
+//!     [--max-seconds 0.5] [--results DIR]
 //! ```
+//! `--hidden` picks the sizes by their hidden size (default: all three).
 //! Output: a markdown table on stdout (each row on stderr as it is done); JSON and markdown
 //! under `--results` (default `results/`).
 
@@ -22,7 +25,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{BenchResult, Cli, Results, time_graph};
+use common::{BenchResult, Cli, Results, capture_graph, median, time_graphs_interleaved};
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use nvfp4::GlobalScale;
@@ -44,23 +47,33 @@ const SIZES: [(usize, usize, &str); 3] = [
 
 struct Options {
     tokens: Vec<usize>,
+    /// The sizes run, by hidden size.
+    hidden: Vec<usize>,
     max_seconds: f64,
     results: String,
 }
 
 fn main() {
-    let options = Cli::parse(&["tokens", "max-seconds", "results"], &[]).and_then(|cli| {
-        let tokens: String = cli.value("tokens", "1,16,64,128,256,512,1024,4096".to_string())?;
+    let options = Cli::parse(&["tokens", "hidden", "max-seconds", "results"], &[]).and_then(|cli| {
         Ok(Options {
-            tokens: tokens
-                .split(',')
-                .map(|t| t.trim().parse().map_err(|e| format!("--tokens {t}: {e}")))
-                .collect::<Result<_, _>>()?,
+            tokens: list(
+                &cli.value("tokens", "1,16,64,128,256,512,1024,4096".to_string())?,
+                "tokens",
+            )?,
+            hidden: list(&cli.value("hidden", "2048,4096,7168".to_string())?, "hidden")?,
             max_seconds: cli.value("max-seconds", 0.5)?,
             results: cli.value("results", "results".to_string())?,
         })
     });
     common::run_with_options("mlp", options, |_| None, run);
+}
+
+/// The comma-separated counts of option `--{flag}`.
+fn list(values: &str, flag: &str) -> Result<Vec<usize>, String> {
+    values
+        .split(',')
+        .map(|v| v.trim().parse().map_err(|e| format!("--{flag} {v}: {e}")))
+        .collect()
 }
 
 /// A random `rows × k` weight with global scale `g`, on the GPU.
@@ -93,7 +106,7 @@ fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
     let mut rows = Vec::new();
     let stream = gpu.stream().clone();
     let (gx, gh) = (0.004f32, 0.02f32);
-    for (hidden, intermediate, model) in SIZES {
+    for (hidden, intermediate, model) in SIZES.into_iter().filter(|size| options.hidden.contains(&size.0)) {
         let mut rng = Rng::new(hidden as u64);
         let w1 = weight(gpu, intermediate, hidden, 0.002, &mut rng)?;
         let w3 = weight(gpu, intermediate, hidden, 0.002, &mut rng)?;
@@ -144,42 +157,38 @@ fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
                 .chain(hand_ons)
                 .chain([Some(default)])
                 .collect();
-            let mut time = |variant: Option<TokenHandOn>| -> BenchResult<Option<f64>> {
-                let Some(hand_on) = variant else {
-                    return Ok(Some(time_graph(
-                        gpu,
-                        &mut flush,
-                        GRAPH_CALLS,
-                        options.max_seconds,
-                        |_| three_calls(&mut want),
-                    )?));
+            // Each variant captured as a graph, then all replayed in turn (`benches/common`'s
+            // interleaved timer): a heavy row's clocks drift by more than its variants differ,
+            // and identical kernels timed one after the other read up to 11 % apart.
+            let mut graphs = Vec::new();
+            let mut timed = Vec::new();
+            for (i, &variant) in order.iter().enumerate() {
+                let graph = match variant {
+                    None => capture_graph(gpu, GRAPH_CALLS, |_| three_calls(&mut want))?,
+                    Some(hand_on) if hand_on.x && !possible.x || hand_on.h && !possible.h => continue,
+                    Some(hand_on) => {
+                        plan.set_token_hand_on(hand_on)?;
+                        capture_graph(gpu, GRAPH_CALLS, |_| {
+                            Ok(plan.launch(gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut got)?)
+                        })?
+                    }
                 };
-                if hand_on.x && !possible.x || hand_on.h && !possible.h {
-                    return Ok(None);
-                }
-                plan.set_token_hand_on(hand_on)?;
-                let us = time_graph(gpu, &mut flush, GRAPH_CALLS, options.max_seconds, |_| {
-                    Ok(plan.launch(gpu, &x, GlobalScale::Fixed(gx), &w1, &w3, &w2, gh, &mut got)?)
-                })?;
-                Ok(Some(us))
-            };
-            // In order, then in reverse order, each variant the mean of its two: the clocks drift
-            // over a shape's variants (heavy shapes warm the GPU up), and whichever came last
-            // read slower (up to 11 % at DeepSeek-V3 1024 tokens with one pass).
-            let mut forward = Vec::new();
-            for &variant in &order {
-                forward.push(time(variant)?);
+                graphs.push(graph);
+                timed.push(i);
             }
-            let mut means = vec![None; order.len()];
-            for (i, &variant) in order.iter().enumerate().rev() {
-                means[i] = match (forward[i], time(variant)?) {
-                    (Some(a), Some(b)) => Some((a + b) / 2.0),
-                    _ => None,
-                };
+            let samples =
+                time_graphs_interleaved(gpu, &mut flush, &graphs, GRAPH_CALLS, options.max_seconds)?;
+            let mut each: Vec<Vec<f64>> = vec![Vec::new(); order.len()];
+            for (i, samples) in timed.into_iter().zip(samples) {
+                each[i] = samples;
             }
-            let calls_us = means[0].ok_or("the three calls were timed")?;
-            let variants = &means[1..5];
-            let default_us = means[5].ok_or("the default hand-on is possible")?;
+            let medians: Vec<Option<f64>> = each
+                .iter()
+                .map(|us| (!us.is_empty()).then(|| median(us)))
+                .collect();
+            let calls_us = medians[0].ok_or("the three calls were timed")?;
+            let variants = &medians[1..5];
+            let default_us = medians[5].ok_or("the default hand-on is possible")?;
             let shown: Vec<String> = variants.iter().map(|&v| common::show(v)).collect();
             let row = format!(
                 "| {model} ({hidden} → {intermediate}) | {tokens} | {calls_us:.1} | {} | {default_us:.1} ({}, {}) | {:.3} |",
@@ -189,6 +198,16 @@ fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
                 default_us / calls_us
             );
             eprintln!("{row}");
+            let quartiles = |us: &[f64]| -> String {
+                let mut sorted = us.to_vec();
+                sorted.sort_by(f64::total_cmp);
+                match sorted.len() {
+                    0 => "-".to_string(),
+                    n => format!("{:.1}–{:.1}", sorted[n / 4], sorted[3 * n / 4]),
+                }
+            };
+            let shown: Vec<String> = each.iter().map(|us| quartiles(us)).collect();
+            eprintln!("  quartiles over {} cycles: {}", each[0].len(), shown.join(" | "));
             writeln!(table, "{row}")?;
             rows.push(serde_json::json!({
                 "model": model,
@@ -202,6 +221,7 @@ fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
                 "hand_on_h_us": variants[2],
                 "hand_on_both_us": variants[3],
                 "default_hand_on": [default.x, default.h],
+                "samples_us": each,
             }));
         }
     }
@@ -213,7 +233,11 @@ fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
             prefix: "mlp",
             sets: 1,
             ceilings: None,
-            settings: serde_json::json!({ "graph_calls": GRAPH_CALLS, "x_scale": gx, "h_scale": gh }),
+            settings: serde_json::json!({
+                "graph_calls": GRAPH_CALLS,
+                "x_scale": gx,
+                "h_scale": gh,
+            }),
             rows_key: "shapes",
             rows,
             table: &table,

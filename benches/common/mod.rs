@@ -159,8 +159,19 @@ pub fn time_graph(
     flush: &mut CudaSlice<u8>,
     calls: usize,
     max_seconds: f64,
-    mut call: impl FnMut(usize) -> BenchResult<()>,
+    call: impl FnMut(usize) -> BenchResult<()>,
 ) -> BenchResult<f64> {
+    let graph = capture_graph(gpu, calls, call)?;
+    let replay = time_calls(gpu, flush, 1, max_seconds, |_| Ok(graph.launch()?))?;
+    Ok(replay.us / calls as f64)
+}
+
+/// `call(0..calls)` run once as a warm-up, then captured as one CUDA graph on `gpu`'s stream.
+pub fn capture_graph(
+    gpu: &Gpu,
+    calls: usize,
+    mut call: impl FnMut(usize) -> BenchResult<()>,
+) -> BenchResult<cudarc::driver::CudaGraph> {
     use cudarc::driver::sys;
     for i in 0..calls {
         call(i)?; // warm-up outside the capture
@@ -170,9 +181,55 @@ pub fn time_graph(
     let captured = (0..calls).try_for_each(&mut call);
     let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0))?;
     captured?;
-    let graph = graph.ok_or("the capture gave no graph")?;
-    let replay = time_calls(gpu, flush, 1, max_seconds, |_| Ok(graph.launch()?))?;
-    Ok(replay.us / calls as f64)
+    Ok(graph.ok_or("the capture gave no graph")?)
+}
+
+/// Times several CUDA graphs against each other: cycles that replay each graph once in turn
+/// (the L2 flushed before each replay, each replay between two events), so that every graph
+/// sees the same clocks — a heavy row's clocks drift by 10–25 % within a second on an H200,
+/// more than the differences between its variants. Cycles go on until each graph's median is
+/// known (the relative standard error of each mean below [`TARGET_RELATIVE_ERROR`]) or
+/// `max_seconds` per graph have passed, at least [`MIN_BATCHES`]. Returns each graph's
+/// replay times in µs per call (`calls` calls a graph), in cycle order.
+pub fn time_graphs_interleaved(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u8>,
+    graphs: &[cudarc::driver::CudaGraph],
+    calls: usize,
+    max_seconds: f64,
+) -> BenchResult<Vec<Vec<f64>>> {
+    let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let stream = gpu.stream();
+    let start_time = Instant::now();
+    let mut samples = vec![Vec::new(); graphs.len()];
+    loop {
+        for (graph, samples) in graphs.iter().zip(&mut samples) {
+            stream.memset_zeros(flush)?;
+            let start = stream.record_event(events)?;
+            graph.launch()?;
+            let end = stream.record_event(events)?;
+            end.synchronize()?;
+            samples.push(start.elapsed_ms(&end)? as f64 * 1e3 / calls as f64);
+        }
+        let cycles = samples[0].len();
+        let known = samples.iter().all(|s| {
+            let n = s.len() as f64;
+            let mean = s.iter().sum::<f64>() / n;
+            let variance = s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+            (variance / n).sqrt() / mean < TARGET_RELATIVE_ERROR
+        });
+        let out_of_time = start_time.elapsed().as_secs_f64() > max_seconds * graphs.len() as f64;
+        if cycles >= MIN_BATCHES && (known || out_of_time) || cycles >= 1000 {
+            return Ok(samples);
+        }
+    }
+}
+
+/// The median of `samples` (not empty).
+pub fn median(samples: &[f64]) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
 }
 
 /// `C[M × N] = A[M × K] · B[N × K]ᵀ` with row-major buffers (column-major `Cᵀ = B · Aᵀ`).
