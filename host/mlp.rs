@@ -41,20 +41,19 @@ pub struct MlpShape {
 /// halves (a 64-output tile holds two of a chunk's four scale blocks,
 /// `nvfp4_kernel::sm90::config::stage_block`; lane pairs store 16 bytes of a sector at once,
 /// `nvfp4_kernel::sm90::tokens::store_decoded_block_pair`), where the pass writes whole lines,
-/// so the hand-on pays where the pass's fixed cost outweighs that. Measured on an H200
-/// (`benches/mlp`, perf log entry 142): h handed on saves 2–4 µs a layer at 128–1024 tokens
-/// for 8192-value rows (Llama-3.2-1B; level at 2048–4096), 0.5–2 µs at 128–256 tokens for
-/// 14336 (Llama-3-8B; 2–7 µs slower from 512), and costs 2–3 µs from 128 tokens for 18432
-/// (DeepSeek-V3).
-pub const H_HAND_ON_MAX_TOKENS: [(usize, usize); 3] = [(8192, usize::MAX), (14336, 256), (usize::MAX, 64)];
+/// so the hand-on pays where the pass's fixed cost outweighs that. Measured on an H200 with
+/// the variants replayed in turn (`benches/mlp`, perf log entry 144), h and x handed on
+/// against x alone: 0.2–8 µs saved a layer at 64–4096 tokens for 8192-value rows
+/// (Llama-3.2-1B), 0.7–3.3 µs at 64–512 tokens for 14336 and 18432 (Llama-3-8B, DeepSeek-V3;
+/// level at DeepSeek-V3's 256), 5–15 µs lost at 1024 tokens and more at 4096.
+pub const H_HAND_ON_MAX_TOKENS: [(usize, usize); 2] = [(8192, usize::MAX), (usize::MAX, 512)];
 
 /// Up to how many tokens the quantizer writes x's decoded operand by default, by the length of
-/// its rows (`hidden`), as [`H_HAND_ON_MAX_TOKENS`]. Measured on an H200 (`benches/mlp`, perf
-/// log entries 130 and 142): 1.3–2.5 µs saved a layer at 64–256 tokens; from 512 tokens 1–3 µs
-/// saved for 2048-value rows (Llama-3.2-1B), and within the run's drift or 4–5 % slower for
-/// longer ones (the quantizer writes the operand in 16-byte halves of each 32-byte sector, the
-/// pass in whole lines), so those keep the pass.
-pub const X_HAND_ON_MAX_TOKENS: [(usize, usize); 2] = [(2048, usize::MAX), (usize::MAX, 256)];
+/// its rows (`hidden`), as [`H_HAND_ON_MAX_TOKENS`]: at every token count. Measured on an H200
+/// with the variants replayed in turn (`benches/mlp`, perf log entry 144): x handed on saves
+/// 0.5–1.7 µs a layer at 64–256 tokens (DeepSeek-V3's 256 level) and 1–3 µs at 512–4096 for
+/// all three sizes; nowhere slower beyond the run's spread.
+pub const X_HAND_ON_MAX_TOKENS: [(usize, usize); 1] = [(usize::MAX, usize::MAX)];
 
 /// The token limit of `table` ([`H_HAND_ON_MAX_TOKENS`], [`X_HAND_ON_MAX_TOKENS`]) for rows of
 /// `row_length` values.
@@ -335,10 +334,10 @@ mod tests {
         let h = |row| hand_on_max_tokens(&H_HAND_ON_MAX_TOKENS, row);
         let x = |row| hand_on_max_tokens(&X_HAND_ON_MAX_TOKENS, row);
         // Llama-3.2-1B, Llama-3-8B, DeepSeek-V3 (dense): h's rows are the intermediate size.
-        assert_eq!([h(8192), h(14336), h(18432)], [usize::MAX, 256, 64]);
-        assert_eq!([h(64), h(8193), h(14337)], [usize::MAX, 256, 64]);
+        assert_eq!([h(8192), h(14336), h(18432)], [usize::MAX, 512, 512]);
+        assert_eq!([h(64), h(8193), h(1 << 20)], [usize::MAX, 512, 512]);
         // x's rows are the hidden size.
-        assert_eq!([x(2048), x(4096), x(7168)], [usize::MAX, 256, 256]);
+        assert_eq!([x(2048), x(4096), x(7168)], [usize::MAX; 3]);
         // Each table ends with an entry for every row length.
         for table in [&H_HAND_ON_MAX_TOKENS[..], &X_HAND_ON_MAX_TOKENS[..]] {
             assert_eq!(table.last().map(|&(longest, _)| longest), Some(usize::MAX));
