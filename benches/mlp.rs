@@ -6,9 +6,9 @@
 //! Method (`benches/common`): per shape, one bf16 input and random NVFP4 weights; each variant
 //! captured as a CUDA graph of [`GRAPH_CALLS`] back-to-back calls and replayed with the L2
 //! flushed before each replay; µs per call. A shape's variants are replayed in turn, one
-//! replay of each a cycle, until each median is known (`common::time_graphs_interleaved`;
-//! `--max-seconds` per variant at most), so that clock drift reaches all alike; each variant
-//! its median. Variants:
+//! replay of each a cycle, the cycles back to back for about `--max-seconds` per variant
+//! (`common::time_graphs_interleaved`), so that clock drift reaches all alike under sustained
+//! load; each variant its median. Variants:
 //! the three calls (each tiled GEMM with its pre-decoding pass), and the op handing on neither
 //! operand, x only, h only, both, and its default ([`MlpPlan::possible_hand_on`] or the plan's
 //! policy). The op's output is checked against the three calls' bit for bit first.

@@ -184,13 +184,14 @@ pub fn capture_graph(
     Ok(graph.ok_or("the capture gave no graph")?)
 }
 
-/// Times several CUDA graphs against each other: cycles that replay each graph once in turn
-/// (the L2 flushed before each replay, each replay between two events), so that every graph
-/// sees the same clocks — a heavy row's clocks drift by 10–25 % within a second on an H200,
-/// more than the differences between its variants. Cycles go on until each graph's median is
-/// known (the relative standard error of each mean below [`TARGET_RELATIVE_ERROR`]) or
-/// `max_seconds` per graph have passed, at least [`MIN_BATCHES`]. Returns each graph's
-/// replay times in µs per call (`calls` calls a graph), in cycle order.
+/// Times several CUDA graphs against each other under sustained load: cycles that replay each
+/// graph once in turn (the L2 flushed before each replay, each replay between two events),
+/// enqueued back to back without waiting between them, so that every graph sees the same clocks
+/// — a heavy row's clocks drift by 10–25 % within a second on an H200, more than the
+/// differences between its variants — and the GPU runs as busy as under one graph's back-to-back
+/// replays. One cycle timed alone sets how many follow: `max_seconds` per graph, at least
+/// [`MIN_BATCHES`] and at most 1000. Returns each graph's replay times in µs per call (`calls`
+/// calls a graph), in cycle order.
 pub fn time_graphs_interleaved(
     gpu: &Gpu,
     flush: &mut CudaSlice<u8>,
@@ -200,29 +201,32 @@ pub fn time_graphs_interleaved(
 ) -> BenchResult<Vec<Vec<f64>>> {
     let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
     let stream = gpu.stream();
-    let start_time = Instant::now();
-    let mut samples = vec![Vec::new(); graphs.len()];
-    loop {
-        for (graph, samples) in graphs.iter().zip(&mut samples) {
+    let cycle = |flush: &mut CudaSlice<u8>| -> BenchResult<Vec<_>> {
+        let mut marks = Vec::with_capacity(graphs.len());
+        for graph in graphs {
             stream.memset_zeros(flush)?;
             let start = stream.record_event(events)?;
             graph.launch()?;
-            let end = stream.record_event(events)?;
-            end.synchronize()?;
-            samples.push(start.elapsed_ms(&end)? as f64 * 1e3 / calls as f64);
+            marks.push((start, stream.record_event(events)?));
         }
-        let cycles = samples[0].len();
-        let known = samples.iter().all(|s| {
-            let n = s.len() as f64;
-            let mean = s.iter().sum::<f64>() / n;
-            let variance = s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-            (variance / n).sqrt() / mean < TARGET_RELATIVE_ERROR
-        });
-        let out_of_time = start_time.elapsed().as_secs_f64() > max_seconds * graphs.len() as f64;
-        if cycles >= MIN_BATCHES && (known || out_of_time) || cycles >= 1000 {
-            return Ok(samples);
+        Ok(marks)
+    };
+    let first = Instant::now();
+    cycle(flush)?.last().ok_or("no graphs")?.1.synchronize()?;
+    let cycle_seconds = first.elapsed().as_secs_f64();
+    let cycles = ((max_seconds * graphs.len() as f64 / cycle_seconds) as usize).clamp(MIN_BATCHES, 1000);
+    let mut marks = Vec::with_capacity(cycles);
+    for _ in 0..cycles {
+        marks.push(cycle(flush)?);
+    }
+    stream.synchronize()?;
+    let mut samples = vec![Vec::with_capacity(cycles); graphs.len()];
+    for cycle in &marks {
+        for ((start, end), samples) in cycle.iter().zip(&mut samples) {
+            samples.push(start.elapsed_ms(end)? as f64 * 1e3 / calls as f64);
         }
     }
+    Ok(samples)
 }
 
 /// The median of `samples` (not empty).

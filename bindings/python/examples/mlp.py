@@ -11,15 +11,20 @@ bf16 (the input's dtype), each handing the next its tokens decoded. Timed beside
 kernels as three calls (each GEMM with its token pre-decoding pass; bit-identical output) and
 the unfused form (fp16 dual GEMM output, then ``quantize``).
 
-Timing: ``triton.testing.do_bench`` of a graph replay (L2 flushed before each replay) when
-Triton is installed, else back-to-back replays; the variants of a row in order, then in reverse
-order, each the mean of its two.
+Timing: each variant of a row captured as a CUDA graph, and the graphs replayed in turn, one
+replay of each a cycle, the L2 flushed before each replay and each replay between two CUDA
+events, the cycles enqueued back to back (the GPU as busy as under one graph's back-to-back
+replays) for about 0.2 s a variant and at least 10 cycles; each variant the median of its
+replays. A heavy row's clocks drift by more than its variants differ, and timed one after
+another, identical kernels read up to 11 % apart by their place in the row.
 
     python bindings/python/examples/mlp.py [--tokens 256] [--hidden 4096] [--intermediate 7168]
     python bindings/python/examples/mlp.py --sweep
 """
 
 import argparse
+import statistics
+import time
 
 import torch
 import torch.nn.functional as F
@@ -106,23 +111,29 @@ def graph(fn, x):
     return g
 
 
-def replay_us(g):
-    """µs of one replay of graph ``g`` (see the module doc for the method)."""
-    try:
-        from triton.testing import do_bench
-    except ImportError:
-        return time_us(g.replay)
-    return do_bench(g.replay, warmup=25, rep=200) * 1000.0
-
-
-def graphs_us(fns, x):
-    """µs of a graph replay of each of ``fns(x)``, timed in order and again in reverse order,
-    the two means: the GPU's clocks drift over a row (heavy rows warm it up), and whichever
-    variant came last read slower."""
+def graphs_us(fns, x, seconds=0.2, min_cycles=10):
+    """µs of a graph replay of each of ``fns(x)``, the graphs replayed in turn (see the module
+    doc for the method)."""
     graphs = [graph(fn, x) for fn in fns]
-    forward = [replay_us(g) for g in graphs]
-    backward = [replay_us(g) for g in reversed(graphs)][::-1]
-    return [(a + b) / 2 for a, b in zip(forward, backward)]
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # more than any L2
+
+    def cycle():
+        marks = []
+        for g in graphs:
+            flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            g.replay()
+            end.record()
+            marks.append((start, end))
+        return marks
+
+    began = time.perf_counter()
+    cycle()[-1][1].synchronize()
+    cycles = max(min_cycles, min(1000, int(seconds * len(graphs) / (time.perf_counter() - began))))
+    marks = [cycle() for _ in range(cycles)]
+    torch.cuda.synchronize()
+    return [statistics.median(c[i][0].elapsed_time(c[i][1]) * 1000.0 for c in marks) for i in range(len(graphs))]
 
 
 def layer(t, h, i, seed=0):
