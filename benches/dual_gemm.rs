@@ -10,8 +10,9 @@
 //! Method (the reference harness's, docs/format.md): per shape and backend, `--sets` distinct input sets;
 //! before each timed batch the L2 is flushed (a 256 MiB memset); one event pair around a batch of
 //! back-to-back calls, one per input set, launch cost included (µs per call = batch time / calls);
-//! batches repeat until the relative standard error of the mean is below 0.5 % (at least 5
-//! batches) or `--max-seconds` pass. Ours is timed as planned (on Hopper: programmatic dependent
+//! the backends timed in turn, one batch of each a cycle, the cycles back to back for about
+//! `--max-seconds` per backend (`common::time_calls_interleaved`: all see the same clocks),
+//! each the mean of its batches. Ours is timed as planned (on Hopper: programmatic dependent
 //! launches, so one call's launch overlaps the previous call's tail) and again with plain launches.
 //!
 //! Backends: ours (the fused kernel on NVFP4); cuBLAS fp16 and bf16 (two GEMMs on weights and
@@ -32,7 +33,9 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{BenchResult, Cli, Results, Timing, gemm_nt, geomean, ratio, show, time_calls};
+use common::{
+    BenchResult, Cli, Results, Timing, Variant, gemm_nt, geomean, ratio, show, time_calls_interleaved, timing,
+};
 use cudarc::cublas::{CudaBlas, Gemm};
 use cudarc::driver::{CudaSlice, DeviceRepr};
 use half::{bf16, f16};
@@ -169,45 +172,49 @@ impl DenseElement for bf16 {
     }
 }
 
-/// Times the unfused baseline in element type `T`: operands dequantized beforehand (not timed),
-/// then per call two cuBLAS GEMMs and the SiLU·mul kernel.
-fn time_unfused<T: DenseElement>(
-    gpu: &Gpu,
-    blas: &CudaBlas,
-    flush: &mut CudaSlice<u8>,
-    shape: DualGemmShape,
-    inputs: &[[DeviceNvFp4Matrix; 3]],
-    max_seconds: f64,
-) -> BenchResult<Timing>
+/// The unfused baseline's operands in element type `T`, dequantized beforehand (not timed),
+/// and its outputs.
+struct Unfused<T> {
+    dense: Vec<[CudaSlice<T>; 3]>,
+    gate: CudaSlice<T>,
+    up: CudaSlice<T>,
+    out: CudaSlice<T>,
+}
+
+impl<T: DenseElement> Unfused<T>
 where
     CudaBlas: Gemm<T>,
 {
-    let dense: Vec<[CudaSlice<T>; 3]> = inputs
-        .iter()
-        .map(|[a, b1, b2]| {
-            Ok([
-                T::dequantize(gpu, a)?,
-                T::dequantize(gpu, b1)?,
-                T::dequantize(gpu, b2)?,
-            ])
+    fn new(gpu: &Gpu, shape: DualGemmShape, inputs: &[[DeviceNvFp4Matrix; 3]]) -> BenchResult<Self> {
+        let dense = inputs
+            .iter()
+            .map(|[a, b1, b2]| {
+                Ok([
+                    T::dequantize(gpu, a)?,
+                    T::dequantize(gpu, b1)?,
+                    T::dequantize(gpu, b2)?,
+                ])
+            })
+            .collect::<nvfp4::Result<_>>()?;
+        let outputs = || gpu.stream().alloc_zeros::<T>(shape.m * shape.n);
+        Ok(Self {
+            dense,
+            gate: outputs()?,
+            up: outputs()?,
+            out: outputs()?,
         })
-        .collect::<nvfp4::Result<_>>()?;
-    let outputs = || gpu.stream().alloc_zeros::<T>(shape.m * shape.n);
-    let (mut gate, mut up, mut out) = (outputs()?, outputs()?, outputs()?);
-    time_calls(gpu, flush, inputs.len(), max_seconds, |i| {
-        let [a, b1, b2] = &dense[i];
-        gemm_nt(
-            blas,
-            (shape.m, shape.n, shape.k),
-            a,
-            b1,
-            &mut gate,
-            T::ONE,
-            T::ZERO,
-        )?;
-        gemm_nt(blas, (shape.m, shape.n, shape.k), a, b2, &mut up, T::ONE, T::ZERO)?;
-        Ok(T::silu_mul(gpu, &gate, &up, &mut out)?)
-    })
+    }
+
+    /// Per call two cuBLAS GEMMs and the SiLU·mul kernel, as a timed variant.
+    fn variant<'a>(&'a mut self, gpu: &'a Gpu, blas: &'a CudaBlas, shape: DualGemmShape) -> Variant<'a> {
+        let (m, n, k) = (shape.m, shape.n, shape.k);
+        Box::new(move |i| {
+            let [a, b1, b2] = &self.dense[i];
+            gemm_nt(blas, (m, n, k), a, b1, &mut self.gate, T::ONE, T::ZERO)?;
+            gemm_nt(blas, (m, n, k), a, b2, &mut self.up, T::ONE, T::ZERO)?;
+            Ok(T::silu_mul(gpu, &self.gate, &self.up, &mut self.out)?)
+        })
+    }
 }
 
 fn bench_shape(
@@ -232,48 +239,77 @@ fn bench_shape(
         .collect::<nvfp4::Result<_>>()?;
     drop(problems);
 
-    let mut c: CudaSlice<f16> = gpu.stream().alloc_zeros(shape.m * shape.n)?;
-    // Ours as planned (on Hopper: programmatic dependent launches), then with plain launches.
-    let (ours, ours_plain, ours_nvfp4) = match gpu.plan_dual_gemm(shape) {
-        Ok(mut plan) => {
-            let mut time = |plan: &nvfp4::dual_gemm::DualGemmPlan| {
-                time_calls(gpu, flush, sets, options.max_seconds, |i| {
-                    let [a, b1, b2] = &inputs[i];
-                    Ok(plan.launch(gpu, a, b1, b2, &mut c)?)
-                })
-            };
-            let planned = time(&plan)?;
-            let plain = if plan.programmatic_launch() {
-                plan.set_programmatic_launch(false)?;
-                let plain = time(&plan)?;
-                plan.set_programmatic_launch(true)?;
-                Some(plain)
-            } else {
-                None
-            };
-            // The NVFP4 output as planned, with a global scale that fits the task
-            // distribution's outputs; skipped where the GPU has no such epilogue.
-            let mut h = gpu.alloc_nvfp4(shape.m, shape.n)?;
-            let [a, b1, b2] = &inputs[0];
-            let nvfp4_out = match plan.launch_nvfp4(gpu, a, b1, b2, &mut h, 0.01) {
-                Err(nvfp4::Error::KernelUnavailable { .. }) => None,
-                first => {
-                    first?;
-                    Some(time_calls(gpu, flush, sets, options.max_seconds, |i| {
-                        let [a, b1, b2] = &inputs[i];
-                        Ok(plan.launch_nvfp4(gpu, a, b1, b2, &mut h, 0.01)?)
-                    })?)
-                }
-            };
-            (Some(planned), plain, nvfp4_out)
-        }
-        Err(nvfp4::Error::KernelUnavailable { .. }) => (None, None, None),
+    // Ours as planned (on Hopper: programmatic dependent launches), with plain launches, and
+    // writing NVFP4 (a global scale that fits the task distribution's outputs; where the GPU
+    // has that epilogue); the two cuBLAS baselines: all timed in turn
+    // (`common::time_calls_interleaved`), all operands resident.
+    let plan = match gpu.plan_dual_gemm(shape) {
+        Ok(plan) => Some(plan),
+        Err(nvfp4::Error::KernelUnavailable { .. }) => None,
         Err(e) => return Err(e.into()),
     };
-
-    drop(c);
-    let cublas_f16 = time_unfused::<f16>(gpu, blas, flush, shape, &inputs, options.max_seconds)?;
-    let cublas_bf16 = time_unfused::<bf16>(gpu, blas, flush, shape, &inputs, options.max_seconds)?;
+    let plain = match &plan {
+        Some(plan) if plan.programmatic_launch() => {
+            let mut plain = gpu.plan_dual_gemm(shape)?;
+            plain.set_programmatic_launch(false)?;
+            Some(plain)
+        }
+        _ => None,
+    };
+    let mut h = gpu.alloc_nvfp4(shape.m, shape.n)?;
+    let nvfp4_out = match &plan {
+        Some(plan) => {
+            let [a, b1, b2] = &inputs[0];
+            match plan.launch_nvfp4(gpu, a, b1, b2, &mut h, 0.01) {
+                Err(nvfp4::Error::KernelUnavailable { .. }) => false,
+                first => {
+                    first?;
+                    true
+                }
+            }
+        }
+        None => false,
+    };
+    let mut f16_unfused = Unfused::<f16>::new(gpu, shape, &inputs)?;
+    let mut bf16_unfused = Unfused::<bf16>::new(gpu, shape, &inputs)?;
+    let (mut c, mut c_plain): (CudaSlice<f16>, CudaSlice<f16>) = (
+        gpu.stream().alloc_zeros(shape.m * shape.n)?,
+        gpu.stream().alloc_zeros(shape.m * shape.n)?,
+    );
+    let inputs = &inputs;
+    let mut variants = vec![
+        f16_unfused.variant(gpu, blas, shape),
+        bf16_unfused.variant(gpu, blas, shape),
+    ];
+    let mut ours_at = [None; 3];
+    if let Some(plan) = &plan {
+        ours_at[0] = Some(variants.len());
+        let c = &mut c;
+        variants.push(Box::new(move |i| {
+            let [a, b1, b2] = &inputs[i];
+            Ok(plan.launch(gpu, a, b1, b2, c)?)
+        }));
+        if nvfp4_out {
+            ours_at[2] = Some(variants.len());
+            let h = &mut h;
+            variants.push(Box::new(move |i| {
+                let [a, b1, b2] = &inputs[i];
+                Ok(plan.launch_nvfp4(gpu, a, b1, b2, h, 0.01)?)
+            }));
+        }
+    }
+    if let Some(plain) = &plain {
+        ours_at[1] = Some(variants.len());
+        let c = &mut c_plain;
+        variants.push(Box::new(move |i| {
+            let [a, b1, b2] = &inputs[i];
+            Ok(plain.launch(gpu, a, b1, b2, c)?)
+        }));
+    }
+    let samples = time_calls_interleaved(gpu, flush, sets, options.max_seconds, &mut variants)?;
+    drop(variants);
+    let [cublas_f16, cublas_bf16] = [timing(&samples[0]), timing(&samples[1])];
+    let [ours, ours_plain, ours_nvfp4] = ours_at.map(|at| at.map(|i| timing(&samples[i])));
 
     let memory_us = shape.bytes() as f64 / ceilings.copy_gbs / 1e3;
     let compute_us = shape.flops() / ceilings.fp16_tflops / 1e6;

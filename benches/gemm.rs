@@ -9,8 +9,10 @@
 //! ```
 //!
 //! Method (`benches/common`, the reference harness's): per shape `--sets` distinct input sets,
-//! the L2 flushed before each timed batch of back-to-back calls (launch cost included), batches
-//! until the mean is known to 0.5 % or `--max-seconds`. Ours as planned (`Gpu::plan_gemm`).
+//! the L2 flushed before each timed batch of back-to-back calls (launch cost included); ours and
+//! the peers timed in turn, one batch of each a cycle, the cycles back to back for about
+//! `--max-seconds` per variant (`common::time_calls_interleaved`), each the mean of its
+//! batches. Ours as planned (`Gpu::plan_gemm`).
 //! Peers: one cuBLAS fp16 and one bf16 GEMM on operands dequantized beforehand (what a user
 //! without this library runs). Floor per shape: max(bytes / copy bandwidth, FLOPs / fp16 tensor
 //! rate), both ceilings measured in this run; bytes: A and B as fp4 data with their blocked
@@ -22,7 +24,9 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{BenchResult, Cli, Results, Timing, gemm_nt, geomean, ratio, time_calls};
+use common::{
+    BenchResult, Cli, Results, Timing, Variant, gemm_nt, geomean, ratio, time_calls_interleaved, timing,
+};
 use cudarc::cublas::{CudaBlas, Gemm};
 use cudarc::driver::{CudaSlice, DeviceRepr};
 use half::{bf16, f16};
@@ -92,24 +96,22 @@ struct Row {
     floor_bound: &'static str,
 }
 
-/// Times one cuBLAS GEMM per call in element type `T` on operands dequantized beforehand.
-fn time_cublas<T: DeviceRepr + Copy + cudarc::driver::ValidAsZeroBits>(
-    gpu: &Gpu,
-    setup: &mut common::Setup,
+/// One cuBLAS GEMM per call in element type `T` on operands dequantized beforehand, as a timed
+/// variant writing `out`.
+fn cublas<'a, T: DeviceRepr + Copy + cudarc::driver::ValidAsZeroBits>(
+    blas: &'a CudaBlas,
     shape: GemmShape,
-    dense: &[[CudaSlice<T>; 2]],
+    dense: &'a [[CudaSlice<T>; 2]],
+    out: &'a mut CudaSlice<T>,
     one: T,
     zero: T,
-    max_seconds: f64,
-) -> BenchResult<Timing>
+) -> Variant<'a>
 where
     CudaBlas: Gemm<T>,
 {
-    let common::Setup { blas, flush, .. } = setup;
-    let mut out = gpu.stream().alloc_zeros::<T>(shape.m * shape.n)?;
-    time_calls(gpu, flush, dense.len(), max_seconds, |i| {
+    Box::new(move |i| {
         let [a, b] = &dense[i];
-        gemm_nt(blas, (shape.m, shape.n, shape.k), a, b, &mut out, one, zero)
+        gemm_nt(blas, (shape.m, shape.n, shape.k), a, b, out, one, zero)
     })
 }
 
@@ -131,52 +133,46 @@ fn bench_shape(
         .map(|p| Ok([gpu.upload(&p.a)?, gpu.upload(&p.b1)?]))
         .collect::<nvfp4::Result<_>>()?;
 
-    let mut c: CudaSlice<f16> = gpu.stream().alloc_zeros(m * n)?;
-    let ours = match gpu.plan_gemm(shape) {
-        Ok(plan) => Some(time_calls(
-            gpu,
-            &mut setup.flush,
-            sets,
-            options.max_seconds,
-            |i| {
-                let [a, b] = &inputs[i];
-                Ok(plan.launch(gpu, a, b, &mut c)?)
-            },
-        )?),
-        Err(nvfp4::Error::KernelUnavailable { .. }) => None,
-        Err(e) => return Err(e.into()),
-    };
-    drop(c);
+    // Ours and the two peers timed in turn (`common::time_calls_interleaved`), all operands
+    // resident.
     let dense_f16 = inputs
         .iter()
         .map(|[a, b]| Ok([gpu.dequantize_f16(a)?, gpu.dequantize_f16(b)?]))
         .collect::<nvfp4::Result<Vec<_>>>()?;
-    let cublas_f16 = time_cublas(
-        gpu,
-        setup,
-        shape,
-        &dense_f16,
-        f16::ONE,
-        f16::ZERO,
-        options.max_seconds,
-    )?;
-    drop(dense_f16);
     let dense_bf16 = inputs
         .iter()
         .map(|[a, b]| Ok([gpu.dequantize_bf16(a)?, gpu.dequantize_bf16(b)?]))
         .collect::<nvfp4::Result<Vec<_>>>()?;
-    let cublas_bf16 = time_cublas(
-        gpu,
-        setup,
-        shape,
-        &dense_bf16,
-        bf16::ONE,
-        bf16::ZERO,
-        options.max_seconds,
-    )?;
+    let mut c: CudaSlice<f16> = gpu.stream().alloc_zeros(m * n)?;
+    let mut c_f16: CudaSlice<f16> = gpu.stream().alloc_zeros(m * n)?;
+    let mut c_bf16: CudaSlice<bf16> = gpu.stream().alloc_zeros(m * n)?;
+    let plan = match gpu.plan_gemm(shape) {
+        Ok(plan) => Some(plan),
+        Err(nvfp4::Error::KernelUnavailable { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let common::Setup {
+        blas,
+        flush,
+        ceilings,
+    } = setup;
+    let mut variants = vec![
+        cublas(blas, shape, &dense_f16, &mut c_f16, f16::ONE, f16::ZERO),
+        cublas(blas, shape, &dense_bf16, &mut c_bf16, bf16::ONE, bf16::ZERO),
+    ];
+    if let Some(plan) = &plan {
+        let (inputs, c) = (&inputs, &mut c);
+        variants.push(Box::new(move |i| {
+            let [a, b] = &inputs[i];
+            Ok(plan.launch(gpu, a, b, c)?)
+        }));
+    }
+    let samples = time_calls_interleaved(gpu, flush, sets, options.max_seconds, &mut variants)?;
+    let [cublas_f16, cublas_bf16] = [timing(&samples[0]), timing(&samples[1])];
+    let ours = samples.get(2).map(|s| timing(s));
 
-    let memory_us = shape.bytes() as f64 / setup.ceilings.copy_gbs / 1e3;
-    let compute_us = shape.flops() / setup.ceilings.fp16_tflops / 1e6;
+    let memory_us = shape.bytes() as f64 / ceilings.copy_gbs / 1e3;
+    let compute_us = shape.flops() / ceilings.fp16_tflops / 1e6;
     let (floor_us, floor_bound) = if memory_us > compute_us {
         (memory_us, "memory")
     } else {

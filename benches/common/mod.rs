@@ -184,14 +184,64 @@ pub fn capture_graph(
     Ok(graph.ok_or("the capture gave no graph")?)
 }
 
-/// Times several CUDA graphs against each other under sustained load: cycles that replay each
-/// graph once in turn (the L2 flushed before each replay, each replay between two events),
-/// enqueued back to back without waiting between them, so that every graph sees the same clocks
-/// — a heavy row's clocks drift by 10–25 % within a second on an H200, more than the
-/// differences between its variants — and the GPU runs as busy as under one graph's back-to-back
-/// replays. One cycle timed alone sets how many follow: `max_seconds` per graph, at least
-/// [`MIN_BATCHES`] and at most 1000. Returns each graph's replay times in µs per call (`calls`
-/// calls a graph), in cycle order.
+/// A variant timed by [`time_calls_interleaved`]: `call(i)` enqueues call `i` of a batch.
+pub type Variant<'a> = Box<dyn FnMut(usize) -> BenchResult<()> + 'a>;
+
+/// Times variants against each other under sustained load: cycles that time one batch of each
+/// variant in turn (`calls` back-to-back calls `call(0..calls)`, the L2 flushed before it,
+/// between two events), enqueued back to back without waiting between them, so that every
+/// variant sees the same clocks — a heavy shape's clocks drift by 10–25 % within a second on an
+/// H200, more than many differences between variants, and timed one after another the first
+/// variant ran on a GPU that had not yet slowed down — and the GPU runs as busy as under one
+/// variant's batches. After one warm-up batch of each, one cycle timed alone sets how many
+/// follow: `max_seconds` per variant, at least [`MIN_BATCHES`] and at most 1000. Returns each
+/// variant's batch times in µs per call, in cycle order ([`timing`] sums them up).
+pub fn time_calls_interleaved(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u8>,
+    calls: usize,
+    max_seconds: f64,
+    variants: &mut [Variant],
+) -> BenchResult<Vec<Vec<f64>>> {
+    let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let stream = gpu.stream().clone();
+    for variant in variants.iter_mut() {
+        (0..calls).try_for_each(&mut *variant)?; // warm-up: module load, heuristics, first touch
+    }
+    let cycle = |flush: &mut CudaSlice<u8>, variants: &mut [Variant]| -> BenchResult<Vec<_>> {
+        let mut marks = Vec::with_capacity(variants.len());
+        for variant in variants.iter_mut() {
+            stream.memset_zeros(flush)?;
+            let start = stream.record_event(events)?;
+            (0..calls).try_for_each(&mut *variant)?;
+            marks.push((start, stream.record_event(events)?));
+        }
+        Ok(marks)
+    };
+    let first = Instant::now();
+    cycle(flush, variants)?
+        .last()
+        .ok_or("no variants")?
+        .1
+        .synchronize()?;
+    let cycle_seconds = first.elapsed().as_secs_f64();
+    let cycles = ((max_seconds * variants.len() as f64 / cycle_seconds) as usize).clamp(MIN_BATCHES, 1000);
+    let mut marks = Vec::with_capacity(cycles);
+    for _ in 0..cycles {
+        marks.push(cycle(flush, variants)?);
+    }
+    stream.synchronize()?;
+    let mut samples = vec![Vec::with_capacity(cycles); variants.len()];
+    for cycle in &marks {
+        for ((start, end), samples) in cycle.iter().zip(&mut samples) {
+            samples.push(start.elapsed_ms(end)? as f64 * 1e3 / calls as f64);
+        }
+    }
+    Ok(samples)
+}
+
+/// [`time_calls_interleaved`] for CUDA graphs of `calls` calls each ([`capture_graph`]): each
+/// graph's replay times in µs per call.
 pub fn time_graphs_interleaved(
     gpu: &Gpu,
     flush: &mut CudaSlice<u8>,
@@ -199,34 +249,28 @@ pub fn time_graphs_interleaved(
     calls: usize,
     max_seconds: f64,
 ) -> BenchResult<Vec<Vec<f64>>> {
-    let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let stream = gpu.stream();
-    let cycle = |flush: &mut CudaSlice<u8>| -> BenchResult<Vec<_>> {
-        let mut marks = Vec::with_capacity(graphs.len());
-        for graph in graphs {
-            stream.memset_zeros(flush)?;
-            let start = stream.record_event(events)?;
-            graph.launch()?;
-            marks.push((start, stream.record_event(events)?));
-        }
-        Ok(marks)
-    };
-    let first = Instant::now();
-    cycle(flush)?.last().ok_or("no graphs")?.1.synchronize()?;
-    let cycle_seconds = first.elapsed().as_secs_f64();
-    let cycles = ((max_seconds * graphs.len() as f64 / cycle_seconds) as usize).clamp(MIN_BATCHES, 1000);
-    let mut marks = Vec::with_capacity(cycles);
-    for _ in 0..cycles {
-        marks.push(cycle(flush)?);
+    let mut variants: Vec<Variant> = graphs
+        .iter()
+        .map(|graph| Box::new(move |_| Ok(graph.launch()?)) as Variant)
+        .collect();
+    let samples = time_calls_interleaved(gpu, flush, 1, max_seconds, &mut variants)?;
+    Ok(samples
+        .into_iter()
+        .map(|s| s.into_iter().map(|us| us / calls as f64).collect())
+        .collect())
+}
+
+/// The [`Timing`] of batch times `samples` (µs per call; not empty).
+pub fn timing(samples: &[f64]) -> Timing {
+    let n = samples.len() as f64;
+    let mean = samples.iter().sum::<f64>() / n;
+    let variance = samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    Timing {
+        us: mean,
+        median_us: median(samples),
+        relative_error: (variance / n).sqrt() / mean,
+        batches: samples.len(),
     }
-    stream.synchronize()?;
-    let mut samples = vec![Vec::with_capacity(cycles); graphs.len()];
-    for cycle in &marks {
-        for ((start, end), samples) in cycle.iter().zip(&mut samples) {
-            samples.push(start.elapsed_ms(end)? as f64 * 1e3 / calls as f64);
-        }
-    }
-    Ok(samples)
 }
 
 /// The median of `samples` (not empty).
