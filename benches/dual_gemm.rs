@@ -10,9 +10,9 @@
 //! Method (the reference harness's, docs/format.md): per shape and backend, `--sets` distinct input sets;
 //! before each timed batch the L2 is flushed (a 256 MiB memset); one event pair around a batch of
 //! back-to-back calls, one per input set, launch cost included (µs per call = batch time / calls);
-//! the backends timed in turn, one batch of each a cycle, the cycles back to back for about
-//! `--max-seconds` per backend (`common::time_calls_interleaved`: all see the same clocks),
-//! each the mean of its batches. Ours is timed as planned (on Hopper: programmatic dependent
+//! each backend in two phases of batches back to back, `--max-seconds` long, in the order A B …
+//! … B A (`common::time_calls_in_phases`: each at the clocks of its own sustained load), the
+//! mean of the batches of each phase's second half. Ours is timed as planned (on Hopper: programmatic dependent
 //! launches, so one call's launch overlaps the previous call's tail) and again with plain launches.
 //!
 //! Backends: ours (the fused kernel on NVFP4); cuBLAS fp16 and bf16 (two GEMMs on weights and
@@ -34,7 +34,7 @@ mod common;
 use std::fmt::Write as _;
 
 use common::{
-    BenchResult, Cli, Results, Timing, Variant, gemm_nt, geomean, ratio, show, time_calls_interleaved, timing,
+    BenchResult, Cli, Results, Timing, Variant, gemm_nt, geomean, ratio, show, time_calls_in_phases, timing,
 };
 use cudarc::cublas::{CudaBlas, Gemm};
 use cudarc::driver::{CudaSlice, DeviceRepr};
@@ -241,8 +241,8 @@ fn bench_shape(
 
     // Ours as planned (on Hopper: programmatic dependent launches), with plain launches, and
     // writing NVFP4 (a global scale that fits the task distribution's outputs; where the GPU
-    // has that epilogue); the two cuBLAS baselines: all timed in turn
-    // (`common::time_calls_interleaved`), all operands resident.
+    // has that epilogue); the two cuBLAS baselines: in alternating phases
+    // (`common::time_calls_in_phases`), all operands resident.
     let plan = match gpu.plan_dual_gemm(shape) {
         Ok(plan) => Some(plan),
         Err(nvfp4::Error::KernelUnavailable { .. }) => None,
@@ -306,7 +306,7 @@ fn bench_shape(
             Ok(plain.launch(gpu, a, b1, b2, c)?)
         }));
     }
-    let samples = time_calls_interleaved(gpu, flush, sets, options.max_seconds, &mut variants)?;
+    let samples = time_calls_in_phases(gpu, flush, sets, options.max_seconds, &mut variants)?;
     drop(variants);
     let [cublas_f16, cublas_bf16] = [timing(&samples[0]), timing(&samples[1])];
     let [ours, ours_plain, ours_nvfp4] = ours_at.map(|at| at.map(|i| timing(&samples[i])));

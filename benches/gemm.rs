@@ -10,9 +10,9 @@
 //!
 //! Method (`benches/common`, the reference harness's): per shape `--sets` distinct input sets,
 //! the L2 flushed before each timed batch of back-to-back calls (launch cost included); ours and
-//! the peers timed in turn, one batch of each a cycle, the cycles back to back for about
-//! `--max-seconds` per variant (`common::time_calls_interleaved`), each the mean of its
-//! batches. Ours as planned (`Gpu::plan_gemm`).
+//! the peers each in two phases of batches back to back, `--max-seconds` long, in the order A B
+//! C C B A (`common::time_calls_in_phases`: each at the clocks of its own sustained load), the
+//! mean of the batches of each phase's second half. Ours as planned (`Gpu::plan_gemm`).
 //! Peers: one cuBLAS fp16 and one bf16 GEMM on operands dequantized beforehand (what a user
 //! without this library runs). Floor per shape: max(bytes / copy bandwidth, FLOPs / fp16 tensor
 //! rate), both ceilings measured in this run; bytes: A and B as fp4 data with their blocked
@@ -25,7 +25,7 @@ mod common;
 use std::fmt::Write as _;
 
 use common::{
-    BenchResult, Cli, Results, Timing, Variant, gemm_nt, geomean, ratio, time_calls_interleaved, timing,
+    BenchResult, Cli, Results, Timing, Variant, gemm_nt, geomean, ratio, time_calls_in_phases, timing,
 };
 use cudarc::cublas::{CudaBlas, Gemm};
 use cudarc::driver::{CudaSlice, DeviceRepr};
@@ -133,8 +133,8 @@ fn bench_shape(
         .map(|p| Ok([gpu.upload(&p.a)?, gpu.upload(&p.b1)?]))
         .collect::<nvfp4::Result<_>>()?;
 
-    // Ours and the two peers timed in turn (`common::time_calls_interleaved`), all operands
-    // resident.
+    // Ours and the two peers in alternating phases (`common::time_calls_in_phases`), all
+    // operands resident.
     let dense_f16 = inputs
         .iter()
         .map(|[a, b]| Ok([gpu.dequantize_f16(a)?, gpu.dequantize_f16(b)?]))
@@ -167,7 +167,7 @@ fn bench_shape(
             Ok(plan.launch(gpu, a, b, c)?)
         }));
     }
-    let samples = time_calls_interleaved(gpu, flush, sets, options.max_seconds, &mut variants)?;
+    let samples = time_calls_in_phases(gpu, flush, sets, options.max_seconds, &mut variants)?;
     let [cublas_f16, cublas_bf16] = [timing(&samples[0]), timing(&samples[1])];
     let ours = samples.get(2).map(|s| timing(s));
 

@@ -184,76 +184,70 @@ pub fn capture_graph(
     Ok(graph.ok_or("the capture gave no graph")?)
 }
 
-/// A variant timed by [`time_calls_interleaved`]: `call(i)` enqueues call `i` of a batch.
+/// A variant timed by [`time_calls_in_phases`]: `call(i)` enqueues call `i` of a batch.
 pub type Variant<'a> = Box<dyn FnMut(usize) -> BenchResult<()> + 'a>;
 
-/// Times variants against each other under sustained load: cycles that time one batch of each
-/// variant in turn (`calls` back-to-back calls `call(0..calls)`, the L2 flushed before it,
-/// between two events), enqueued back to back without waiting between them, so that every
-/// variant sees the same clocks — a heavy shape's clocks drift by 10–25 % within a second on an
-/// H200, more than many differences between variants, and timed one after another the first
-/// variant ran on a GPU that had not yet slowed down — and the GPU runs as busy as under one
-/// variant's batches. After one warm-up batch of each, one cycle timed alone sets how many
-/// follow: `max_seconds` per variant, at least [`MIN_BATCHES`] and at most 1000. Returns each
-/// variant's batch times in µs per call, in cycle order ([`timing`] sums them up).
-pub fn time_calls_interleaved(
+/// Times variants against each other, each under its own sustained load: phases of about
+/// `phase_seconds` of one variant's batches back to back (`calls` calls `call(0..calls)` a batch,
+/// the L2 flushed before it, between two events), in the order A B … Z, then Z … B A. Only the
+/// second half of each phase is kept: by then the GPU runs at the clocks of that workload alone.
+/// Under its power limit an H200's clocks differ between workloads (an NVFP4 MLP layer at 1800
+/// MHz, the same layer in bf16 at 1500), so variants replayed in turn would all run at their
+/// mix's clocks; and variants timed once one after another drift with the GPU's temperature,
+/// which the mirrored second pass cancels. One batch of each variant timed alone (after a
+/// warm-up) sets a phase's batch count: at least [`MIN_BATCHES`], at most 1000. Returns each
+/// variant's kept batch times in µs per call ([`timing`] sums them up).
+pub fn time_calls_in_phases(
     gpu: &Gpu,
     flush: &mut CudaSlice<u8>,
     calls: usize,
-    max_seconds: f64,
+    phase_seconds: f64,
     variants: &mut [Variant],
 ) -> BenchResult<Vec<Vec<f64>>> {
     let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
     let stream = gpu.stream().clone();
+    let batch = |flush: &mut CudaSlice<u8>, variant: &mut Variant| -> BenchResult<_> {
+        stream.memset_zeros(flush)?;
+        let start = stream.record_event(events)?;
+        (0..calls).try_for_each(&mut *variant)?;
+        Ok((start, stream.record_event(events)?))
+    };
+    let mut batches = Vec::with_capacity(variants.len());
     for variant in variants.iter_mut() {
         (0..calls).try_for_each(&mut *variant)?; // warm-up: module load, heuristics, first touch
+        let began = Instant::now();
+        batch(flush, variant)?.1.synchronize()?;
+        let seconds = began.elapsed().as_secs_f64();
+        batches.push(((phase_seconds / seconds) as usize).clamp(2 * MIN_BATCHES, 1000));
     }
-    let cycle = |flush: &mut CudaSlice<u8>, variants: &mut [Variant]| -> BenchResult<Vec<_>> {
-        let mut marks = Vec::with_capacity(variants.len());
-        for variant in variants.iter_mut() {
-            stream.memset_zeros(flush)?;
-            let start = stream.record_event(events)?;
-            (0..calls).try_for_each(&mut *variant)?;
-            marks.push((start, stream.record_event(events)?));
-        }
-        Ok(marks)
-    };
-    let first = Instant::now();
-    cycle(flush, variants)?
-        .last()
-        .ok_or("no variants")?
-        .1
-        .synchronize()?;
-    let cycle_seconds = first.elapsed().as_secs_f64();
-    let cycles = ((max_seconds * variants.len() as f64 / cycle_seconds) as usize).clamp(MIN_BATCHES, 1000);
-    let mut marks = Vec::with_capacity(cycles);
-    for _ in 0..cycles {
-        marks.push(cycle(flush, variants)?);
-    }
-    stream.synchronize()?;
-    let mut samples = vec![Vec::with_capacity(cycles); variants.len()];
-    for cycle in &marks {
-        for ((start, end), samples) in cycle.iter().zip(&mut samples) {
-            samples.push(start.elapsed_ms(end)? as f64 * 1e3 / calls as f64);
+    let order: Vec<usize> = (0..variants.len()).chain((0..variants.len()).rev()).collect();
+    let mut samples = vec![Vec::new(); variants.len()];
+    for v in order {
+        let marks = (0..batches[v])
+            .map(|_| batch(flush, &mut variants[v]))
+            .collect::<BenchResult<Vec<_>>>()?;
+        stream.synchronize()?;
+        for (start, end) in &marks[marks.len() / 2..] {
+            samples[v].push(start.elapsed_ms(end)? as f64 * 1e3 / calls as f64);
         }
     }
     Ok(samples)
 }
 
-/// [`time_calls_interleaved`] for CUDA graphs of `calls` calls each ([`capture_graph`]): each
+/// [`time_calls_in_phases`] for CUDA graphs of `calls` calls each ([`capture_graph`]): each
 /// graph's replay times in µs per call.
-pub fn time_graphs_interleaved(
+pub fn time_graphs_in_phases(
     gpu: &Gpu,
     flush: &mut CudaSlice<u8>,
     graphs: &[cudarc::driver::CudaGraph],
     calls: usize,
-    max_seconds: f64,
+    phase_seconds: f64,
 ) -> BenchResult<Vec<Vec<f64>>> {
     let mut variants: Vec<Variant> = graphs
         .iter()
         .map(|graph| Box::new(move |_| Ok(graph.launch()?)) as Variant)
         .collect();
-    let samples = time_calls_interleaved(gpu, flush, 1, max_seconds, &mut variants)?;
+    let samples = time_calls_in_phases(gpu, flush, 1, phase_seconds, &mut variants)?;
     Ok(samples
         .into_iter()
         .map(|s| s.into_iter().map(|us| us / calls as f64).collect())

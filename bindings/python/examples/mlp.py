@@ -11,12 +11,13 @@ bf16 (the input's dtype), each handing the next its tokens decoded. Timed beside
 kernels as three calls (each GEMM with its token pre-decoding pass; bit-identical output) and
 the unfused form (fp16 dual GEMM output, then ``quantize``).
 
-Timing: each variant of a row captured as a CUDA graph, and the graphs replayed in turn, one
-replay of each a cycle, the L2 flushed before each replay and each replay between two CUDA
-events, the cycles enqueued back to back (the GPU as busy as under one graph's back-to-back
-replays) for about 0.2 s a variant and at least 10 cycles; each variant the median of its
-replays. A heavy row's clocks drift by more than its variants differ, and timed one after
-another, identical kernels read up to 11 % apart by their place in the row.
+Timing: each variant of a row captured as a CUDA graph and replayed in two phases of its own,
+about 0.4 s of replays back to back each (the L2 flushed before each replay, each replay between
+two CUDA events), in the order A B C D D C B A; each variant the median of its phases' second
+halves. Under the power limit an H200's clocks depend on the workload (the NVFP4 layer runs at
+higher clocks than the bf16 one), so variants replayed in turn would all run at their mix's
+clocks, and variants timed once one after another drift with the GPU's temperature (timed so,
+identical kernels read up to 11 % apart by their place in a row).
 
     python bindings/python/examples/mlp.py [--tokens 256] [--hidden 4096] [--intermediate 7168]
     python bindings/python/examples/mlp.py --sweep
@@ -111,29 +112,32 @@ def graph(fn, x):
     return g
 
 
-def graphs_us(fns, x, seconds=0.2, min_cycles=10):
-    """µs of a graph replay of each of ``fns(x)``, the graphs replayed in turn (see the module
-    doc for the method)."""
+def graphs_us(fns, x, seconds=0.4, min_replays=10):
+    """µs of a graph replay of each of ``fns(x)``, each in phases of its own (see the module doc
+    for the method)."""
     graphs = [graph(fn, x) for fn in fns]
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # more than any L2
 
-    def cycle():
-        marks = []
-        for g in graphs:
-            flush.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            g.replay()
-            end.record()
-            marks.append((start, end))
-        return marks
+    def replay(g):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        g.replay()
+        end.record()
+        return start, end
 
-    began = time.perf_counter()
-    cycle()[-1][1].synchronize()
-    cycles = max(min_cycles, min(1000, int(seconds * len(graphs) / (time.perf_counter() - began))))
-    marks = [cycle() for _ in range(cycles)]
-    torch.cuda.synchronize()
-    return [statistics.median(c[i][0].elapsed_time(c[i][1]) * 1000.0 for c in marks) for i in range(len(graphs))]
+    counts = []
+    for g in graphs:
+        g.replay()
+        began = time.perf_counter()
+        replay(g)[1].synchronize()
+        counts.append(max(2 * min_replays, min(1000, int(seconds / (time.perf_counter() - began)))))
+    samples = [[] for _ in graphs]
+    for k in list(range(len(graphs))) + list(reversed(range(len(graphs)))):
+        marks = [replay(graphs[k]) for _ in range(counts[k])]
+        torch.cuda.synchronize()
+        samples[k] += [start.elapsed_time(end) * 1000.0 for start, end in marks[len(marks) // 2:]]
+    return [statistics.median(s) for s in samples]
 
 
 def layer(t, h, i, seed=0):
