@@ -195,7 +195,8 @@ pub type Variant<'a> = Box<dyn FnMut(usize) -> BenchResult<()> + 'a>;
 /// MHz, the same layer in bf16 at 1500), so variants replayed in turn would all run at their
 /// mix's clocks; and variants timed once one after another drift with the GPU's temperature,
 /// which the mirrored second pass cancels. One batch of each variant timed alone (after a
-/// warm-up) sets a phase's batch count: at least [`MIN_BATCHES`], at most 1000. Returns each
+/// warm-up) sets a phase's batch count: at least twice [`MIN_BATCHES`] (the kept half at least
+/// that many), at most 1000. Returns each
 /// variant's kept batch times in µs per call ([`timing`] sums them up).
 pub fn time_calls_in_phases(
     gpu: &Gpu,
