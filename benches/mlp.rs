@@ -5,10 +5,10 @@
 //!
 //! Method (`benches/common`): per shape, one bf16 input and random NVFP4 weights; each variant
 //! captured as a CUDA graph of [`GRAPH_CALLS`] back-to-back calls and replayed with the L2
-//! flushed before each replay; µs per call. Each variant of a shape in two phases of replays
-//! back to back, `--max-seconds` long, in the order A B … … B A (`common::time_graphs_in_phases`:
-//! each at the clocks of its own sustained load, the drift over the row cancelled), the median
-//! of each phase's second half. Variants:
+//! flushed before each replay; µs per call. A shape's variants are replayed in turn, one
+//! replay of each a cycle, the cycles back to back for about `--max-seconds` per variant
+//! (`common::time_graphs_interleaved`), so that clock drift reaches all alike under sustained
+//! load; each variant its median. Variants:
 //! the three calls (each tiled GEMM with its pre-decoding pass), and the op handing on neither
 //! operand, x only, h only, both, and its default ([`MlpPlan::possible_hand_on`] or the plan's
 //! policy). The op's output is checked against the three calls' bit for bit first.
@@ -25,7 +25,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{BenchResult, Cli, Results, capture_graph, median, time_graphs_in_phases};
+use common::{BenchResult, Cli, Results, capture_graph, median, time_graphs_interleaved};
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use nvfp4::GlobalScale;
@@ -157,10 +157,11 @@ fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
                 .chain(hand_ons)
                 .chain([Some(default)])
                 .collect();
-            // Each variant captured as a graph, then all timed in alternating phases
-            // (`benches/common`'s phased timer): a heavy row's clocks drift by more than its
-            // variants differ, and identical kernels timed once one after the other read up to
-            // 11 % apart.
+            // Each variant captured as a graph, then all replayed in turn (`benches/common`'s
+            // interleaved timer: the variants are the same kernels and draw about the same
+            // power): a heavy row's clocks drift by more than its variants differ, and identical
+            // kernels timed one after the other read up to 11 % apart; in phases of their own
+            // they spread by several percent (perf log entry 144).
             let mut graphs = Vec::new();
             let mut timed = Vec::new();
             for (i, &variant) in order.iter().enumerate() {
@@ -177,7 +178,8 @@ fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
                 graphs.push(graph);
                 timed.push(i);
             }
-            let samples = time_graphs_in_phases(gpu, &mut flush, &graphs, GRAPH_CALLS, options.max_seconds)?;
+            let samples =
+                time_graphs_interleaved(gpu, &mut flush, &graphs, GRAPH_CALLS, options.max_seconds)?;
             let mut each: Vec<Vec<f64>> = vec![Vec::new(); order.len()];
             for (i, samples) in timed.into_iter().zip(samples) {
                 each[i] = samples;
@@ -207,7 +209,7 @@ fn run(_: &Gpu, options: &Options) -> BenchResult<()> {
                 }
             };
             let shown: Vec<String> = each.iter().map(|us| quartiles(us)).collect();
-            eprintln!("  quartiles of {} replays: {}", each[0].len(), shown.join(" | "));
+            eprintln!("  quartiles over {} cycles: {}", each[0].len(), shown.join(" | "));
             writeln!(table, "{row}")?;
             rows.push(serde_json::json!({
                 "model": model,

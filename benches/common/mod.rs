@@ -184,7 +184,8 @@ pub fn capture_graph(
     Ok(graph.ok_or("the capture gave no graph")?)
 }
 
-/// A variant timed by [`time_calls_in_phases`]: `call(i)` enqueues call `i` of a batch.
+/// A variant timed by [`time_calls_in_phases`] or [`time_calls_interleaved`]: `call(i)` enqueues
+/// call `i` of a batch.
 pub type Variant<'a> = Box<dyn FnMut(usize) -> BenchResult<()> + 'a>;
 
 /// Times variants against each other, each under its own sustained load: phases of about
@@ -235,20 +236,76 @@ pub fn time_calls_in_phases(
     Ok(samples)
 }
 
-/// [`time_calls_in_phases`] for CUDA graphs of `calls` calls each ([`capture_graph`]): each
+/// Times variants of one workload against each other at the same clocks: cycles that time one
+/// batch of each variant in turn (`calls` back-to-back calls `call(0..calls)`, the L2 flushed
+/// before it, between two events), enqueued back to back without waiting between them — a heavy
+/// shape's clocks drift by 10–25 % within a second on an H200, more than the variants differ,
+/// and timed one after another the first variant ran on a GPU that had not yet slowed down. For
+/// variants that draw about the same power (the same kernels handing operands on differently):
+/// the mix's clocks are then each one's own, and the medians agree to 0.5 % where
+/// [`time_calls_in_phases`] spreads by several percent. Backends of different power (ours
+/// against cuBLAS or PyTorch) belong in [`time_calls_in_phases`]. After one warm-up batch of
+/// each, one cycle timed alone sets how many follow: `max_seconds` per variant, at least
+/// [`MIN_BATCHES`] and at most 1000. Returns each variant's batch times in µs per call, in cycle
+/// order ([`timing`] sums them up).
+pub fn time_calls_interleaved(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u8>,
+    calls: usize,
+    max_seconds: f64,
+    variants: &mut [Variant],
+) -> BenchResult<Vec<Vec<f64>>> {
+    let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let stream = gpu.stream().clone();
+    for variant in variants.iter_mut() {
+        (0..calls).try_for_each(&mut *variant)?; // warm-up: module load, heuristics, first touch
+    }
+    let cycle = |flush: &mut CudaSlice<u8>, variants: &mut [Variant]| -> BenchResult<Vec<_>> {
+        let mut marks = Vec::with_capacity(variants.len());
+        for variant in variants.iter_mut() {
+            stream.memset_zeros(flush)?;
+            let start = stream.record_event(events)?;
+            (0..calls).try_for_each(&mut *variant)?;
+            marks.push((start, stream.record_event(events)?));
+        }
+        Ok(marks)
+    };
+    let first = Instant::now();
+    cycle(flush, variants)?
+        .last()
+        .ok_or("no variants")?
+        .1
+        .synchronize()?;
+    let cycle_seconds = first.elapsed().as_secs_f64();
+    let cycles = ((max_seconds * variants.len() as f64 / cycle_seconds) as usize).clamp(MIN_BATCHES, 1000);
+    let mut marks = Vec::with_capacity(cycles);
+    for _ in 0..cycles {
+        marks.push(cycle(flush, variants)?);
+    }
+    stream.synchronize()?;
+    let mut samples = vec![Vec::with_capacity(cycles); variants.len()];
+    for cycle in &marks {
+        for ((start, end), samples) in cycle.iter().zip(&mut samples) {
+            samples.push(start.elapsed_ms(end)? as f64 * 1e3 / calls as f64);
+        }
+    }
+    Ok(samples)
+}
+
+/// [`time_calls_interleaved`] for CUDA graphs of `calls` calls each ([`capture_graph`]): each
 /// graph's replay times in µs per call.
-pub fn time_graphs_in_phases(
+pub fn time_graphs_interleaved(
     gpu: &Gpu,
     flush: &mut CudaSlice<u8>,
     graphs: &[cudarc::driver::CudaGraph],
     calls: usize,
-    phase_seconds: f64,
+    max_seconds: f64,
 ) -> BenchResult<Vec<Vec<f64>>> {
     let mut variants: Vec<Variant> = graphs
         .iter()
         .map(|graph| Box::new(move |_| Ok(graph.launch()?)) as Variant)
         .collect();
-    let samples = time_calls_in_phases(gpu, flush, 1, phase_seconds, &mut variants)?;
+    let samples = time_calls_interleaved(gpu, flush, 1, max_seconds, &mut variants)?;
     Ok(samples
         .into_iter()
         .map(|s| s.into_iter().map(|us| us / calls as f64).collect())
