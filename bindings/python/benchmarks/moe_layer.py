@@ -3,20 +3,19 @@ router-weighted combine), NVFP4 (``nvfp4.nn.Experts``: sort by expert, one quant
 grouped layout, the grouped dual GEMM writing NVFP4, the grouped GEMM, ``nvfp4.moe_combine``)
 against the same layer in bfloat16 with ``torch._grouped_mm`` as Hugging Face transformers runs
 it, both captured in CUDA graphs and replayed with the L2 cache flushed before each replay, each
-in two phases of its own sustained load (``graphs_us``); routing random (softmax top-k of random
+in two phases of its own sustained load (``phased.py``); routing random (softmax top-k of random
 logits), as in ``benches/grouped``.
 
     python bindings/python/benchmarks/moe_layer.py [--tokens 64,4096] [--models deepseek-v3,qwen3-30b,gpt-oss-120b]
 """
 
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
 import nvfp4.nn
+from phased import phased_us
 
 # (experts, hidden, expert intermediate, top-k)
 MODELS = {
@@ -60,37 +59,6 @@ def graph(fn, args):
     return g
 
 
-def graphs_us(fns, args, seconds=0.4, min_replays=10):
-    """Median µs of replaying a CUDA graph of each of ``fns(*args)``, the L2 flushed before each
-    replay: each graph in two phases of its own replays back to back, about ``seconds`` each, in
-    the order A B … … B A, each phase's second half kept. Under its power limit an H200 runs each
-    workload at its own clocks (the NVFP4 layers at higher ones than bf16), so layers replayed
-    in turn would all run at their mix's clocks, and layers timed once one after another drift
-    with the GPU's temperature (``benches/common``'s phased timer, perf log entry 144)."""
-    graphs = [graph(fn, args) for fn in fns]
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-
-    def replay(g):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        g.replay()
-        end.record()
-        return start, end
-
-    counts = []
-    for g in graphs:
-        began = time.perf_counter()
-        replay(g)[1].synchronize()
-        counts.append(max(2 * min_replays, min(1000, int(seconds / (time.perf_counter() - began)))))
-    samples = [[] for _ in graphs]
-    for k in list(range(len(graphs))) + list(reversed(range(len(graphs)))):
-        marks = [replay(graphs[k]) for _ in range(counts[k])]
-        torch.cuda.synchronize()
-        samples[k] += [start.elapsed_time(end) * 1000.0 for start, end in marks[len(marks) // 2:]]
-    return [statistics.median(s) for s in samples]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", default="64,4096")
@@ -130,7 +98,7 @@ def main():
                 peer = bf16_layer(w13.transpose(-2, -1), w2.transpose(-2, -1), intermediate)
                 del gate_up, down
             inputs = (x, top_k_index, top_k_weights)
-            ours, theirs = graphs_us((module, peer), inputs)
+            ours, theirs = phased_us([graph(module, inputs), graph(peer, inputs)])
             got, want = module(*inputs), peer(*inputs)
             error = ((got.double() - want.double()).norm() / want.double().norm()).item()
             print(f"| {name} | {tokens} | {ours:.1f} | {theirs:.1f} | {theirs / ours:.2f} | {error:.3f} |")

@@ -11,26 +11,30 @@ bf16 (the input's dtype), each handing the next its tokens decoded. Timed beside
 kernels as three calls (each GEMM with its token pre-decoding pass; bit-identical output) and
 the unfused form (fp16 dual GEMM output, then ``quantize``).
 
-Timing: each variant of a row captured as a CUDA graph and replayed in two phases of its own,
-about 0.4 s of replays back to back each (the L2 flushed before each replay, each replay between
-two CUDA events), in the order A B C D D C B A; each variant the median of its phases' second
-halves. Under the power limit an H200's clocks depend on the workload (the NVFP4 layer runs at
-higher clocks than the bf16 one), so variants replayed in turn would all run at their mix's
-clocks, and variants timed once one after another drift with the GPU's temperature (timed so,
-identical kernels read up to 11 % apart by their place in a row).
+Timing (``benchmarks/phased.py``, shared with the MoE layer bench): each variant of a row
+captured as a CUDA graph and replayed in two phases of its own, about 0.4 s of replays back to
+back each (the L2 flushed before each replay, each replay between two CUDA events), in the order
+A B C D D C B A; each variant the median of its phases' second halves. Under the power limit an
+H200's clocks depend on the workload (the NVFP4 layer runs at higher clocks than the bf16 one),
+so variants replayed in turn would all run at their mix's clocks, and variants timed once one
+after another drift with the GPU's temperature (timed so, identical kernels read up to 11 %
+apart by their place in a row).
 
     python bindings/python/examples/mlp.py [--tokens 256] [--hidden 4096] [--intermediate 7168]
     python bindings/python/examples/mlp.py --sweep
 """
 
 import argparse
-import statistics
-import time
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 import nvfp4
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from phased import phased_us  # noqa: E402  (the layer benches' shared timer)
 
 
 def f32_product(a: float, b: float) -> float:
@@ -112,32 +116,10 @@ def graph(fn, x):
     return g
 
 
-def graphs_us(fns, x, seconds=0.4, min_replays=10):
+def graphs_us(fns, x):
     """µs of a graph replay of each of ``fns(x)``, each in phases of its own (see the module doc
     for the method)."""
-    graphs = [graph(fn, x) for fn in fns]
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # more than any L2
-
-    def replay(g):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        g.replay()
-        end.record()
-        return start, end
-
-    counts = []
-    for g in graphs:
-        g.replay()
-        began = time.perf_counter()
-        replay(g)[1].synchronize()
-        counts.append(max(2 * min_replays, min(1000, int(seconds / (time.perf_counter() - began)))))
-    samples = [[] for _ in graphs]
-    for k in list(range(len(graphs))) + list(reversed(range(len(graphs)))):
-        marks = [replay(graphs[k]) for _ in range(counts[k])]
-        torch.cuda.synchronize()
-        samples[k] += [start.elapsed_time(end) * 1000.0 for start, end in marks[len(marks) // 2:]]
-    return [statistics.median(s) for s in samples]
+    return phased_us([graph(fn, x) for fn in fns])
 
 
 def layer(t, h, i, seed=0):
