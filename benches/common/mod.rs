@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
 use half::{bf16, f16};
 use nvfp4::gpu::Gpu;
 
@@ -188,6 +188,29 @@ pub fn capture_graph(
 /// call `i` of a batch.
 pub type Variant<'a> = Box<dyn FnMut(usize) -> BenchResult<()> + 'a>;
 
+/// A marked batch of [`time_calls_in_phases`] and [`time_calls_interleaved`]: the L2 flushed,
+/// then `calls` calls of `variant` between two events, enqueued on `stream` without waiting.
+fn enqueue_batch(
+    stream: &std::sync::Arc<CudaStream>,
+    flush: &mut CudaSlice<u8>,
+    calls: usize,
+    variant: &mut Variant,
+) -> BenchResult<(CudaEvent, CudaEvent)> {
+    let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    stream.memset_zeros(flush)?;
+    let start = stream.record_event(events)?;
+    (0..calls).try_for_each(&mut *variant)?;
+    Ok((start, stream.record_event(events)?))
+}
+
+/// µs per call of each marked batch of `marks` (`calls` calls a batch), after they ran.
+fn batch_us(marks: &[(CudaEvent, CudaEvent)], calls: usize) -> BenchResult<Vec<f64>> {
+    marks
+        .iter()
+        .map(|(start, end)| Ok(start.elapsed_ms(end)? as f64 * 1e3 / calls as f64))
+        .collect()
+}
+
 /// Times variants against each other, each under its own sustained load: phases of about
 /// `phase_seconds` of one variant's batches back to back (`calls` calls `call(0..calls)` a batch,
 /// the L2 flushed before it, between two events), in the order A B … Z, then Z … B A. Only the
@@ -206,19 +229,12 @@ pub fn time_calls_in_phases(
     phase_seconds: f64,
     variants: &mut [Variant],
 ) -> BenchResult<Vec<Vec<f64>>> {
-    let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
     let stream = gpu.stream().clone();
-    let batch = |flush: &mut CudaSlice<u8>, variant: &mut Variant| -> BenchResult<_> {
-        stream.memset_zeros(flush)?;
-        let start = stream.record_event(events)?;
-        (0..calls).try_for_each(&mut *variant)?;
-        Ok((start, stream.record_event(events)?))
-    };
     let mut batches = Vec::with_capacity(variants.len());
     for variant in variants.iter_mut() {
         (0..calls).try_for_each(&mut *variant)?; // warm-up: module load, heuristics, first touch
         let began = Instant::now();
-        batch(flush, variant)?.1.synchronize()?;
+        enqueue_batch(&stream, flush, calls, variant)?.1.synchronize()?;
         let seconds = began.elapsed().as_secs_f64();
         batches.push(((phase_seconds / seconds) as usize).clamp(2 * MIN_BATCHES, 1000));
     }
@@ -226,12 +242,10 @@ pub fn time_calls_in_phases(
     let mut samples = vec![Vec::new(); variants.len()];
     for v in order {
         let marks = (0..batches[v])
-            .map(|_| batch(flush, &mut variants[v]))
+            .map(|_| enqueue_batch(&stream, flush, calls, &mut variants[v]))
             .collect::<BenchResult<Vec<_>>>()?;
         stream.synchronize()?;
-        for (start, end) in &marks[marks.len() / 2..] {
-            samples[v].push(start.elapsed_ms(end)? as f64 * 1e3 / calls as f64);
-        }
+        samples[v].extend(batch_us(&marks[marks.len() / 2..], calls)?);
     }
     Ok(samples)
 }
@@ -255,20 +269,15 @@ pub fn time_calls_interleaved(
     max_seconds: f64,
     variants: &mut [Variant],
 ) -> BenchResult<Vec<Vec<f64>>> {
-    let events = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
     let stream = gpu.stream().clone();
     for variant in variants.iter_mut() {
         (0..calls).try_for_each(&mut *variant)?; // warm-up: module load, heuristics, first touch
     }
     let cycle = |flush: &mut CudaSlice<u8>, variants: &mut [Variant]| -> BenchResult<Vec<_>> {
-        let mut marks = Vec::with_capacity(variants.len());
-        for variant in variants.iter_mut() {
-            stream.memset_zeros(flush)?;
-            let start = stream.record_event(events)?;
-            (0..calls).try_for_each(&mut *variant)?;
-            marks.push((start, stream.record_event(events)?));
-        }
-        Ok(marks)
+        variants
+            .iter_mut()
+            .map(|variant| enqueue_batch(&stream, flush, calls, variant))
+            .collect()
     };
     let first = Instant::now();
     cycle(flush, variants)?
@@ -285,8 +294,8 @@ pub fn time_calls_interleaved(
     stream.synchronize()?;
     let mut samples = vec![Vec::with_capacity(cycles); variants.len()];
     for cycle in &marks {
-        for ((start, end), samples) in cycle.iter().zip(&mut samples) {
-            samples.push(start.elapsed_ms(end)? as f64 * 1e3 / calls as f64);
+        for (us, samples) in batch_us(cycle, calls)?.into_iter().zip(&mut samples) {
+            samples.push(us);
         }
     }
     Ok(samples)
