@@ -21,7 +21,10 @@
 //! Method (`benches/common`, the reference harness's): per case `--sets` input sets (weights
 //! repeat only when `sets` copies would not fit 2 GiB, and then each copy is far larger than
 //! the L2); the L2 flushed before each timed batch of back-to-back calls, one per set, launch
-//! cost included; batches until the mean is known to 0.5 % or `--max-seconds` pass.
+//! cost included. Ours as planned, ours with plain launches and the cuBLAS loop each in two
+//! phases of batches back to back, `--max-seconds` long, in the order A B C C B A
+//! (`common::time_calls_in_phases`: each at the clocks of its own sustained load), the mean of
+//! the batches of each phase's second half; all their operands resident.
 //!
 //! Peers, same cases and method: a per-group loop of cuBLAS fp16 GEMMs on weights and tokens
 //! dequantized beforehand (for gate/up: two GEMMs per group, then one SiLU·mul over all rows),
@@ -38,7 +41,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{BenchResult, Cli, Results, Timing, gemm_nt, geomean, ratio, show};
+use common::{BenchResult, Cli, Results, Timing, Variant, gemm_nt, geomean, ratio, show, timing};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use half::f16;
@@ -243,65 +246,93 @@ struct Row {
     tile: u32,
 }
 
-/// Times the per-group cuBLAS fp16 loop: group g multiplies its rows of `a` (dequantized
-/// tokens, `rows × k`) by its dequantized weights into `gate` (and `up`), then SiLU·mul.
-#[allow(clippy::too_many_arguments)]
-fn time_cublas_loop(
-    gpu: &Gpu,
-    blas: &CudaBlas,
-    flush: &mut CudaSlice<u8>,
-    case: &Case,
-    sizes: &[Vec<usize>],
-    tokens: &[CudaSlice<f16>],
-    weights: &[Vec<CudaSlice<f16>>],
-    max_seconds: f64,
-) -> BenchResult<Timing> {
-    let rows = tokens[0].len() / case.k;
-    let outputs = || gpu.stream().alloc_zeros::<f16>(rows * case.n);
-    let (mut gate, mut up, mut out) = (outputs()?, outputs()?, outputs()?);
-    common::time_calls(gpu, flush, sizes.len(), max_seconds, |set| {
-        let a = &tokens[set % tokens.len()];
-        let w = &weights[set % weights.len()];
-        let mut row = 0;
-        for (g, &m) in sizes[set].iter().enumerate() {
-            if m == 0 {
-                continue;
-            }
-            let a_g = a.slice(row * case.k..(row + m) * case.k);
-            let shape = (m, case.n, case.k);
-            let mut gate_g = gate.slice_mut(row * case.n..(row + m) * case.n);
-            match case.op {
-                GroupedOp::Gemm => gemm_nt(blas, shape, &a_g, &w[g], &mut gate_g, f16::ONE, f16::ZERO)?,
-                GroupedOp::DualGemm => {
-                    let half = case.n * case.k;
-                    gemm_nt(
-                        blas,
-                        shape,
-                        &a_g,
-                        &w[g].slice(..half),
-                        &mut gate_g,
-                        f16::ONE,
-                        f16::ZERO,
-                    )?;
-                    let mut up_g = up.slice_mut(row * case.n..(row + m) * case.n);
-                    gemm_nt(
-                        blas,
-                        shape,
-                        &a_g,
-                        &w[g].slice(half..),
-                        &mut up_g,
-                        f16::ONE,
-                        f16::ZERO,
-                    )?;
+/// The per-group cuBLAS fp16 loop's outputs; [`CublasLoop::variant`] times it.
+struct CublasLoop {
+    gate: CudaSlice<f16>,
+    up: CudaSlice<f16>,
+    out: CudaSlice<f16>,
+}
+
+impl CublasLoop {
+    /// Outputs for `rows` token rows of `case`.
+    fn new(gpu: &Gpu, case: &Case, rows: usize) -> BenchResult<Self> {
+        let outputs = || gpu.stream().alloc_zeros::<f16>(rows * case.n);
+        Ok(Self {
+            gate: outputs()?,
+            up: outputs()?,
+            out: outputs()?,
+        })
+    }
+
+    /// Call `set`: group g multiplies its rows of `tokens[set % copies]` (dequantized tokens,
+    /// `rows × k`) by its dequantized weights into `gate` (and `up`), then SiLU·mul.
+    fn variant<'a>(
+        &'a mut self,
+        gpu: &'a Gpu,
+        blas: &'a CudaBlas,
+        case: &'a Case,
+        sizes: &'a [Vec<usize>],
+        tokens: &'a [CudaSlice<f16>],
+        weights: &'a [Vec<CudaSlice<f16>>],
+    ) -> Variant<'a> {
+        Box::new(move |set| {
+            let a = &tokens[set % tokens.len()];
+            let w = &weights[set % weights.len()];
+            let mut row = 0;
+            for (g, &m) in sizes[set].iter().enumerate() {
+                if m == 0 {
+                    continue;
                 }
+                let a_g = a.slice(row * case.k..(row + m) * case.k);
+                let shape = (m, case.n, case.k);
+                let mut gate_g = self.gate.slice_mut(row * case.n..(row + m) * case.n);
+                match case.op {
+                    GroupedOp::Gemm => gemm_nt(blas, shape, &a_g, &w[g], &mut gate_g, f16::ONE, f16::ZERO)?,
+                    GroupedOp::DualGemm => {
+                        let half = case.n * case.k;
+                        gemm_nt(
+                            blas,
+                            shape,
+                            &a_g,
+                            &w[g].slice(..half),
+                            &mut gate_g,
+                            f16::ONE,
+                            f16::ZERO,
+                        )?;
+                        let mut up_g = self.up.slice_mut(row * case.n..(row + m) * case.n);
+                        gemm_nt(
+                            blas,
+                            shape,
+                            &a_g,
+                            &w[g].slice(half..),
+                            &mut up_g,
+                            f16::ONE,
+                            f16::ZERO,
+                        )?;
+                    }
+                }
+                row += m;
             }
-            row += m;
-        }
-        if case.op == GroupedOp::DualGemm {
-            gpu.silu_mul_f16(&gate, &up, &mut out)?;
-        }
-        Ok(())
-    })
+            if case.op == GroupedOp::DualGemm {
+                gpu.silu_mul_f16(&self.gate, &self.up, &mut self.out)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Ours as planned, ours with plain launches, and the cuBLAS loop, in alternating phases
+/// (`common::time_calls_in_phases`), all operands resident.
+fn time_three(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u8>,
+    sets: usize,
+    max_seconds: f64,
+    variants: [Variant; 3],
+) -> BenchResult<(Timing, Timing, Timing)> {
+    let mut variants = Vec::from(variants);
+    let samples = common::time_calls_in_phases(gpu, flush, sets, max_seconds, &mut variants)?;
+    Ok((timing(&samples[0]), timing(&samples[1]), timing(&samples[2])))
 }
 
 /// Contiguous-convention inputs of one set on the device.
@@ -365,33 +396,11 @@ fn bench_contiguous(
             GroupedOp::Gemm => UpWeights::Separate,
         },
     };
-    let mut plan: GroupedPlan = gpu.plan_grouped(case.op, layout, options.tokens_per_group)?;
+    let plan: GroupedPlan = gpu.plan_grouped(case.op, layout, options.tokens_per_group)?;
+    let mut plain: GroupedPlan = gpu.plan_grouped(case.op, layout, options.tokens_per_group)?;
+    plain.set_programmatic_launch(false);
     let (tile, ctas) = plan.tile_and_grid();
     eprintln!("    tile {tile}, {ctas} CTAs");
-    let mut c: CudaSlice<f16> = stream.alloc_zeros(rows * n)?;
-    let mut time = |plan: &GroupedPlan| {
-        common::time_calls(gpu, flush, sizes.len(), options.max_seconds, |set| {
-            let s = &sets[set];
-            let inputs = ContiguousInputs {
-                a: &s.a,
-                a_scales: &s.a_scales,
-                row_offsets: &s.row_offsets,
-                scale_offsets: &s.scale_offsets,
-                gate: stacked.view(),
-                up: None,
-                alpha_gate: Some(&alphas),
-                alpha_up: (case.op == GroupedOp::DualGemm).then_some(&alphas),
-                scale: 1.0,
-            };
-            Ok(plan.launch(gpu, &inputs, &mut c)?)
-        })
-    };
-    let ours = time(&plan)?;
-    plan.set_programmatic_launch(false);
-    let ours_plain = time(&plan)?;
-    plan.device_status(gpu)?;
-    drop((sets, stacked, c, plan));
-
     // The cuBLAS loop on dequantized operands (its own random tokens, same routings).
     let dense_tokens: Vec<CudaSlice<f16>> = (0..token_copies)
         .map(|copy| {
@@ -401,17 +410,71 @@ fn bench_contiguous(
         .collect::<BenchResult<_>>()?;
     let dense_weights = vec![dequantize_all(gpu, &weights)?];
     drop(weights);
-    let cublas_loop = time_cublas_loop(
-        gpu,
-        blas,
-        flush,
-        case,
-        sizes,
-        &dense_tokens,
-        &dense_weights,
-        options.max_seconds,
-    )?;
+    let mut cublas_loop = CublasLoop::new(gpu, case, rows)?;
+    let (mut c, mut c_plain): (CudaSlice<f16>, CudaSlice<f16>) =
+        (stream.alloc_zeros(rows * n)?, stream.alloc_zeros(rows * n)?);
+    let dual = case.op == GroupedOp::DualGemm;
+    let variants = [
+        contiguous_variant(gpu, &plan, &sets, &stacked, &alphas, dual, &mut c),
+        contiguous_variant(gpu, &plain, &sets, &stacked, &alphas, dual, &mut c_plain),
+        cublas_loop.variant(gpu, blas, case, sizes, &dense_tokens, &dense_weights),
+    ];
+    let (ours, ours_plain, cublas_loop) = time_three(gpu, flush, sizes.len(), options.max_seconds, variants)?;
+    plan.device_status(gpu)?;
+    plain.device_status(gpu)?;
     Ok((ours, ours_plain, cublas_loop, tile))
+}
+
+/// Our contiguous-convention launch as a timed variant: call `set` on `sets[set]`.
+fn contiguous_variant<'a>(
+    gpu: &'a Gpu,
+    plan: &'a GroupedPlan,
+    sets: &'a [ContiguousSet],
+    stacked: &'a GroupedWeights,
+    alphas: &'a CudaSlice<f32>,
+    dual: bool,
+    c: &'a mut CudaSlice<f16>,
+) -> Variant<'a> {
+    Box::new(move |set| {
+        let s = &sets[set];
+        let inputs = ContiguousInputs {
+            a: &s.a,
+            a_scales: &s.a_scales,
+            row_offsets: &s.row_offsets,
+            scale_offsets: &s.scale_offsets,
+            gate: stacked.view(),
+            up: None,
+            alpha_gate: Some(alphas),
+            alpha_up: dual.then_some(alphas),
+            scale: 1.0,
+        };
+        Ok(plan.launch(gpu, &inputs, c)?)
+    })
+}
+
+/// Our separate-convention launch as a timed variant: call `set` on copy `set % copies` of the
+/// groups' tokens and weights, into `outputs`.
+fn separate_variant<'a>(
+    gpu: &'a Gpu,
+    plan: &'a GroupedPlan,
+    device: &'a [Vec<(DeviceNvFp4Matrix, DeviceNvFp4Matrix)>],
+    outputs: &'a mut [CudaSlice<f16>],
+) -> Variant<'a> {
+    Box::new(move |set| {
+        let copy = &device[set % device.len()];
+        let stream = gpu.stream();
+        let groups: Vec<SeparateGroup> = copy
+            .iter()
+            .zip(outputs.iter_mut())
+            .map(|((a, b), c)| SeparateGroup {
+                a: Some(a.view(stream)),
+                gate: b.view(stream),
+                up: None,
+                c: Some(F16Mut::of(c, stream)),
+            })
+            .collect();
+        Ok(plan.launch_separate(gpu, &groups)?)
+    })
 }
 
 fn dequantize_all(gpu: &Gpu, matrices: &[NvFp4Matrix]) -> BenchResult<Vec<CudaSlice<f16>>> {
@@ -463,39 +526,17 @@ fn bench_separate(
         rows: tokens,
         max_k: k,
     };
-    let mut plan = gpu.plan_grouped(case.op, layout, options.tokens_per_group)?;
+    let plan = gpu.plan_grouped(case.op, layout, options.tokens_per_group)?;
+    let mut plain = gpu.plan_grouped(case.op, layout, options.tokens_per_group)?;
+    plain.set_programmatic_launch(false);
     let tile = plan.tile_and_grid().0;
-    let mut outputs: Vec<CudaSlice<f16>> = sizes[0]
-        .iter()
-        .map(|&m| gpu.stream().alloc_zeros(m * n))
-        .collect::<Result<_, _>>()?;
-    let mut ours = Vec::new();
-    for programmatic in [true, false] {
-        plan.set_programmatic_launch(programmatic);
-        ours.push(common::time_calls(
-            gpu,
-            flush,
-            sizes.len(),
-            options.max_seconds,
-            |set| {
-                let copy = &device[set % copies];
-                let stream = gpu.stream();
-                let groups: Vec<SeparateGroup> = copy
-                    .iter()
-                    .zip(outputs.iter_mut())
-                    .map(|((a, b), c)| SeparateGroup {
-                        a: Some(a.view(stream)),
-                        gate: b.view(stream),
-                        up: None,
-                        c: Some(F16Mut::of(c, stream)),
-                    })
-                    .collect();
-                Ok(plan.launch_separate(gpu, &groups)?)
-            },
-        )?);
-    }
-    plan.device_status(gpu)?;
-    drop((device, outputs, plan));
+    let outputs = || -> BenchResult<Vec<CudaSlice<f16>>> {
+        Ok(sizes[0]
+            .iter()
+            .map(|&m| gpu.stream().alloc_zeros(m * n))
+            .collect::<Result<_, _>>()?)
+    };
+    let (mut c, mut c_plain) = (outputs()?, outputs()?);
 
     // The cuBLAS loop: each copy's tokens stacked in one buffer, its weights dequantized.
     let dense_tokens: Vec<CudaSlice<f16>> = host
@@ -521,17 +562,17 @@ fn bench_separate(
             dequantize_all(gpu, &b)
         })
         .collect::<BenchResult<_>>()?;
-    let cublas_loop = time_cublas_loop(
-        gpu,
-        blas,
-        flush,
-        case,
-        sizes,
-        &dense_tokens,
-        &dense_weights,
-        options.max_seconds,
-    )?;
-    Ok((ours.remove(0), ours.remove(0), cublas_loop, tile))
+    drop(host);
+    let mut cublas_loop = CublasLoop::new(gpu, case, tokens)?;
+    let variants = [
+        separate_variant(gpu, &plan, &device, &mut c),
+        separate_variant(gpu, &plain, &device, &mut c_plain),
+        cublas_loop.variant(gpu, blas, case, sizes, &dense_tokens, &dense_weights),
+    ];
+    let (ours, ours_plain, cublas_loop) = time_three(gpu, flush, sizes.len(), options.max_seconds, variants)?;
+    plan.device_status(gpu)?;
+    plain.device_status(gpu)?;
+    Ok((ours, ours_plain, cublas_loop, tile))
 }
 
 fn bench_case(gpu: &Gpu, setup: &mut common::Setup, case: &Case, options: &Options) -> BenchResult<Row> {
