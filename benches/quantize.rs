@@ -13,8 +13,10 @@
 //! ```
 //! Decode sizes (bf16, rows 1–256 × K 4096–14336: the activations of one decode or small
 //! prefill step) are timed as CUDA graphs of [`GRAPH_CALLS`] back-to-back calls, per call,
-//! beside a graph of as many copies of the same input bytes: what a call costs inside a
-//! captured model, where a kernel's launch is not the host's but its fixed cost on the GPU is.
+//! beside a graph of as many copies of the same input bytes, the two graphs in two phases each
+//! of their own sustained load, A B B A, `--max-seconds` a phase (`common::time_calls_in_phases`):
+//! what a call costs inside a captured model, where a kernel's launch is not the host's but its
+//! fixed cost on the GPU is.
 //!
 //! Output: a markdown table on stdout; JSON and markdown under `--results` (default `results/`).
 
@@ -22,7 +24,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{BenchResult, Cli, Results, time_calls, time_graph};
+use common::{BenchResult, Cli, Results, Variant, capture_graph, time_calls, time_calls_in_phases, timing};
 use cudarc::driver::{CudaSlice, DevicePtr};
 use half::{bf16, f16};
 use nvfp4::gpu::Gpu;
@@ -133,7 +135,7 @@ fn time_decode_sizes(
             (x, c, view.data_address(), view.scales_address())
         };
         let at: Vec<_> = (0..SETS).map(addresses).collect();
-        let ours = time_graph(gpu, flush, GRAPH_CALLS, max_seconds, |i| {
+        let ours_graph = capture_graph(gpu, GRAPH_CALLS, |i| {
             let (x, _, data, scales) = at[i % SETS];
             // SAFETY: the buffers above, sized for rows × k, outlive the graph.
             let global = GlobalScale::Fixed(0.01);
@@ -141,12 +143,19 @@ fn time_decode_sizes(
             Ok(())
         })?;
         checks.result(gpu, &inputs[SETS - 1])?;
-        let copy = time_graph(gpu, flush, GRAPH_CALLS, max_seconds, |i| {
+        let copy_graph = capture_graph(gpu, GRAPH_CALLS, |i| {
             let (x, c, _, _) = at[i % SETS];
             // SAFETY: both buffers hold rows × k bf16 and outlive the graph.
             unsafe { cudarc::driver::result::memcpy_dtod_async(c, x, 2 * rows * k, stream.cu_stream()) }?;
             Ok(())
         })?;
+        // The two graphs in phases of their own sustained load (A B B A).
+        let mut variants: Vec<Variant> = vec![
+            Box::new(|_| Ok(ours_graph.launch()?)),
+            Box::new(|_| Ok(copy_graph.launch()?)),
+        ];
+        let samples = time_calls_in_phases(gpu, flush, 1, max_seconds, &mut variants)?;
+        let [ours, copy] = [0, 1].map(|v| timing(&samples[v]).us / GRAPH_CALLS as f64);
         let _ = writeln!(
             table,
             "| {rows} × {k} | {ours:.2} | {copy:.2} | {:.2} |",

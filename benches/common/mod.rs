@@ -152,20 +152,6 @@ pub fn time_calls(
     }
 }
 
-/// µs per call of `call(i)` for `i` in `0..calls`, captured once in a CUDA graph and replayed
-/// (the method of [`time_calls`], one replay a batch).
-pub fn time_graph(
-    gpu: &Gpu,
-    flush: &mut CudaSlice<u8>,
-    calls: usize,
-    max_seconds: f64,
-    call: impl FnMut(usize) -> BenchResult<()>,
-) -> BenchResult<f64> {
-    let graph = capture_graph(gpu, calls, call)?;
-    let replay = time_calls(gpu, flush, 1, max_seconds, |_| Ok(graph.launch()?))?;
-    Ok(replay.us / calls as f64)
-}
-
 /// `call(0..calls)` run once as a warm-up, then captured as one CUDA graph on `gpu`'s stream.
 pub fn capture_graph(
     gpu: &Gpu,
