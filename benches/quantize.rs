@@ -24,7 +24,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{BenchResult, Cli, Results, Variant, capture_graph, time_calls, time_calls_in_phases, timing};
+use common::{BenchResult, Cli, Results, capture_graph, time_calls, time_graphs_in_phases, timing};
 use cudarc::driver::{CudaSlice, DevicePtr};
 use half::{bf16, f16};
 use nvfp4::gpu::Gpu;
@@ -150,12 +150,9 @@ fn time_decode_sizes(
             Ok(())
         })?;
         // The two graphs in phases of their own sustained load (A B B A).
-        let mut variants: Vec<Variant> = vec![
-            Box::new(|_| Ok(ours_graph.launch()?)),
-            Box::new(|_| Ok(copy_graph.launch()?)),
-        ];
-        let samples = time_calls_in_phases(gpu, flush, 1, max_seconds, &mut variants)?;
-        let [ours, copy] = [0, 1].map(|v| timing(&samples[v]).us / GRAPH_CALLS as f64);
+        let graphs = [ours_graph, copy_graph];
+        let samples = time_graphs_in_phases(gpu, flush, &graphs, GRAPH_CALLS, max_seconds)?;
+        let [ours, copy] = [0, 1].map(|v| timing(&samples[v]).us);
         let _ = writeln!(
             table,
             "| {rows} × {k} | {ours:.2} | {copy:.2} | {:.2} |",

@@ -296,12 +296,36 @@ pub fn time_graphs_interleaved(
     calls: usize,
     max_seconds: f64,
 ) -> BenchResult<Vec<Vec<f64>>> {
+    per_graph_call(graphs, calls, |variants| {
+        time_calls_interleaved(gpu, flush, 1, max_seconds, variants)
+    })
+}
+
+/// [`time_calls_in_phases`] for CUDA graphs of `calls` calls each ([`capture_graph`]): each
+/// graph's kept replay times in µs per call.
+pub fn time_graphs_in_phases(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u8>,
+    graphs: &[cudarc::driver::CudaGraph],
+    calls: usize,
+    phase_seconds: f64,
+) -> BenchResult<Vec<Vec<f64>>> {
+    per_graph_call(graphs, calls, |variants| {
+        time_calls_in_phases(gpu, flush, 1, phase_seconds, variants)
+    })
+}
+
+/// `timer` on one variant per graph (a replay a call), its times divided by the graphs' `calls`.
+fn per_graph_call(
+    graphs: &[cudarc::driver::CudaGraph],
+    calls: usize,
+    timer: impl FnOnce(&mut [Variant]) -> BenchResult<Vec<Vec<f64>>>,
+) -> BenchResult<Vec<Vec<f64>>> {
     let mut variants: Vec<Variant> = graphs
         .iter()
         .map(|graph| Box::new(move |_| Ok(graph.launch()?)) as Variant)
         .collect();
-    let samples = time_calls_interleaved(gpu, flush, 1, max_seconds, &mut variants)?;
-    Ok(samples
+    Ok(timer(&mut variants)?
         .into_iter()
         .map(|s| s.into_iter().map(|us| us / calls as f64).collect())
         .collect())
