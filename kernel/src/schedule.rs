@@ -333,6 +333,12 @@ pub struct StreamK<S> {
     /// Stages of every tile, or 0 for no waves (the tiles' stage counts differ, or the kernel
     /// has no registers to spare for them).
     pub tile_stages: u32,
+    /// First iteration of the stream-K part, found once by [`StreamK::new`]: every segment
+    /// needs it, and its two divisions (a dependent chain of about a hundred cycles each on
+    /// the GPU) were on every CTA's path to its first segment. (The share bounds' quotient and
+    /// remainder stay computed where needed: held in registers as well, they spilled the
+    /// 256-token and fitted kernels.)
+    first: u32,
 }
 
 /// One CTA's share of one tile.
@@ -371,25 +377,25 @@ impl<S: TileSpace> StreamK<S> {
     /// stages (0: they differ).
     #[inline(always)]
     pub fn new(space: S, ctas: u32, tile_stages: u32) -> Self {
+        let tiles = space.total().checked_div(tile_stages).unwrap_or(0);
         Self {
             space,
             ctas,
             tile_stages,
+            first: StreamK::waves_for(tiles, ctas) * ctas * tile_stages,
         }
     }
 
-    /// Whole-tile waves before the stream-K part ([`StreamK::waves_for`]; computed where needed
-    /// rather than kept: the kernels' roles keep the split in registers).
+    /// Whole-tile waves before the stream-K part ([`StreamK::waves_for`]).
     #[inline(always)]
     pub fn waves(&self) -> u32 {
-        let tiles = self.total().checked_div(self.tile_stages).unwrap_or(0);
-        StreamK::waves_for(tiles, self.ctas)
+        self.first.checked_div(self.ctas * self.tile_stages).unwrap_or(0)
     }
 
     /// First iteration of the stream-K part (after the waves' tiles).
     #[inline(always)]
     pub fn stream_k_begin(&self) -> u32 {
-        self.waves() * self.ctas * self.tile_stages
+        self.first
     }
 
     /// Total iterations.
@@ -404,7 +410,7 @@ impl<S: TileSpace> StreamK<S> {
     /// iterations by the CTAs (a 64-bit division is a slow subroutine call on the GPU).
     #[inline(always)]
     pub fn begin(&self, cta: u32) -> u32 {
-        let first = self.stream_k_begin();
+        let first = self.first;
         let iterations = self.total() - first;
         let (Some(q), Some(r)) = (
             iterations.checked_div(self.ctas),
