@@ -197,9 +197,10 @@ fn stream_k_gives_every_stage_of_every_tile_to_exactly_one_cta_with_balanced_sha
 }
 
 #[test]
-fn waves_deal_whole_tiles_round_robin_before_the_stream_k_part() {
-    // 2048 tiles on 132 CTAs: 15 full waves and 68 tiles over; 14 waves are dealt round-robin,
-    // and the stream-K part balances the last 200 tiles.
+fn waves_deal_whole_tiles_in_serpentine_order_before_the_stream_k_part() {
+    // 2048 tiles on 132 CTAs: 15 full waves and 68 tiles over; 14 waves are dealt whole,
+    // forward in even waves and backward in odd ones, and the stream-K part balances the last
+    // 200 tiles.
     assert_eq!(StreamK::waves_for(2048, 132), 14);
     assert_eq!(StreamK::waves_for(264, 132), 2);
     assert_eq!(StreamK::waves_for(200, 132), 0);
@@ -215,7 +216,9 @@ fn waves_deal_whole_tiles_round_robin_before_the_stream_k_part() {
     assert_eq!(sk.stream_k_begin(), 14 * 132 * 28);
     for cta in [0, 1, 77, 131] {
         let tiles: Vec<u32> = sk.segments(cta).take(14).map(|s| s.tile.local).collect();
-        let expected: Vec<u32> = (0..14).map(|w| w * 132 + cta).collect();
+        let expected: Vec<u32> = (0..14)
+            .map(|w| w * 132 + if w % 2 == 0 { cta } else { 131 - cta })
+            .collect();
         assert_eq!(tiles, expected, "CTA {cta}");
         assert!(sk.segments(cta).take(14).all(|s| s.count == 1 && s.stages == 28));
     }

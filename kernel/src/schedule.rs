@@ -300,12 +300,16 @@ impl<T: GroupTable> TileSpace for GroupedTiles<T> {
 /// [`virtual_cta`]), in two parts.
 ///
 /// **Waves** (data-parallel): when every tile has the same number of stages, the first
-/// `waves · ctas` tiles are dealt out round-robin, whole: in wave `w` virtual CTA `c` computes
-/// tile `w · ctas + c` alone. CTAs running at the same time then work on neighbouring tiles
-/// (the same tokens, the same group's weights), which L2 serves; contiguous ranges of many
-/// tiles per CTA would put every CTA on different data at once (measured on an H100: a 4096-token
-/// MoE prefill read each token tile from DRAM once per output tile). [`StreamK::waves_for`]
-/// leaves between one and two waves' worth of tiles to the second part.
+/// `waves · ctas` tiles are dealt out whole, in serpentine order: in wave `w` virtual CTA `c`
+/// computes tile `w · ctas + c` alone when `w` is even, `w · ctas + ctas − 1 − c` when it is
+/// odd. CTAs running at the same time then work on neighbouring tiles (the same tokens, the
+/// same group's weights), which L2 serves; contiguous ranges of many tiles per CTA would put
+/// every CTA on different data at once (measured on an H100: a 4096-token MoE prefill read
+/// each token tile from DRAM once per output tile; on an H200, shares of two to four fitted
+/// grouped tiles each 13–24 % slower than waves: perf log entry 155). The serpentine order
+/// pairs a CTA's early tiles with late ones, which evens out tiles of unequal cost (a grouped
+/// launch's groups fitted at different widths). [`StreamK::waves_for`] leaves between one and
+/// two waves' worth of tiles to the second part.
 ///
 /// **Stream-K** over the remaining iterations: CTA `c` takes the iterations
 /// `[begin(c), begin(c + 1))`, so every CTA gets the same work (±1 stage) whatever the tile
@@ -478,6 +482,7 @@ impl<S: TileSpace> StreamK<S> {
             cta,
             next,
             end,
+            stride: (2 * self.ctas.saturating_sub(cta)).saturating_sub(1) * self.tile_stages,
         }
     }
 
@@ -503,6 +508,9 @@ pub struct Segments<'a, S> {
     next: u32,
     /// The end of the CTA's stream-K range.
     end: u32,
+    /// Iterations from the CTA's wave tile to its next one: `2 · (ctas − c) − 1` and `2c + 1`
+    /// tiles in turn (the serpentine order, see [`StreamK`]).
+    stride: u32,
 }
 
 impl<S: TileSpace> Iterator for Segments<'_, S> {
@@ -515,7 +523,8 @@ impl<S: TileSpace> Iterator for Segments<'_, S> {
         if self.next < waves_end {
             let stages = split.tile_stages;
             let tile = split.space.locate(self.next);
-            self.next += split.ctas * stages;
+            self.next += self.stride;
+            self.stride = 2 * split.ctas * stages - self.stride;
             if self.next >= waves_end {
                 self.next = split.begin(self.cta);
             }
