@@ -100,11 +100,14 @@ fn split_cases() -> Vec<SplitCase> {
     ] {
         for ctas in [1u32, 2, 7, 131, 132] {
             if ctas <= tiles * stages {
-                let sk = StreamK::new(UniformTiles { tiles, stages }, ctas, stages);
-                cases.push(split_case(
-                    format!("{tiles} tiles × {stages} stages / {ctas}"),
-                    &sk,
-                ));
+                for serpentine in [false, true] {
+                    let sk =
+                        StreamK::new(UniformTiles { tiles, stages }, ctas, stages).serpentine(serpentine);
+                    cases.push(split_case(
+                        format!("{tiles} tiles × {stages} stages / {ctas}, serpentine {serpentine}"),
+                        &sk,
+                    ));
+                }
             }
         }
     }
@@ -143,8 +146,14 @@ fn split_cases() -> Vec<SplitCase> {
                 (Some(low), Some(high)) if low == high => high,
                 _ => 0,
             };
-            let sk = StreamK::new(GroupedTiles { table: &table[..] }, ctas, stages);
-            cases.push(split_case(format!("grouping {n} / {ctas} of {grid}"), &sk));
+            for serpentine in [false, true] {
+                let sk =
+                    StreamK::new(GroupedTiles { table: &table[..] }, ctas, stages).serpentine(serpentine);
+                cases.push(split_case(
+                    format!("grouping {n} / {ctas} of {grid}, serpentine {serpentine}"),
+                    &sk,
+                ));
+            }
         }
     }
     cases
@@ -197,10 +206,10 @@ fn stream_k_gives_every_stage_of_every_tile_to_exactly_one_cta_with_balanced_sha
 }
 
 #[test]
-fn waves_deal_whole_tiles_in_serpentine_order_before_the_stream_k_part() {
+fn waves_deal_whole_tiles_before_the_stream_k_part_round_robin_or_in_serpentine_order() {
     // 2048 tiles on 132 CTAs: 15 full waves and 68 tiles over; 14 waves are dealt whole,
-    // forward in even waves and backward in odd ones, and the stream-K part balances the last
-    // 200 tiles.
+    // forward (serpentine: forward in even waves and backward in odd ones), and the stream-K
+    // part balances the last 200 tiles.
     assert_eq!(StreamK::waves_for(2048, 132), 14);
     assert_eq!(StreamK::waves_for(264, 132), 2);
     assert_eq!(StreamK::waves_for(200, 132), 0);
@@ -214,13 +223,16 @@ fn waves_deal_whole_tiles_in_serpentine_order_before_the_stream_k_part() {
         28,
     );
     assert_eq!(sk.stream_k_begin(), 14 * 132 * 28);
-    for cta in [0, 1, 77, 131] {
-        let tiles: Vec<u32> = sk.segments(cta).take(14).map(|s| s.tile.local).collect();
-        let expected: Vec<u32> = (0..14)
-            .map(|w| w * 132 + if w % 2 == 0 { cta } else { 131 - cta })
-            .collect();
-        assert_eq!(tiles, expected, "CTA {cta}");
-        assert!(sk.segments(cta).take(14).all(|s| s.count == 1 && s.stages == 28));
+    for serpentine in [false, true] {
+        let sk = sk.serpentine(serpentine);
+        for cta in [0, 1, 77, 131] {
+            let tiles: Vec<u32> = sk.segments(cta).take(14).map(|s| s.tile.local).collect();
+            let expected: Vec<u32> = (0..14)
+                .map(|w| w * 132 + if serpentine && w % 2 == 1 { 131 - cta } else { cta })
+                .collect();
+            assert_eq!(tiles, expected, "CTA {cta}, serpentine {serpentine}");
+            assert!(sk.segments(cta).take(14).all(|s| s.count == 1 && s.stages == 28));
+        }
     }
     // Tiles of different stage counts: no waves.
     let sk = StreamK::new(

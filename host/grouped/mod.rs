@@ -822,7 +822,8 @@ impl GroupedPlan {
             status: words[2],
             status_group: words[3],
             tile_stages: words[4],
-            reserved: [words[5], words[6], words[7]],
+            serpentine_waves: words[5],
+            reserved: [words[6], words[7]],
         };
         match header.status {
             nvfp4_kernel::grouped::STATUS_OK => Ok(()),

@@ -276,8 +276,12 @@ pub struct GroupedHeader {
     /// K-stages of every tile when all tiles have the same count, else 0 (the stream-K split's
     /// whole-tile waves need it: [`crate::schedule::StreamK`]).
     pub tile_stages: u32,
+    /// 1 when the split deals its waves in serpentine order
+    /// ([`crate::schedule::StreamK::serpentine`]): a launch of at most
+    /// [`crate::schedule::SERPENTINE_MAX_TILES_PER_CTA`] tiles a CTA.
+    pub serpentine_waves: u32,
     /// Unused: the header fills whole 16-byte records.
-    pub reserved: [u32; 3],
+    pub reserved: [u32; 2],
 }
 
 /// 16-byte records that the [`GroupedHeader`] takes at the start of the schedule table; group

@@ -12,7 +12,7 @@ use crate::grouped::{
 };
 use crate::layout::BlockedScales;
 use crate::ptx::{fence, mem, smem, sreg, warp};
-use crate::schedule::working_ctas;
+use crate::schedule::{SERPENTINE_MAX_TILES_PER_CTA, working_ctas};
 
 /// 16-byte words of a [`GroupDesc`] before its NVFP4-output fields (`out_scales` on), which
 /// only the NVFP4 epilogues read ([`load_desc_with_output`]).
@@ -318,7 +318,9 @@ pub(crate) unsafe fn write_tables(args: &GroupedPrepareArgs, groups: u32, scratc
             status: totals.bad_status,
             status_group: totals.bad_group,
             tile_stages: uniform_stages,
-            reserved: [0; 3],
+            serpentine_waves: (totals.tiles as u64 <= SERPENTINE_MAX_TILES_PER_CTA as u64 * args.grid as u64)
+                as u32,
+            reserved: [0; 2],
         };
         // SAFETY: the header's 32 bytes at the start of the table, as two 16-byte records.
         unsafe {

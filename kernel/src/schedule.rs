@@ -300,16 +300,18 @@ impl<T: GroupTable> TileSpace for GroupedTiles<T> {
 /// [`virtual_cta`]), in two parts.
 ///
 /// **Waves** (data-parallel): when every tile has the same number of stages, the first
-/// `waves · ctas` tiles are dealt out whole, in serpentine order: in wave `w` virtual CTA `c`
-/// computes tile `w · ctas + c` alone when `w` is even, `w · ctas + ctas − 1 − c` when it is
-/// odd. CTAs running at the same time then work on neighbouring tiles (the same tokens, the
-/// same group's weights), which L2 serves; contiguous ranges of many tiles per CTA would put
-/// every CTA on different data at once (measured on an H100: a 4096-token MoE prefill read
-/// each token tile from DRAM once per output tile; on an H200, shares of two to four fitted
-/// grouped tiles each 13–24 % slower than waves: perf log entry 155). The serpentine order
-/// pairs a CTA's early tiles with late ones, which evens out tiles of unequal cost (a grouped
-/// launch's groups fitted at different widths). [`StreamK::waves_for`] leaves between one and
-/// two waves' worth of tiles to the second part.
+/// `waves · ctas` tiles are dealt out whole: in wave `w` virtual CTA `c` computes tile
+/// `w · ctas + c` alone. CTAs running at the same time then work on neighbouring tiles (the
+/// same tokens, the same group's weights), which L2 serves; contiguous ranges of many tiles per
+/// CTA would put every CTA on different data at once (measured on an H100: a 4096-token MoE
+/// prefill read each token tile from DRAM once per output tile; on an H200, shares of two to
+/// four fitted grouped tiles each were 13–24 % slower than waves: perf log entry 155).
+/// [`StreamK::waves_for`] leaves between one and two waves' worth of tiles to the second part.
+/// *Serpentine* waves ([`StreamK::serpentine`]) deal odd waves backwards (tile
+/// `w · ctas + ctas − 1 − c`), pairing a CTA's early tiles with late ones: that evens out
+/// tiles of unequal cost (a grouped launch's groups fitted at different widths) in launches
+/// of a few waves; in long ones a CTA's next tile then lies far from the tiles still running,
+/// which L2 shares less (perf log entry 156).
 ///
 /// **Stream-K** over the remaining iterations: CTA `c` takes the iterations
 /// `[begin(c), begin(c + 1))`, so every CTA gets the same work (±1 stage) whatever the tile
@@ -343,6 +345,8 @@ pub struct StreamK<S> {
     /// remainder stay computed where needed: held in registers as well, they spilled the
     /// 256-token and fitted kernels.)
     first: u32,
+    /// Whether odd waves are dealt backwards ([`StreamK::serpentine`]).
+    serpentine: bool,
 }
 
 /// One CTA's share of one tile.
@@ -387,7 +391,14 @@ impl<S: TileSpace> StreamK<S> {
             ctas,
             tile_stages,
             first: StreamK::waves_for(tiles, ctas) * ctas * tile_stages,
+            serpentine: false,
         }
+    }
+
+    /// The same split with its waves in serpentine order when `serpentine` (see [`StreamK`]).
+    #[inline(always)]
+    pub fn serpentine(self, serpentine: bool) -> Self {
+        Self { serpentine, ..self }
     }
 
     /// Whole-tile waves before the stream-K part ([`StreamK::waves_for`]).
@@ -482,7 +493,11 @@ impl<S: TileSpace> StreamK<S> {
             cta,
             next,
             end,
-            stride: (2 * self.ctas.saturating_sub(cta)).saturating_sub(1) * self.tile_stages,
+            stride: if self.serpentine {
+                (2 * self.ctas.saturating_sub(cta)).saturating_sub(1) * self.tile_stages
+            } else {
+                self.ctas * self.tile_stages
+            },
         }
     }
 
@@ -508,8 +523,8 @@ pub struct Segments<'a, S> {
     next: u32,
     /// The end of the CTA's stream-K range.
     end: u32,
-    /// Iterations from the CTA's wave tile to its next one: `2 · (ctas − c) − 1` and `2c + 1`
-    /// tiles in turn (the serpentine order, see [`StreamK`]).
+    /// Iterations from the CTA's wave tile to its next one: `ctas` tiles, or in serpentine
+    /// order `2 · (ctas − c) − 1` and `2c + 1` tiles in turn (see [`StreamK`]).
     stride: u32,
 }
 
@@ -524,7 +539,9 @@ impl<S: TileSpace> Iterator for Segments<'_, S> {
             let stages = split.tile_stages;
             let tile = split.space.locate(self.next);
             self.next += self.stride;
-            self.stride = 2 * split.ctas * stages - self.stride;
+            if split.serpentine {
+                self.stride = 2 * split.ctas * stages - self.stride;
+            }
             if self.next >= waves_end {
                 self.next = split.begin(self.cta);
             }
@@ -629,3 +646,9 @@ pub const fn working_ctas(tiles: u32, stages: u32, iterations: u32, grid: u32) -
         ctas
     }
 }
+
+/// Grouped launches of at most this many tiles a CTA deal their waves in serpentine order
+/// ([`StreamK::serpentine`]): a few waves, whose CTAs would otherwise take tiles at the same
+/// place in every wave (perf log entry 156: gpumode-2, four waves of fitted tiles, −3 %),
+/// while the long prefills lost 0.5–0.7 % to it.
+pub const SERPENTINE_MAX_TILES_PER_CTA: u32 = 8;

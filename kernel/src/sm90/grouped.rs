@@ -314,12 +314,12 @@ unsafe fn grouped<
         return; // nothing to compute (or invalid device-side offsets: nothing is written)
     }
     // SAFETY: the header's second record, copied above.
-    let [tile_stages, ..] = unsafe { smem::ld_v4(shared.groups() + 16) };
+    let [tile_stages, serpentine_waves, ..] = unsafe { smem::ld_v4(shared.groups() + 16) };
     let table = SharedGroups {
         base: shared.groups(),
         groups,
     };
-    let split = StreamK::new(GroupedTiles { table }, ctas, tile_stages);
+    let split = StreamK::new(GroupedTiles { table }, ctas, tile_stages).serpentine(serpentine_waves != 0);
     let work = Work::new(split, &shared, args.workspace, args.flags, 0);
     let problem = GroupedProblem::<_, _, GATED, NVFP4, FITTED> {
         args,
