@@ -1,7 +1,7 @@
 #!/bin/bash
 # Serpentine waves for grouped launches of a few waves against main: GPU tests, then the grouped
 # rows and the dense rows, main and the branch alternately (A B B A).
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../../.."
 tar xzf .gpu-bundle/c23.tgz -C /tmp && B=/tmp/c23
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 export NVFP4_TORCH_GROUPED_BASELINE=/nonexistent
