@@ -418,8 +418,9 @@ registry::grouped_prepare_entry!(prepare_entry);
 macro_rules! prepare_separate_entry {
     ($name:ident) => {
         /// The preparation pass of a separate-convention launch whose table travels in the
-        /// arguments ([`SeparatePrepareArgs`]): CTA 0 first copies the groups' weight maps to
-        /// `maps_out`, then the pass runs as [`prepare_entry`]'s over `table.groups`, read in
+        /// arguments ([`SeparatePrepareArgs`]): the last CTA first copies the groups' weight
+        /// maps to `maps_out` (not CTA 0, whose table chain sets the pass's length in short
+        /// launches), then the pass runs as [`prepare_entry`]'s over `table.groups`, read in
         /// parameter space.
         ///
         /// # Safety
@@ -431,7 +432,7 @@ macro_rules! prepare_separate_entry {
             fence::launch_dependents();
             // The previous launch's kernels may still read the maps' memory.
             fence::grid_dependency_wait();
-            if sreg::block_idx_x() == 0 {
+            if sreg::block_idx_x() == sreg::grid_dim_x() - 1 {
                 // SAFETY: the contract; `table` is the parameter's own table.
                 unsafe { copy_parameter_maps(&args, table) };
             }
@@ -450,7 +451,7 @@ macro_rules! prepare_separate_entry {
 
 registry::grouped_prepare_separate_entry!(prepare_separate_entry);
 
-/// CTA 0's threads copy the first `args.maps` tensor maps of the parameter table at generic
+/// One CTA's threads copy the first `args.maps` tensor maps of the parameter table at generic
 /// address `table` to `args.maps_out`, 16 bytes a thread. The tiled kernel reads them through
 /// TMA after its dependency wait on this grid.
 #[inline(always)]
