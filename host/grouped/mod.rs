@@ -695,17 +695,28 @@ impl GroupedPlan {
                 // decode), unless that passes the resident limit: a CTA past it would run alone
                 // after the others.
                 let grid = gpu.grid_stride_blocks(prepare_kernel, items.max(1).saturating_add(threads));
+                // A plain launch before the tiled kernel (see `DualGemmPlan`'s pre-decoder for
+                // why: started early, the pass's CTAs crowd onto the first SMs the previous
+                // kernel frees; GPU MODE's short calls lost 2–3 % so), a programmatic one before
+                // the decode-size kernel, whose thousands of short CTAs end one by one: there the
+                // pass's early start overlaps their drain.
+                let programmatic =
+                    self.programmatic && decode_window.is_some() && self.decode_row_groups().is_some();
                 // SAFETY: the arguments describe buffers checked by the caller against the plan,
-                // and the plan's own buffers; a plain launch (see `DualGemmPlan`'s pre-decoder
-                // for why).
+                // and the plan's own buffers; the pass waits for the previous kernel before it
+                // reads or writes anything.
                 unsafe {
                     match preparation {
                         Preparation::Common(args) => {
-                            prepare_kernel.launch(stream, grid, shared, args, false)?
+                            prepare_kernel.launch(stream, grid, shared, args, programmatic)?
                         }
-                        Preparation::SeparateInParameters(args) => kernels
-                            .grouped_prepare_separate
-                            .launch(stream, grid, shared, args, false)?,
+                        Preparation::SeparateInParameters(args) => kernels.grouped_prepare_separate.launch(
+                            stream,
+                            grid,
+                            shared,
+                            args,
+                            programmatic,
+                        )?,
                     }
                 };
                 if let (Some(window_steps), Some(row_groups)) = (*decode_window, self.decode_row_groups()) {
