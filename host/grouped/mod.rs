@@ -700,8 +700,9 @@ impl GroupedPlan {
                 // kernel frees; GPU MODE's short calls lost 2–3 % so), a programmatic one before
                 // the decode-size kernel, whose thousands of short CTAs end one by one: there the
                 // pass's early start overlaps their drain.
-                let programmatic =
-                    self.programmatic && decode_window.is_some() && self.decode_row_groups().is_some();
+                // The decode-size kernel's window and row groups, when it is the one launched.
+                let decode = (*decode_window).zip(self.decode_row_groups());
+                let programmatic = self.programmatic && decode.is_some();
                 // SAFETY: the arguments describe buffers checked by the caller against the plan,
                 // and the plan's own buffers; the pass waits for the previous kernel before it
                 // reads or writes anything.
@@ -719,7 +720,7 @@ impl GroupedPlan {
                         )?,
                     }
                 };
-                if let (Some(window_steps), Some(row_groups)) = (*decode_window, self.decode_row_groups()) {
+                if let Some((window_steps, row_groups)) = decode {
                     let args = sm90::GroupedDecodeArgs {
                         descs: prepare.descs,
                         schedule: prepare.schedule,
