@@ -382,8 +382,23 @@ fn bench_contiguous(
             })
         })
         .collect::<BenchResult<_>>()?;
-    let weights = random_weights(case.groups, weight_rows(case), k, 1);
-    let stacked: GroupedWeights = gpu.upload_grouped_weights(&weights)?;
+    // The GPU MODE cases take a weight copy per input set, as in their separate convention
+    // (`bench_separate`): one shared copy would stay in L2 across a batch where it fits
+    // (gpumode-3/-4). The MoE layers' weights are one copy, far larger than the L2.
+    let weight_copies = match case.routing {
+        Routing::Fixed(_) => {
+            let group_bytes = case.groups as f64 * nvfp4_bytes(weight_rows(case), k);
+            (COPY_BUDGET_BYTES / group_bytes as usize).clamp(1, sizes.len())
+        }
+        Routing::TopK { .. } => 1,
+    };
+    let weights: Vec<Vec<NvFp4Matrix>> = (0..weight_copies)
+        .map(|copy| random_weights(case.groups, weight_rows(case), k, 1 + copy as u64))
+        .collect();
+    let stacked: Vec<GroupedWeights> = weights
+        .iter()
+        .map(|w| Ok(gpu.upload_grouped_weights(w)?))
+        .collect::<BenchResult<_>>()?;
     let alphas = stream.clone_htod(&vec![1.0f32; case.groups])?;
     let layout = GroupedLayout::Contiguous {
         groups: case.groups,
@@ -408,7 +423,10 @@ fn bench_contiguous(
             Ok(gpu.dequantize_f16(&gpu.upload(&a)?)?)
         })
         .collect::<BenchResult<_>>()?;
-    let dense_weights = vec![dequantize_all(gpu, &weights)?];
+    let dense_weights: Vec<Vec<CudaSlice<f16>>> = weights
+        .iter()
+        .map(|w| dequantize_all(gpu, w))
+        .collect::<BenchResult<_>>()?;
     drop(weights);
     let mut cublas_loop = CublasLoop::new(gpu, case, rows)?;
     let (mut c, mut c_plain): (CudaSlice<f16>, CudaSlice<f16>) =
@@ -425,12 +443,13 @@ fn bench_contiguous(
     Ok((ours, ours_plain, cublas_loop, tile))
 }
 
-/// Our contiguous-convention launch as a timed variant: call `set` on `sets[set]`.
+/// Our contiguous-convention launch as a timed variant: call `set` on `sets[set]` and weight
+/// copy `set % stacked.len()`.
 fn contiguous_variant<'a>(
     gpu: &'a Gpu,
     plan: &'a GroupedPlan,
     sets: &'a [ContiguousSet],
-    stacked: &'a GroupedWeights,
+    stacked: &'a [GroupedWeights],
     alphas: &'a CudaSlice<f32>,
     dual: bool,
     c: &'a mut CudaSlice<f16>,
@@ -442,7 +461,7 @@ fn contiguous_variant<'a>(
             a_scales: &s.a_scales,
             row_offsets: &s.row_offsets,
             scale_offsets: &s.scale_offsets,
-            gate: stacked.view(),
+            gate: stacked[set % stacked.len()].view(),
             up: None,
             alpha_gate: Some(alphas),
             alpha_up: dual.then_some(alphas),
