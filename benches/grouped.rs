@@ -7,7 +7,8 @@
 //!   LIST: comma-separated groups or case names: gpumode (the four cases of the public grouped
 //!   benchmark problem), decode, prefill (MoE gate/up layers at 64 and 4096 tokens), all (default)
 //!   T: the plans' `tokens_per_group` (picks the token tile; default: tokens / groups)
-//!   --fixed-sizes-contiguous: run the GPU MODE cases in the contiguous convention instead
+//!   --fixed-sizes-contiguous: run the GPU MODE cases in the contiguous convention instead (the
+//!   same kinds of data: a weight copy per input set, tokens drawn as the separate convention's)
 //! ```
 //!
 //! Cases: the public problem's four (`C_g = A_g·B_gᵀ`, per-group allocations and sizes: the
@@ -365,9 +366,20 @@ fn bench_contiguous(
             let mut a = vec![0u8; rows * k / 2];
             rng.fill(&mut a);
             a.iter_mut().for_each(|b| *b &= 0b1011_1011);
-            // e4m3 codes 1.0 and 2.0, the public problem's scales.
+            // e4m3 codes 1.0 and 2.0 for the MoE layers; the GPU MODE cases draw theirs as their
+            // separate convention's tokens do (`Distribution::Task`), so that both conventions
+            // multiply the same kind of data (at the power limit its bits set the clocks).
+            let fixed = matches!(case.routing, Routing::Fixed(_));
             let scales: Vec<u8> = (0..BlockedScales::new(scale_rows, k).len())
-                .map(|_| if rng.next_u64() & 1 == 0 { 0x38 } else { 0x40 })
+                .map(|_| {
+                    if fixed {
+                        nvfp4::codec::f32_to_e4m3(rng.next_f32())
+                    } else if rng.next_u64() & 1 == 0 {
+                        0x38
+                    } else {
+                        0x40
+                    }
+                })
                 .collect();
             let (mut row_offsets, mut scale_offsets) = (vec![0u32], vec![0u32]);
             for &m in sizes {
