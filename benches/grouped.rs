@@ -234,6 +234,13 @@ fn random_weights(groups: usize, rows: usize, k: usize, seed: u64) -> Vec<NvFp4M
         .collect()
 }
 
+/// Copies of a case's weights for `sets` input sets: one per set where they fit
+/// [`COPY_BUDGET_BYTES`], else as many as do.
+fn weight_copies(case: &Case, sets: usize) -> usize {
+    let bytes = case.groups as f64 * nvfp4_bytes(weight_rows(case), case.k);
+    (COPY_BUDGET_BYTES / bytes as usize).clamp(1, sets)
+}
+
 /// One case's results.
 struct Row {
     case: Case,
@@ -389,10 +396,7 @@ fn bench_contiguous(
     // (`bench_separate`): one shared copy would stay in L2 across a batch where it fits
     // (gpumode-3/-4). The MoE layers' weights are one copy, far larger than the L2.
     let weight_copies = match case.routing {
-        Routing::Fixed(_) => {
-            let group_bytes = case.groups as f64 * nvfp4_bytes(weight_rows(case), k);
-            (COPY_BUDGET_BYTES / group_bytes as usize).clamp(1, sizes.len())
-        }
+        Routing::Fixed(_) => weight_copies(case, sizes.len()),
         Routing::TopK { .. } => 1,
     };
     let weights: Vec<Vec<NvFp4Matrix>> = (0..weight_copies)
@@ -515,8 +519,7 @@ fn bench_separate(
     options: &Options,
 ) -> BenchResult<(Timing, Timing, Timing, u32)> {
     let (k, n) = (case.k, case.n);
-    let group_bytes = case.groups as f64 * nvfp4_bytes(weight_rows(case), k);
-    let copies = (COPY_BUDGET_BYTES / group_bytes as usize).clamp(1, sizes.len());
+    let copies = weight_copies(case, sizes.len());
     // Per copy: every group's tokens and weights (as the public problem hands them over).
     let host: Vec<Vec<(NvFp4Matrix, NvFp4Matrix)>> = (0..copies)
         .into_par_iter()
