@@ -395,11 +395,11 @@ fn bench_contiguous(
     // The GPU MODE cases take a weight copy per input set, as in their separate convention
     // (`bench_separate`): one shared copy would stay in L2 across a batch where it fits
     // (gpumode-3/-4). The MoE layers' weights are one copy, far larger than the L2.
-    let weight_copies = match case.routing {
+    let copies = match case.routing {
         Routing::Fixed(_) => weight_copies(case, sizes.len()),
         Routing::TopK { .. } => 1,
     };
-    let weights: Vec<Vec<NvFp4Matrix>> = (0..weight_copies)
+    let weights: Vec<Vec<NvFp4Matrix>> = (0..copies)
         .map(|copy| random_weights(case.groups, weight_rows(case), k, 1 + copy as u64))
         .collect();
     let stacked: Vec<GroupedWeights> = weights
