@@ -211,8 +211,8 @@ fn sm90_tiled_sass_uses_hgmma_of_the_tile_for_every_entry() {
 /// from its first slot wait to the end of its wgmma pipeline (its per-segment code may keep a
 /// few values there: the ptxas test bounds them).
 fn fitted_stage_loops_without_local_memory(name: &str, body: &str) {
-    use nvfp4_kernel::sm90::config::{FITTED_STEPS, FITTED_TOKEN_STEP};
-    for width in (1..=FITTED_STEPS).map(|s| s * FITTED_TOKEN_STEP) {
+    use nvfp4_kernel::sm90::config::FITTED_WIDTHS;
+    for width in FITTED_WIDTHS {
         let hgmma = format!("HGMMA.64x{width}x16.F32");
         let (Some(first), Some(last)) = (body.find(&hgmma), body.rfind(&hgmma)) else {
             panic!("{name}: no {hgmma}");

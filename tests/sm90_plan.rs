@@ -4,34 +4,55 @@
 use nvfp4::dual_gemm::{DecodeSplit, DecodeWholeK, Sm90Geometry};
 use nvfp4::{DualGemmShape, Error};
 use nvfp4_kernel::sm90::config::{BLOCKS_PER_STAGE, SLICES_PER_STAGE, WEIGHT_CHUNKS_PER_STAGE, stage_block};
-use nvfp4_kernel::sm90::registry::{FITTED_MIN_TOKENS_PER_GROUP, TILES, grouped_tile_for};
+use nvfp4_kernel::sm90::registry::{
+    FITTED_MIN_TOKENS_PER_GROUP, FITTED_TWO_TILE_MAX_TOKENS, FITTED_TWO_TILE_MIN_GROUPS, TILES,
+    grouped_tile_for,
+};
 
 #[test]
 fn sm90_grouped_tiles_cover_small_groups_in_one_tile_and_fit_larger_ones() {
-    assert_eq!(grouped_tile_for(1).tokens, 8);
-    assert_eq!(grouped_tile_for(9).tokens, 16);
-    assert_eq!(grouped_tile_for(33).tokens, 64);
-    assert_eq!(grouped_tile_for(64).tokens, 64);
-    // Groups of about 65–192 tokens: the fitted tiles (one of 192 for 129–192 rows, not two of
-    // 128); above, the 128-token tiles (as many tiles either way, and more of them to fill SMs).
-    for m in [FITTED_MIN_TOKENS_PER_GROUP, 100, 128, 192] {
-        let tile = grouped_tile_for(m);
-        assert!(tile.fits_groups() && tile.tokens == 256, "{m}: {tile:?}");
+    for groups in [1, 2, 8, 256] {
+        assert_eq!(grouped_tile_for(1, groups).tokens, 8);
+        assert_eq!(grouped_tile_for(9, groups).tokens, 16);
+        assert_eq!(grouped_tile_for(33, groups).tokens, 64);
+        assert_eq!(grouped_tile_for(64, groups).tokens, 64);
+        // Groups of about 65–192 tokens: the fitted tiles (one of 144 or 192 for 129–192
+        // rows, not two of 128).
+        for m in [FITTED_MIN_TOKENS_PER_GROUP, 100, 128, 192] {
+            let tile = grouped_tile_for(m, groups);
+            assert!(tile.fits_groups() && tile.tokens == 256, "{m}: {tile:?}");
+        }
+        assert_eq!(grouped_tile_for(289, groups).tokens, 128);
+        assert_eq!(grouped_tile_for(1000, groups).tokens, 128);
     }
-    for m in [193, 256, 1000] {
-        assert_eq!(grouped_tile_for(m).tokens, 128, "{m}");
+    // Up to two tiles of 144 tokens: fitted where the launch has many groups, else the 128-token
+    // tiles (fewer, wider tiles would leave SMs idle in one wave).
+    for m in [193, 256, FITTED_TWO_TILE_MAX_TOKENS] {
+        assert_eq!(
+            grouped_tile_for(m, FITTED_TWO_TILE_MIN_GROUPS - 1).tokens,
+            128,
+            "{m}"
+        );
+        assert!(
+            grouped_tile_for(m, FITTED_TWO_TILE_MIN_GROUPS).fits_groups(),
+            "{m}"
+        );
     }
+    assert_eq!(FITTED_TWO_TILE_MAX_TOKENS, 288);
     assert!(TILES.iter().filter(|tile| tile.fits_groups()).count() == 1);
     // A token map per fitted width, each box at most the launch's widest tile.
     let fitted = TILES.iter().find(|tile| tile.fits_groups()).unwrap();
-    assert_eq!([1, 2, 3].map(|s| fitted.grouped_box_rows(s)), [64, 128, 192]);
     assert_eq!(
-        [1, 2, 3].map(|s| grouped_tile_for(128).grouped_box_rows(s)),
-        [64, 128, 192]
+        [0, 1, 2, 3].map(|i| fitted.grouped_box_rows(i)),
+        [64, 128, 144, 192]
     );
     assert_eq!(
-        [1, 2, 3].map(|s| grouped_tile_for(256).grouped_box_rows(s)),
-        [64, 128, 128]
+        [0, 1, 2, 3].map(|i| grouped_tile_for(128, 1).grouped_box_rows(i)),
+        [64, 128, 144, 192]
+    );
+    assert_eq!(
+        [0, 1, 2, 3].map(|i| grouped_tile_for(256, 1).grouped_box_rows(i)),
+        [64, 128, 128, 128]
     );
     for tile in TILES {
         assert!(tile.shared().total <= 227 * 1024, "{tile:?}");
@@ -690,29 +711,43 @@ fn grouped_decode_windows_cover_k_evenly_and_fit_their_buffers() {
 }
 
 #[test]
-fn sm90_fitted_tiles_cover_each_group_with_the_fewest_tiles_of_whole_steps() {
-    use nvfp4_kernel::sm90::config::{FITTED_MAX_TOKENS, FITTED_TOKEN_STEP, fitted_tile_width};
+fn sm90_fitted_tiles_cover_each_group_with_the_fewest_tiles_of_the_narrowest_width() {
+    use nvfp4_kernel::sm90::config::{
+        FITTED_MAX_TOKENS, FITTED_WIDTHS, fitted_tile_width, fitted_width_index,
+    };
     let widest = *TILES.last().unwrap();
     assert!(widest.fits_groups() && widest.grouped_tile_tokens() == FITTED_MAX_TOKENS);
+    // Narrowest first, each a whole wgmma token step.
+    assert!(FITTED_WIDTHS.windows(2).all(|w| w[0] < w[1]));
+    assert!(FITTED_WIDTHS.iter().all(|w| w.is_multiple_of(8)));
+    for tokens in 1..=FITTED_MAX_TOKENS {
+        let width = FITTED_WIDTHS[fitted_width_index(tokens) as usize];
+        let narrower = FITTED_WIDTHS.iter().filter(|&&w| w < width).max();
+        assert!(
+            tokens <= width && narrower.is_none_or(|&n| n < tokens),
+            "{tokens}: {width}"
+        );
+    }
     for rows in 1..=2048u32 {
         let m_tiles = rows.div_ceil(FITTED_MAX_TOKENS);
         let width = fitted_tile_width(rows, m_tiles);
-        // Whole steps, at most the widest tile, every tile holding at least one token.
-        assert!(
-            width.is_multiple_of(FITTED_TOKEN_STEP) && width <= FITTED_MAX_TOKENS,
-            "{rows}: {width}"
-        );
+        // One of the widths, every tile holding at least one token.
+        assert!(FITTED_WIDTHS.contains(&width), "{rows}: {width}");
         assert!(
             (m_tiles - 1) * width < rows && rows <= m_tiles * width,
             "{rows}: {m_tiles} × {width}"
         );
-        // No narrower step would cover the rows with as few tiles.
+        // No narrower width would cover the rows with as few tiles.
+        let narrower = FITTED_WIDTHS.iter().filter(|&&w| w < width).max();
         assert!(
-            (width - FITTED_TOKEN_STEP) * m_tiles < rows,
+            narrower.is_none_or(|&n| n * m_tiles < rows),
             "{rows}: {width} is wider than needed"
         );
     }
     assert_eq!(fitted_tile_width(176, 1), 192);
+    assert_eq!(fitted_tile_width(140, 1), 144);
+    assert_eq!(fitted_tile_width(260, 2), 144);
+    assert_eq!(fitted_tile_width(300, 2), 192);
     assert_eq!(fitted_tile_width(320, 2), 192);
     assert_eq!(fitted_tile_width(0, 0), 0);
 }

@@ -304,7 +304,7 @@ enum Backend {
         token_pitch: u32,
         token_rows: u32,
         tokens: DeviceBuffer<u16>,
-        token_maps: [TensorMap; sm90::FITTED_STEPS as usize],
+        token_maps: [TensorMap; sm90::FITTED_WIDTH_COUNT as usize],
         stream_k: StreamKState,
     },
     /// Blackwell: the tile (contiguous convention; the separate one picks it per launch from
@@ -319,10 +319,10 @@ enum LaunchTile {
     Sm100(sm100::Tile),
 }
 
-/// The token tile for groups of about `tokens_per_group` rows: the smallest that holds them,
-/// at most 128.
-fn tile_for(tokens_per_group: usize) -> Tile {
-    sm90_registry::grouped_tile_for(tokens_per_group.clamp(1, 1 << 20) as u32)
+/// The token tile for `groups` groups of about `tokens_per_group` rows
+/// ([`sm90_registry::grouped_tile_for`]).
+fn tile_for(tokens_per_group: usize, groups: usize) -> Tile {
+    sm90_registry::grouped_tile_for(tokens_per_group.clamp(1, 1 << 20) as u32, groups as u32)
 }
 
 /// The Blackwell tile for groups of about `tokens_per_group` rows whose outputs and up-row
@@ -406,7 +406,7 @@ impl Gpu {
         // The tile the iteration bound is checked for: Hopper's, or Blackwell's narrowest.
         let (tile_tokens, tile_outputs, k_per_stage) = match self.arch() {
             Arch::Sm90a => (
-                tile_for(tokens_per_group).grouped_tile_tokens(),
+                tile_for(tokens_per_group, groups).grouped_tile_tokens(),
                 tile_n(op.gated()),
                 K_PER_STAGE,
             ),
@@ -434,7 +434,7 @@ impl Gpu {
         let stream = self.stream();
         let backend = match self.arch() {
             Arch::Sm90a => {
-                let tile = tile_for(tokens_per_group);
+                let tile = tile_for(tokens_per_group, groups);
                 let token_pitch = padded_k(k32);
                 // Token items of the preparation pass.
                 if rows as u64 * (token_pitch / K_PER_SLICE) as u64 > KERNEL_INDEX_LIMIT {
@@ -446,13 +446,13 @@ impl Gpu {
                 }
                 let tokens = DeviceBuffer::zeros(stream, rows * token_pitch as usize)?;
                 // One map per fitted width (`GroupedArgs::token_maps`).
-                let mut token_maps = [TensorMap::default(); sm90::FITTED_STEPS as usize];
-                for (s, map) in (1..).zip(&mut token_maps) {
+                let mut token_maps = [TensorMap::default(); sm90::FITTED_WIDTH_COUNT as usize];
+                for (index, map) in (0..).zip(&mut token_maps) {
                     *map = tensor_map::predecoded_tokens(
                         tokens.address(),
                         rows,
                         token_pitch as usize,
-                        tile.grouped_box_rows(s),
+                        tile.grouped_box_rows(index),
                     )?;
                 }
                 let stream_k = StreamKState::new(

@@ -236,37 +236,70 @@ pub struct SharedPlan {
     pub total: u32,
 }
 
-/// Steps in which a fitted grouped tile's width grows ([`fitted_tile_width`]): the token count
-/// of the narrowest of the fitted kernels' wgmmas.
-pub const FITTED_TOKEN_STEP: u32 = TOKEN_BOX_ROWS;
-/// Widths of a fitted grouped tile, in [`FITTED_TOKEN_STEP`]s: 1 to this, each with its own
-/// token map (`GroupedArgs::token_maps`) and its own copy of the consumers' stage loop.
-pub const FITTED_STEPS: u32 = 3;
+/// Token widths of a fitted grouped tile, narrowest first, each a multiple of 8 (wgmma's token
+/// step) with its own token map (`GroupedArgs::token_maps`) and its own copy of the consumers'
+/// stage loop. Beside the 64-token steps, 144: routed groups of a little over 128 (or 256)
+/// tokens, the common case of MoE routing at about 128 (256) tokens an expert, then take one
+/// tile (two) barely wider than 128 tokens, not 192 (perf log entry 176). A fifth width (160)
+/// left ptxas no registers: its stage loops kept values in local memory.
+pub const FITTED_WIDTHS: [u32; 4] = [64, 128, 144, 192];
+/// How many fitted widths ([`FITTED_WIDTHS`]), each with its own token map.
+pub const FITTED_WIDTH_COUNT: u32 = FITTED_WIDTHS.len() as u32;
 /// Tokens of a fitted grouped kernel's widest tile: 192, so that its consumers keep the
 /// narrower tiles' weight pipeline (the next stage's loads issued a whole stage ahead), which
 /// 256 tokens' accumulators leave no registers for; and a 256-wide slice costs ≈ 1.73× a
 /// 128-token one, so wider tiles gain little (perf log entry 111).
-pub const FITTED_MAX_TOKENS: u32 = FITTED_STEPS * FITTED_TOKEN_STEP;
+pub const FITTED_MAX_TOKENS: u32 = FITTED_WIDTHS[FITTED_WIDTHS.len() - 1];
+
+/// The index in [`FITTED_WIDTHS`] of the narrowest width that holds `tokens` (the widest for
+/// more). Each width is returned as a constant from its own comparison: no table in device
+/// memory, which a lookup by index makes LLVM emit (a global load on the producer's path a
+/// slice).
+pub const fn fitted_width_index(tokens: u32) -> u32 {
+    let mut index = 0;
+    while index + 1 < FITTED_WIDTHS.len() {
+        if tokens <= FITTED_WIDTHS[index] {
+            return index as u32;
+        }
+        index += 1;
+    }
+    index as u32
+}
+
+/// The narrowest of the [`FITTED_WIDTHS`] that holds `tokens` (the widest for more), as
+/// [`fitted_width_index`] without a table.
+pub const fn fitted_width_for(tokens: u32) -> u32 {
+    let mut index = 0;
+    while index + 1 < FITTED_WIDTHS.len() {
+        if tokens <= FITTED_WIDTHS[index] {
+            return FITTED_WIDTHS[index];
+        }
+        index += 1;
+    }
+    FITTED_MAX_TOKENS
+}
 
 /// Token rows of each of the `m_tiles` token tiles of a group of `rows` tokens in a grouped
 /// kernel that fits its tiles to each group ([`Tile::fits_groups`]; `m_tiles = ceil(rows /`
-/// [`FITTED_MAX_TOKENS`]`)`): the group's rows over its tiles, rounded up to
-/// [`FITTED_TOKEN_STEP`]. The first `m_tiles − 1` tiles hold this many tokens, the last one the
-/// rest (at least one: the earlier tiles hold at most `FITTED_MAX_TOKENS · (m_tiles − 1) <
-/// rows`), each tile computed at its own tokens rounded up to the step. 0 for no tile.
+/// [`FITTED_MAX_TOKENS`]`)`): the narrowest of the [`FITTED_WIDTHS`] whose `m_tiles` tiles
+/// cover the rows. The first `m_tiles − 1` tiles hold this many tokens, the last one the rest
+/// (at least one: the earlier tiles hold at most `FITTED_MAX_TOKENS · (m_tiles − 1) < rows`),
+/// each tile computed at the narrowest width that holds its tokens. 0 for no tile.
 ///
-/// The narrowest of the [`FITTED_STEPS`] widths whose `m_tiles` tiles cover the rows, found
-/// by comparison: no division on the GPU, whose producer thread has registers for little more
-/// than its copies.
+/// Found by comparison, each width a constant (as [`fitted_width_for`]): no division on the
+/// GPU, whose producer thread has registers for little more than its copies.
 pub const fn fitted_tile_width(rows: u32, m_tiles: u32) -> u32 {
     if m_tiles == 0 {
         return 0;
     }
-    let mut steps = 1;
-    while steps < FITTED_STEPS && (steps * FITTED_TOKEN_STEP) as u64 * (m_tiles as u64) < rows as u64 {
-        steps += 1;
+    let mut index = 0;
+    while index + 1 < FITTED_WIDTHS.len() {
+        if FITTED_WIDTHS[index] as u64 * m_tiles as u64 >= rows as u64 {
+            return FITTED_WIDTHS[index];
+        }
+        index += 1;
     }
-    steps * FITTED_TOKEN_STEP
+    FITTED_MAX_TOKENS
 }
 
 /// Bytes of a grouped kernel's shared schedule table: the header and [`MAX_GROUPS`] groups.
@@ -304,8 +337,8 @@ impl Tile {
     /// Whether this tile's grouped kernels fit their token tiles to each group: the widest
     /// tile (the one without decoder warpgroups) covers a group's rows with the fewest tiles
     /// of at most [`FITTED_MAX_TOKENS`], each [`fitted_tile_width`] wide, and runs each tile's
-    /// MMAs at its tokens rounded up to [`FITTED_TOKEN_STEP`] (one copy of the stage loop per
-    /// width). The narrower tiles keep their width in every group.
+    /// MMAs at the narrowest of the [`FITTED_WIDTHS`] that holds its tokens (one copy of the
+    /// stage loop per width). The narrower tiles keep their width in every group.
     pub const fn fits_groups(&self) -> bool {
         self.decoder_warpgroups() == 0
     }
@@ -320,11 +353,11 @@ impl Tile {
         }
     }
 
-    /// Token rows of the TMA box of a grouped launch's token map for tiles `steps`
-    /// [`FITTED_TOKEN_STEP`]s wide (1 to [`FITTED_STEPS`]): that many steps, at most the
-    /// launch's widest tile ([`Tile::grouped_tile_tokens`], a fixed tile's width).
-    pub const fn grouped_box_rows(&self, steps: u32) -> u32 {
-        let rows = steps * FITTED_TOKEN_STEP;
+    /// Token rows of the TMA box of a grouped launch's token map for tiles of the fitted width
+    /// `FITTED_WIDTHS[index]`: that width, at most the launch's widest tile
+    /// ([`Tile::grouped_tile_tokens`], a fixed tile's width).
+    pub const fn grouped_box_rows(&self, index: u32) -> u32 {
+        let rows = FITTED_WIDTHS[index as usize];
         if rows < self.grouped_tile_tokens() {
             rows
         } else {
@@ -1067,10 +1100,10 @@ pub const fn padded_k(k: u32) -> u32 {
 #[derive(Clone, Copy, Debug)]
 pub struct GroupedArgs {
     /// The tensor maps of the fp16 token buffer (FLOAT16, dims {pitch, rows}, 128-byte
-    /// swizzle), map `s` with box {64, [`Tile::grouped_box_rows`]`(s + 1)`}: a fixed tile's
-    /// launch loads every slice with the last (its whole tile), a fitted one each tile's slices
-    /// with the map of its width.
-    pub token_maps: [crate::launch::TensorMap; FITTED_STEPS as usize],
+    /// swizzle), map `i` with box {64, [`Tile::grouped_box_rows`]`(i)`}: a fixed tile's launch
+    /// loads every slice with the last (its whole tile), a fitted one each tile's slices with
+    /// the map of its width ([`FITTED_WIDTHS`]).
+    pub token_maps: [crate::launch::TensorMap; FITTED_WIDTH_COUNT as usize],
     /// The tensor maps of the stacked gate and up weights of the contiguous convention (UINT8,
     /// dims {k/2, rows}, box {[`WEIGHT_BOX_BYTES`], [`WEIGHT_BOX_ROWS`]}, no swizzle), read
     /// where a group's descriptor has no map of its own (`GroupDesc::gate_map`, `up_map`; the

@@ -13,8 +13,8 @@ use crate::prepare;
 use crate::ptx::{copy, fence, mem, reg, smem, sreg, warp, wgmma};
 use crate::schedule::{GroupSchedule, GroupTable, GroupedTiles, StreamK, TileSpan};
 use crate::sm90::config::{
-    self, FITTED_STEPS, FITTED_TOKEN_STEP, GroupedArgs, K_PER_SLICE, Tile, WEIGHT_BOX_ROWS,
-    fitted_tile_width, padded_k, tile_n,
+    self, FITTED_WIDTH_COUNT, GroupedArgs, K_PER_SLICE, Tile, WEIGHT_BOX_ROWS, fitted_tile_width,
+    fitted_width_for, fitted_width_index, padded_k, tile_n,
 };
 
 /// Bytes of one tensor map in the kernel parameter.
@@ -69,11 +69,11 @@ struct GroupedProblem<'a, M, W, const GATED: bool, const NVFP4: bool, const FITT
 impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const FITTED: bool>
     GroupedProblem<'_, M, W, GATED, NVFP4, FITTED>
 {
-    /// The generic address of the token map for tiles `steps` [`FITTED_TOKEN_STEP`]s wide
-    /// (`GroupedArgs::token_maps[steps − 1]`).
+    /// The generic address of the token map for tiles of the fitted width `index`
+    /// (`GroupedArgs::token_maps[index]`).
     #[inline(always)]
-    fn token_map_of(&self, steps: u32) -> u64 {
-        (self.token_maps)() + (steps as u64 - 1) * TENSOR_MAP_BYTES
+    fn token_map_of(&self, index: u32) -> u64 {
+        (self.token_maps)() + index as u64 * TENSOR_MAP_BYTES
     }
 
     /// The first output of the tile `span` (a group's tiles are token tiles within output tiles).
@@ -117,7 +117,7 @@ impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const
     #[inline(always)]
     fn token_map(&self) -> u64 {
         // The launch tile's whole width.
-        self.token_map_of(FITTED_STEPS)
+        self.token_map_of(FITTED_WIDTH_COUNT - 1)
     }
 
     #[inline(always)]
@@ -131,10 +131,10 @@ impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const
     #[inline(always)]
     fn token_box(&self, tokens: u32, tile: Tile) -> (u64, u32) {
         if FITTED {
-            let steps = tokens.div_ceil(FITTED_TOKEN_STEP).clamp(1, FITTED_STEPS);
+            // A fitted launch's tile is the widest: each width's box is the width itself.
             (
-                self.token_map_of(steps),
-                tile.grouped_box_rows(steps) * K_PER_SLICE * 2,
+                self.token_map_of(fitted_width_index(tokens)),
+                fitted_width_for(tokens) * K_PER_SLICE * 2,
             )
         } else {
             (self.token_map(), tile.decoded_slice_bytes())
@@ -143,10 +143,10 @@ impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const
 
     #[inline(always)]
     unsafe fn prefetch_token_maps(&self) {
-        let maps = if FITTED { FITTED_STEPS } else { 1 };
-        for s in FITTED_STEPS - maps..FITTED_STEPS {
+        let maps = if FITTED { FITTED_WIDTH_COUNT } else { 1 };
+        for index in FITTED_WIDTH_COUNT - maps..FITTED_WIDTH_COUNT {
             // SAFETY: forwarded; one of the launch's maps.
-            unsafe { copy::prefetch_tensor_map(self.token_map_of(s + 1)) };
+            unsafe { copy::prefetch_tensor_map(self.token_map_of(index)) };
         }
     }
 

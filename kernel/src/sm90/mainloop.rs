@@ -23,7 +23,7 @@ use crate::schedule::{
 };
 use crate::sm90::config::{
     self, BLOCKS_PER_SLICE, BLOCKS_PER_STAGE, DECODED_STAGES, DECODER_WARPGROUPS, EPILOGUE_STAGING_PITCH,
-    FIRST_DECODER_WARPGROUP, FITTED_TOKEN_STEP, K_PER_SLICE, K_PER_STAGE, RAW_STAGES, SCALE_GROUP_BYTES,
+    FIRST_DECODER_WARPGROUP, FITTED_WIDTHS, K_PER_SLICE, K_PER_STAGE, RAW_STAGES, SCALE_GROUP_BYTES,
     SEGMENT_RECORD_BYTES, SEGMENT_RECORDS, SLICES_PER_STAGE, SharedPlan, TOKEN_BOX_ROWS, Tile,
     WARPGROUP_THREADS, WEIGHT_BOX_BYTES, WEIGHT_BOX_ROWS, WEIGHT_CHUNK_BYTES, WEIGHT_CHUNKS_PER_STAGE,
     WEIGHT_DATA_BYTES, WEIGHT_SLOT_BYTES, WEIGHT_SLOT_HEADER, WEIGHT_STAGES, stage_block,
@@ -106,8 +106,8 @@ pub(crate) trait Problem {
     /// 256-token task shapes so (perf log entry 91).
     const RECOMPUTE_AFTER_MAINLOOP: bool = false;
     /// Whether the tiles are fitted to their groups ([`Tile::fits_groups`]): the launch's tile
-    /// is the widest, and each tile runs at its job's tokens rounded up to
-    /// [`FITTED_TOKEN_STEP`] — its slices one TMA box of that width ([`Problem::token_box`]),
+    /// is the widest, and each tile runs at the narrowest of the [`FITTED_WIDTHS`] that holds
+    /// its job's tokens — its slices one TMA box of that width ([`Problem::token_box`]),
     /// its wgmmas in that width's own copy of the stage loop; the roles' `mma` is not used.
     const FITTED: bool = false;
     /// Factors of the tile's gate and up α that live in device memory (the dense launches'
@@ -1424,17 +1424,15 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
         // SAFETY (all): forwarded; `segments` now holds the segments after this one (where
         // they are walked here; the weight ring's problems never read it).
         let acc = if P::FITTED {
-            // The tile's width in steps, warp-uniform (as the stage bounds): each width is its
+            // The tile's fitted width, warp-uniform (as the stage bounds): each width is its
             // own stage loop, whose wgmma pipeline ends inside it (a width chosen inside the
             // pipeline makes ptxas wait for every slice's wgmmas; perf log entry 111).
-            let steps = warp::shuffle_index(job.tokens.div_ceil(FITTED_TOKEN_STEP), 0);
-            const STEP_ACC: usize = FITTED_TOKEN_STEP as usize / 2;
-            const { assert!(config::FITTED_STEPS == 3, "one arm per fitted width") };
+            let index = warp::shuffle_index(config::fitted_width_index(job.tokens), 0);
             // One width's stage loop, its accumulators widened to the launch's.
             macro_rules! at_width {
-                ($acc:expr, $wgmma:path) => {
+                ($index:literal, $wgmma:path) => {
                     widen(unsafe {
-                        segment_mainloop::<P, { $acc }, 1>(
+                        segment_mainloop::<P, { FITTED_WIDTHS[$index] as usize / 2 }, 1>(
                             problem,
                             shared,
                             lane,
@@ -1447,10 +1445,17 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                     })
                 };
             }
-            match steps {
-                1 => at_width!(STEP_ACC, wgmma::m64n64k16),
-                2 => at_width!(2 * STEP_ACC, wgmma::m64n128k16),
-                _ => at_width!(3 * STEP_ACC, wgmma::m64n192k16),
+            const {
+                assert!(
+                    matches!(FITTED_WIDTHS, [64, 128, 144, 192]),
+                    "one arm per fitted width"
+                )
+            };
+            match index {
+                0 => at_width!(0, wgmma::m64n64k16),
+                1 => at_width!(1, wgmma::m64n128k16),
+                2 => at_width!(2, wgmma::m64n144k16),
+                _ => at_width!(3, wgmma::m64n192k16),
             }
         } else {
             unsafe {

@@ -13,7 +13,7 @@ use crate::launch::{EntryPoint, Kernel};
 use crate::sm90::config::{
     DECODE_WARPS, DECODE_WHOLE_K_CTAS_PER_SM, DECODE_WHOLE_K_MAX_WARPS, DECODE_WHOLE_K_SMALL_CTAS_PER_SM,
     DECODE_WHOLE_K_SMALL_WARPS, DECODE_WIDE_WARPS_PER_MATRIX, DecodeArgs, DualGemmArgs, FITTED_MAX_TOKENS,
-    GroupedArgs, GroupedDecodeArgs, PredecodeArgs, Tile, check_tile,
+    FITTED_WIDTHS, GroupedArgs, GroupedDecodeArgs, PredecodeArgs, Tile, check_tile,
 };
 
 /// The tiled kernels, smallest tile first, one line per token-tile width:
@@ -24,8 +24,8 @@ use crate::sm90::config::{
 ///
 /// The 256-token tile's grouped kernels fit their tiles to each group (`Tile::fits_groups`):
 /// a group's rows in the fewest tiles of at most [`FITTED_MAX_TOKENS`] (192), each multiplied
-/// at its width rounded up to 64 tokens, so that a group of 129–192 tokens takes one tile, not
-/// two of 128.
+/// at the narrowest fitted width that holds it (`config::FITTED_WIDTHS`), so that a group of
+/// 129–192 tokens takes one tile, not two of 128.
 macro_rules! tiled_entries {
     ($callback:ident) => {
         $callback! {
@@ -628,17 +628,25 @@ const _: () = {
     }
 };
 
-/// The grouped tile for groups of about `m` tokens: from [`FITTED_MIN_TOKENS_PER_GROUP`] to
-/// [`FITTED_MAX_TOKENS`] the widest grouped tile, which fits its tiles to each group
-/// (`Tile::fits_groups`: groups of a plan differ, and a fixed 128-token tile computes two
-/// tiles for a group of 129 where a fitted one computes one of 192), else the smallest that
-/// covers `m` in one tile, or the 128-token one. Above 192 tokens a group takes about as many
-/// 128-token tiles either way, and the fewer, wider fitted tiles of small launches leave SMs
-/// idle (perf log entry 112). (The dense plan weighs [`WIDEST_TILE`] by cost:
-/// `host/dual_gemm/sm90_plan.rs`.)
-pub const fn grouped_tile_for(m: u32) -> Tile {
+/// The grouped tile for `groups` groups of about `m` tokens: from
+/// [`FITTED_MIN_TOKENS_PER_GROUP`] to [`FITTED_MAX_TOKENS`] the widest grouped tile, which fits
+/// its tiles to each group (`Tile::fits_groups`: groups of a plan differ, and a fixed 128-token
+/// tile computes two tiles for a group of 129 where a fitted one computes one of 144), and up to
+/// [`FITTED_TWO_TILE_MAX_TOKENS`] where the launch has at least [`FITTED_TWO_TILE_MIN_GROUPS`]
+/// groups; else the smallest tile that covers `m` in one tile, or the 128-token one. Groups
+/// of 257–288 tokens take two fitted tiles of at most 144 tokens instead of three of 128, which
+/// pays where the launch runs many waves of tiles (Qwen3-30B-A3B's prefill, 128 groups of
+/// 256 ± 16: 5.8 % faster, perf log entry 176), not where fewer, wider tiles leave SMs idle in
+/// one wave (two groups of about 256: 1.2–1.6× slower, entries 112 and 176). (The dense plan
+/// weighs [`WIDEST_TILE`] by cost: `host/dual_gemm/sm90_plan.rs`.)
+pub const fn grouped_tile_for(m: u32, groups: u32) -> Tile {
     let widest = GROUPED_TILES[GROUPED_TILES.len() - 1];
-    if FITTED_MIN_TOKENS_PER_GROUP <= m && m <= FITTED_MAX_TOKENS && widest.fits_groups() {
+    let max_fitted = if groups >= FITTED_TWO_TILE_MIN_GROUPS {
+        FITTED_TWO_TILE_MAX_TOKENS
+    } else {
+        FITTED_MAX_TOKENS
+    };
+    if FITTED_MIN_TOKENS_PER_GROUP <= m && m <= max_fitted && widest.fits_groups() {
         widest
     } else {
         covering_tile_for(m)
@@ -666,6 +674,21 @@ pub const fn covering_tile_for(m: u32) -> Tile {
 
 /// Tokens per group from which grouped plans take the fitted tile ([`grouped_tile_for`]).
 pub const FITTED_MIN_TOKENS_PER_GROUP: u32 = 65;
+
+/// Tokens per group up to which grouped plans of at least [`FITTED_TWO_TILE_MIN_GROUPS`] groups
+/// take the fitted tile ([`grouped_tile_for`]): two tiles of the narrowest fitted width above
+/// 128 tokens (144).
+pub const FITTED_TWO_TILE_MAX_TOKENS: u32 = {
+    assert!(FITTED_WIDTHS[1] == 128);
+    2 * FITTED_WIDTHS[2]
+};
+
+/// Groups from which grouped plans take the fitted tile for up to
+/// [`FITTED_TWO_TILE_MAX_TOKENS`] tokens a group ([`grouped_tile_for`]): an MoE layer's experts
+/// (Qwen3-30B-A3B's 128 gained); two groups (GPU MODE's cases) lost. Between them the boundary
+/// is not measured: 32 groups of two token tiles are at least 4 waves of tiles for 132 SMs at
+/// any layer of 1024 or more outputs.
+pub const FITTED_TWO_TILE_MIN_GROUPS: u32 = 32;
 
 /// The registry entry of `tile`, if the module has that tile.
 pub const fn tiled(tile: Tile) -> Option<&'static TiledEntries> {
