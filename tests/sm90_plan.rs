@@ -16,9 +16,9 @@ fn sm90_grouped_tiles_cover_small_groups_in_one_tile_and_fit_larger_ones() {
         assert_eq!(grouped_tile_for(9, groups).tokens, 16);
         assert_eq!(grouped_tile_for(33, groups).tokens, 64);
         assert_eq!(grouped_tile_for(64, groups).tokens, 64);
-        // Groups of about 65–192 tokens: the fitted tiles (one of 144 or 192 for 129–192
+        // Groups of about 65–176 tokens: the fitted tiles (one of 144 or 176 for 129–176
         // rows, not two of 128).
-        for m in [FITTED_MIN_TOKENS_PER_GROUP, 100, 128, 192] {
+        for m in [FITTED_MIN_TOKENS_PER_GROUP, 100, 128, 176] {
             let tile = grouped_tile_for(m, groups);
             assert!(tile.fits_groups() && tile.tokens == 256, "{m}: {tile:?}");
         }
@@ -27,7 +27,7 @@ fn sm90_grouped_tiles_cover_small_groups_in_one_tile_and_fit_larger_ones() {
     }
     // Up to two tiles of 144 tokens: fitted where the launch has many groups, else the 128-token
     // tiles (fewer, wider tiles would leave SMs idle in one wave).
-    for m in [193, 256, FITTED_TWO_TILE_MAX_TOKENS] {
+    for m in [177, 256, FITTED_TWO_TILE_MAX_TOKENS] {
         assert_eq!(
             grouped_tile_for(m, FITTED_TWO_TILE_MIN_GROUPS - 1).tokens,
             128,
@@ -44,11 +44,11 @@ fn sm90_grouped_tiles_cover_small_groups_in_one_tile_and_fit_larger_ones() {
     let fitted = TILES.iter().find(|tile| tile.fits_groups()).unwrap();
     assert_eq!(
         [0, 1, 2, 3].map(|i| fitted.grouped_box_rows(i)),
-        [64, 128, 144, 192]
+        [64, 128, 144, 176]
     );
     assert_eq!(
         [0, 1, 2, 3].map(|i| grouped_tile_for(128, 1).grouped_box_rows(i)),
-        [64, 128, 144, 192]
+        [64, 128, 144, 176]
     );
     assert_eq!(
         [0, 1, 2, 3].map(|i| grouped_tile_for(256, 1).grouped_box_rows(i)),
@@ -744,10 +744,11 @@ fn sm90_fitted_tiles_cover_each_group_with_the_fewest_tiles_of_the_narrowest_wid
             "{rows}: {width} is wider than needed"
         );
     }
-    assert_eq!(fitted_tile_width(176, 1), 192);
+    assert_eq!(fitted_tile_width(176, 1), 176);
+    assert_eq!(fitted_tile_width(150, 1), 176);
     assert_eq!(fitted_tile_width(140, 1), 144);
     assert_eq!(fitted_tile_width(260, 2), 144);
-    assert_eq!(fitted_tile_width(300, 2), 192);
-    assert_eq!(fitted_tile_width(320, 2), 192);
+    assert_eq!(fitted_tile_width(300, 2), 176);
+    assert_eq!(fitted_tile_width(513, 3), 176);
     assert_eq!(fitted_tile_width(0, 0), 0);
 }

@@ -238,16 +238,17 @@ pub struct SharedPlan {
 
 /// Token widths of a fitted grouped tile, narrowest first, each a multiple of 8 (wgmma's token
 /// step) with its own token map (`GroupedArgs::token_maps`) and its own copy of the consumers'
-/// stage loop. Beside the 64-token steps, 144: routed groups of a little over 128 (or 256)
-/// tokens, the common case of MoE routing at about 128 (256) tokens an expert, then take one
-/// tile (two) barely wider than 128 tokens, not 192 (perf log entry 176). A fifth width (160)
-/// left ptxas no registers: its stage loops kept values in local memory.
-pub const FITTED_WIDTHS: [u32; 4] = [64, 128, 144, 192];
+/// stage loop. 144: routed groups of a little over 128 (or 256) tokens, the common case of MoE
+/// routing at about 128 (256) tokens an expert, take one tile (two) barely wider than 128
+/// tokens, not 192 (perf log entry 176); 176, not 192, for the widest: groups of 145–176 rows
+/// compute fewer columns, and ptxas schedules the four loops better beside it (entry 177). A
+/// fifth width (160) left ptxas no registers: its stage loops kept values in local memory.
+pub const FITTED_WIDTHS: [u32; 4] = [64, 128, 144, 176];
 /// How many fitted widths ([`FITTED_WIDTHS`]), each with its own token map.
 pub const FITTED_WIDTH_COUNT: u32 = FITTED_WIDTHS.len() as u32;
-/// Tokens of a fitted grouped kernel's widest tile: 192, so that its consumers keep the
-/// narrower tiles' weight pipeline (the next stage's loads issued a whole stage ahead), which
-/// 256 tokens' accumulators leave no registers for; and a 256-wide slice costs ≈ 1.73× a
+/// Tokens of a fitted grouped kernel's widest tile: 176, at most 192, so that its consumers keep
+/// the narrower tiles' weight pipeline (the next stage's loads issued a whole stage ahead),
+/// which 256 tokens' accumulators leave no registers for; and a 256-wide slice costs ≈ 1.73× a
 /// 128-token one, so wider tiles gain little (perf log entry 111).
 pub const FITTED_MAX_TOKENS: u32 = FITTED_WIDTHS[FITTED_WIDTHS.len() - 1];
 

@@ -1447,7 +1447,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
             }
             const {
                 assert!(
-                    matches!(FITTED_WIDTHS, [64, 128, 144, 192]),
+                    matches!(FITTED_WIDTHS, [64, 128, 144, 176]),
                     "one arm per fitted width"
                 )
             };
@@ -1455,7 +1455,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                 0 => at_width!(0, wgmma::m64n64k16),
                 1 => at_width!(1, wgmma::m64n128k16),
                 2 => at_width!(2, wgmma::m64n144k16),
-                _ => at_width!(3, wgmma::m64n192k16),
+                _ => at_width!(3, wgmma::m64n176k16),
             }
         } else {
             unsafe {

@@ -23,9 +23,9 @@ use crate::sm90::config::{
 /// grouped kernels; `grouped_wgmma_shape` is the grouped kernels' widest wgmma.
 ///
 /// The 256-token tile's grouped kernels fit their tiles to each group (`Tile::fits_groups`):
-/// a group's rows in the fewest tiles of at most [`FITTED_MAX_TOKENS`] (192), each multiplied
+/// a group's rows in the fewest tiles of at most [`FITTED_MAX_TOKENS`] (176), each multiplied
 /// at the narrowest fitted width that holds it (`config::FITTED_WIDTHS`), so that a group of
-/// 129–192 tokens takes one tile, not two of 128.
+/// 129–176 tokens takes one tile, not two of 128.
 macro_rules! tiled_entries {
     ($callback:ident) => {
         $callback! {
@@ -51,7 +51,7 @@ macro_rules! tiled_entries {
                     nvfp4_grouped_gemm_sm90_t128);
             256 m64n256k16 nvfp4_dual_gemm_sm90_t256 nvfp4_dual_gemm_nvfp4_sm90_t256 nvfp4_gemm_sm90_t256
                 nvfp4_dual_gemm_bf16_sm90_t256 nvfp4_gemm_bf16_sm90_t256
-                (m64n192k16 nvfp4_grouped_dual_gemm_sm90_fitted nvfp4_grouped_dual_gemm_nvfp4_sm90_fitted
+                (m64n176k16 nvfp4_grouped_dual_gemm_sm90_fitted nvfp4_grouped_dual_gemm_nvfp4_sm90_fitted
                     nvfp4_grouped_gemm_sm90_fitted);
         }
     };
