@@ -2,7 +2,7 @@
 # Probe (branch exp/beside-probe, fitted entries at 160 registers): the preparation pass's decoding
 # run a second time beside the running grouped GEMM (NVFP4_PROBE_BESIDE=CTAs, 64 threads each, into
 # scratch) against the same build without it: off on on off.
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 tar xzf .gpu-bundle/c54.tgz -C /tmp && B=/tmp/c54
 export NVFP4_TORCH_GROUPED_BASELINE=/nonexistent
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The fitted grouped entries at 160 registers (branch exp/fitted-registers-160) against main:
 # gpu_grouped on the new build, then benches/grouped main new new main.
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 tar xzf .gpu-bundle/c53.tgz -C /tmp && B=/tmp/c53
 export NVFP4_TORCH_GROUPED_BASELINE=/nonexistent
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader

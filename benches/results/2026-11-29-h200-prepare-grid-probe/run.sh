@@ -1,7 +1,7 @@
 #!/bin/bash
 # Probe (branch exp/prepare-grid-probe): the grouped preparation pass's grid capped (NVFP4_PROBE_PREPARE_GRID), Qwen3-30B-A3B and
 # gpt-oss-120b prefill; then main's grouped rows in phases with the peers (torch._grouped_mm included).
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 tar xzf .gpu-bundle/c51.tgz -C /tmp && B=/tmp/c51
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 i=0

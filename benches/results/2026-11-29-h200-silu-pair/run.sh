@@ -1,6 +1,6 @@
 #!/bin/bash
 # The paired SiLU (branch exp/silu-pair) against main: grouped rows and dense dual GEMM, main new new main; then GPU tests.
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 tar xzf .gpu-bundle/c50.tgz -C /tmp && B=/tmp/c50
 export NVFP4_TORCH_GROUPED_BASELINE=/nonexistent NVFP4_TORCH_BASELINE=0
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader

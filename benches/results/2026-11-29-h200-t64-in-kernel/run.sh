@@ -1,7 +1,7 @@
 #!/bin/bash
 # 64-token dense tiles decoding their tokens in the CTA (branch exp/t64-in-kernel) against main:
 # GPU tests, then benches/gemm, benches/dual_gemm (decode shapes) main new new main, benches/mlp at 64 tokens.
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 tar xzf .gpu-bundle/c52.tgz -C /tmp && B=/tmp/c52
 export NVFP4_TORCH_BASELINE=0
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
