@@ -32,11 +32,19 @@ pub fn silu(x: f32) -> f32 {
 /// multiply-add — six instructions a value where [`silu`] and the two scalings take eight (the
 /// tiled epilogues are bound by their instructions' issue: two more a value on half the values
 /// cost Qwen3-30B-A3B's prefill 2 %).
+///
+/// The divisor needs `1 / (α_gate · α_up)` as a normal f32: the ops reject scales whose product
+/// passes [`crate::common::GATED_ALPHA_PRODUCT_LIMIT`]. Scales read from device memory are not
+/// checked; past the limit the reciprocal is held at the smallest normal f32, so that zero sums
+/// still give zeros (never `0 · ∞`) and other values come out smaller than they should, by the
+/// product's excess over the limit. The exponent's constant is held at `−f32::MAX` (past
+/// `α_gate = f32::MAX / log2 e` it would be `−∞`, and `−∞ · 0` NaN): any non-zero sum saturates
+/// `2^x` either way, the smallest being `2⁻⁴⁸` on sm_90a and `2⁻²⁰` on sm_100f.
 #[derive(Clone, Copy)]
 pub struct GatedProduct {
-    /// `−α_gate · log2 e`.
+    /// `−α_gate · log2 e`, at least `−f32::MAX`.
     exponent: f32,
-    /// `1 / (α_gate · α_up)`.
+    /// `1 / (α_gate · α_up)`, at least the smallest normal f32.
     inverse: f32,
 }
 
@@ -45,8 +53,8 @@ impl GatedProduct {
     #[inline(always)]
     pub fn new(alpha_gate: f32, alpha_up: f32) -> Self {
         Self {
-            exponent: -alpha_gate * core::f32::consts::LOG2_E,
-            inverse: cvt::rcp_approx(alpha_gate * alpha_up),
+            exponent: f32::max(-alpha_gate * core::f32::consts::LOG2_E, -f32::MAX),
+            inverse: f32::max(cvt::rcp_approx(alpha_gate * alpha_up), f32::MIN_POSITIVE),
         }
     }
 
