@@ -3,6 +3,7 @@
 //! of a stream-K plan, and the A-collector choice of the Blackwell plans.
 
 use nvfp4_kernel::common::DeviceGlobalScales;
+use nvfp4_kernel::common::GATED_ALPHA_PRODUCT_LIMIT;
 use nvfp4_kernel::sm90::config::{K_MULTIPLE, TILE_N};
 use nvfp4_kernel::sm100::config as sm100;
 
@@ -30,6 +31,27 @@ pub(crate) fn kernel_alpha(product: f32, rescale: f32) -> Result<f32> {
                 "their product times the kernels' operand rescale ({rescale}) must be finite and positive in f32"
             ),
             product,
+        ))
+    }
+}
+
+/// The gated epilogues' scales `(α_gate, α_up)` as the kernels take them (see [`kernel_alpha`]),
+/// whose product must also be at most [`GATED_ALPHA_PRODUCT_LIMIT`] (`2¹²⁶`): the SiLU product
+/// divides by its reciprocal.
+pub(crate) fn gated_alphas(gate_product: f32, up_product: f32, rescale: f32) -> Result<(f32, f32)> {
+    let (gate, up) = (
+        kernel_alpha(gate_product, rescale)?,
+        kernel_alpha(up_product, rescale)?,
+    );
+    if gate * up <= GATED_ALPHA_PRODUCT_LIMIT {
+        Ok((gate, up))
+    } else {
+        Err(Error::invalid(
+            "global scales",
+            format!(
+                "the gate's and the up product's, times the kernels' operand rescale ({rescale}) each, must multiply to at most 2^126"
+            ),
+            format!("{gate_product} and {up_product}"),
         ))
     }
 }

@@ -30,7 +30,9 @@ use crate::gpu::{
     Arch, DecodeForm, DeviceNvFp4Matrix, F16Mut, Gpu, HalfFormat, NvFp4Mut, NvFp4Ref, tensor_map,
 };
 use crate::problem::DualGemmShape;
-use crate::rules::{SM90_OPERAND_RESCALE, StreamKState, device_globals, kernel_alpha, set_a_collector};
+use crate::rules::{
+    SM90_OPERAND_RESCALE, StreamKState, device_globals, gated_alphas, kernel_alpha, set_a_collector,
+};
 
 mod sm100_plan;
 mod sm90_plan;
@@ -596,14 +598,22 @@ impl DensePlan {
         let stream = gpu.stream();
         let global = |x: &NvFp4Ref| x.global_scale().unwrap_or(1.0);
         // sm_90a's fp16 operands carry 2⁻¹⁴ each (see SM90_OPERAND_RESCALE).
-        let sm90_alpha =
-            |a: &NvFp4Ref, b: &NvFp4Ref| kernel_alpha(global(a) * global(b), SM90_OPERAND_RESCALE);
+        // (α_gate, α_up) as the kernels take them, with the architecture's operand rescale.
+        let alphas = |rescale: f32| {
+            let (gate, up) = (global(&a) * global(&b1), global(&a) * global(&b2));
+            if self.gated {
+                gated_alphas(gate, up, rescale)
+            } else {
+                Ok((kernel_alpha(gate, rescale)?, kernel_alpha(up, rescale)?))
+            }
+        };
         let (m32, n32, k32) = (m as u32, n as u32, k as u32);
         let device_globals = device_globals(&a, &b1, self.gated.then_some(&b2));
         // The decode-size kernels' arguments: the split's partial sums and counters, its steps
         // per split and splits.
         let decode_args = |[partials, arrivals]: [*mut u32; 2],
                            [steps_per_split, splits, copied_tokens]: [u32; 3]| {
+            let sm90_alphas = alphas(SM90_OPERAND_RESCALE)?;
             Ok::<_, Error>(sm90::DecodeArgs {
                 a: a.data_address() as *const u8,
                 a_scales: a.scales_address() as *const u8,
@@ -622,8 +632,8 @@ impl DensePlan {
                 steps_per_split,
                 splits,
                 copied_tokens,
-                alpha_gate: sm90_alpha(&a, &b1)?,
-                alpha_up: sm90_alpha(&a, &b2)?,
+                alpha_gate: sm90_alphas.0,
+                alpha_up: sm90_alphas.1,
                 device_globals,
             })
         };
@@ -650,6 +660,7 @@ impl DensePlan {
                         epilogue.operation(),
                     ));
                 }
+                let sm90_alphas = alphas(SM90_OPERAND_RESCALE)?;
                 let (workspace, flags, tickets) = (
                     stream_k.workspace.address(),
                     stream_k.flags.address(),
@@ -672,8 +683,8 @@ impl DensePlan {
                     m: m32,
                     n: n32,
                     k: k32,
-                    alpha_gate: sm90_alpha(&a, &b1)?,
-                    alpha_up: sm90_alpha(&a, &b2)?,
+                    alpha_gate: sm90_alphas.0,
+                    alpha_up: sm90_alphas.1,
                     device_globals,
                     abort: self.abort_next.swap(0, std::sync::atomic::Ordering::Relaxed),
                 };
@@ -758,6 +769,7 @@ impl DensePlan {
             }),
             PlannedKernel::Sm100 { geometry } => {
                 let kernels = gpu.sm100_kernels(op)?;
+                let sm100_alphas = alphas(1.0)?;
                 let map = |x: &NvFp4Ref| tensor_map::packed_rows(x.data_address(), x.rows(), k);
                 let args = sm100::DualGemmArgs {
                     a_map: map(&a)?,
@@ -772,8 +784,8 @@ impl DensePlan {
                     m: m32,
                     n: n32,
                     k: k32,
-                    alpha_gate: kernel_alpha(global(&a) * global(&b1), 1.0)?,
-                    alpha_up: kernel_alpha(global(&a) * global(&b2), 1.0)?,
+                    alpha_gate: sm100_alphas.0,
+                    alpha_up: sm100_alphas.1,
                     device_globals,
                     a_collector_reuse: self.a_collector.word(),
                 };

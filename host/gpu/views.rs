@@ -67,9 +67,10 @@ impl NvFp4Ref<'_> {
     /// it runs (after the previous kernel of the stream), so a scale that a previous kernel
     /// writes, or that a caller updates between CUDA graph replays, needs no host round trip.
     /// The dense dual GEMM and GEMM take such views; the other ops refuse them with a typed
-    /// error. The value must be finite and positive, as a host global scale: it is not checked
-    /// (the kernels never read it back to the host), and a NaN or infinity there makes the
-    /// results so. Checks that `scale` is not null and is 4-byte aligned.
+    /// error. The value must be finite and positive, as a host global scale, and keep a dual
+    /// GEMM's gate and up scales within the host rule on their product (at most `2¹²⁶` with the
+    /// kernels' operand rescale): it is not checked (the kernels never read it back to the
+    /// host), and a NaN or infinity there makes the results so. Checks that `scale` is not null and is 4-byte aligned.
     ///
     /// # Safety
     /// `scale` is a device address in the GPU's context holding an f32 that stays allocated

@@ -33,7 +33,10 @@ pub struct ContiguousInputs<'a> {
     pub up: Option<WeightsView<'a>>,
     /// Per-group scale of the gate (or plain) product (`G` values), or `None` for 1.
     pub alpha_gate: Option<&'a CudaSlice<f32>>,
-    /// Per-group scale of the up product (`G` values), or `None` for 1.
+    /// Per-group scale of the up product (`G` values), or `None` for 1. A dual GEMM's gate and
+    /// up scales of a group, each times `scale` and the kernels' operand rescale, multiply to at
+    /// most `2¹²⁶` ([`nvfp4_kernel::common::GATED_ALPHA_PRODUCT_LIMIT`]); device memory, so not
+    /// checked: past it the group's outputs come out too small.
     pub alpha_up: Option<&'a CudaSlice<f32>>,
     /// A factor on both products of every group (for example the activations' global scale).
     pub scale: f32,
@@ -68,7 +71,8 @@ pub struct ContiguousAddresses {
     pub weight_scale_bytes: usize,
     /// `G` f32 gate (or plain) scales, or 0 for 1.
     pub alpha_gate: u64,
-    /// `G` f32 up scales, or 0 for 1.
+    /// `G` f32 up scales, or 0 for 1 (with the gate's, within the rule of
+    /// [`ContiguousInputs::alpha_up`]).
     pub alpha_up: u64,
     /// A factor on both products of every group.
     pub scale: f32,

@@ -308,3 +308,8 @@ pub const fn nvfp4_staging_bytes(tokens: u32) -> u32 {
 pub const fn nvfp4_staging_chunk(token: u32, chunk: u32) -> u32 {
     token * NVFP4_STAGING_PITCH + 16 * (chunk ^ (token % 8))
 }
+
+/// Largest product `α_gate · α_up` (as the kernels take them, each op's operand rescale included)
+/// that the gated epilogues' folded SiLU product keeps exact: its divisor holds the product's
+/// reciprocal, a normal f32 up to `2¹²⁶`.
+pub const GATED_ALPHA_PRODUCT_LIMIT: f32 = (1u128 << 126) as f32;

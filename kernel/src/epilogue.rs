@@ -4,7 +4,7 @@
 
 use crate::common::{NVFP4_TILE_COLUMNS, nvfp4_staging_chunk};
 use crate::layout::{ATOM_ROWS, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
-use crate::ptx::{cvt, mem, smem, warp};
+use crate::ptx::{cvt, float, mem, smem, warp};
 use crate::quantize::{encode_f16_block, store_decoded};
 
 /// A 16-bit output value: `x` rounded to nearest even in bf16 if `bf16`, else in fp16 (a
@@ -25,6 +25,45 @@ pub fn half_bits(x: f32, bf16: bool) -> u16 {
 #[inline(always)]
 pub fn silu(x: f32) -> f32 {
     x * cvt::rcp_approx(1.0 + cvt::exp2_approx(-x * core::f32::consts::LOG2_E))
+}
+
+/// The gated epilogues' `silu(α_gate · gate) · (α_up · up)` with a tile's constants folded:
+/// `gate · up / ((1 + 2^(−α_gate · log2 e · gate)) / (α_gate · α_up))`, the divisor one fused
+/// multiply-add — six instructions a value where [`silu`] and the two scalings take eight (the
+/// tiled epilogues are bound by their instructions' issue: two more a value on half the values
+/// cost Qwen3-30B-A3B's prefill 2 %).
+///
+/// The divisor needs `1 / (α_gate · α_up)` as a normal f32: the ops reject scales whose product
+/// passes [`crate::common::GATED_ALPHA_PRODUCT_LIMIT`]. Scales read from device memory are not
+/// checked; past the limit the reciprocal is held at the smallest normal f32, so that zero sums
+/// still give zeros (never `0 · ∞`) and other values come out smaller than they should, by the
+/// product's excess over the limit. The exponent's constant is held at `−f32::MAX` (past
+/// `α_gate = f32::MAX / log2 e` it would be `−∞`, and `−∞ · 0` NaN): any non-zero sum saturates
+/// `2^x` either way, the smallest being `2⁻⁴⁸` on sm_90a and `2⁻²⁰` on sm_100f.
+#[derive(Clone, Copy)]
+pub struct GatedProduct {
+    /// `−α_gate · log2 e`, at least `−f32::MAX`.
+    exponent: f32,
+    /// `1 / (α_gate · α_up)`, at least the smallest normal f32.
+    inverse: f32,
+}
+
+impl GatedProduct {
+    /// The constants of a tile whose sums are scaled by `alpha_gate` and `alpha_up`.
+    #[inline(always)]
+    pub fn new(alpha_gate: f32, alpha_up: f32) -> Self {
+        Self {
+            exponent: f32::max(-alpha_gate * core::f32::consts::LOG2_E, -f32::MAX),
+            inverse: f32::max(cvt::rcp_approx(alpha_gate * alpha_up), f32::MIN_POSITIVE),
+        }
+    }
+
+    /// `silu(α_gate · gate) · (α_up · up)` of one output's two sums.
+    #[inline(always)]
+    pub fn value(self, gate: f32, up: f32) -> f32 {
+        let e = cvt::exp2_approx(self.exponent * gate);
+        (gate * up) * cvt::rcp_approx(float::fma_rn(e, self.inverse, self.inverse))
+    }
 }
 
 /// Scale blocks of a full NVFP4 tile's token row.

@@ -312,7 +312,14 @@ def test_scales_that_overflow_after_the_kernels_rescale_are_rejected_and_zero_in
     b = random_nvfp4(64, 64, cuda, torch.Generator(device=cuda).manual_seed(6))
     with pytest.raises(ValueError, match="alpha1"):
         nvfp4.dual_gemm(a[0], b[0], b[0], a[1], b[1], b[1], 3e38, 1.0)
-    out = nvfp4.dual_gemm(a[0], b[0], b[0], a[1], b[1], b[1], 1e30, 1e30)
+    # The gated product divides by the reciprocal of α1 · α2 (times the kernels' rescale, 2^28
+    # each on Hopper): products past 2^126 are refused, the extremes within give exact zeros.
+    with pytest.raises(ValueError, match="2\\^126"):
+        nvfp4.dual_gemm(a[0], b[0], b[0], a[1], b[1], b[1], 1e30, 1e30)
+    for alpha1, alpha2 in [(1e30, 1e-30), (1e-30, 1e30), (1e10, 1e10)]:
+        out = nvfp4.dual_gemm(a[0], b[0], b[0], a[1], b[1], b[1], alpha1, alpha2)
+        assert torch.equal(out, torch.zeros_like(out))
+    out = nvfp4.gemm(a[0], b[0], a[1], b[1], 1e30)
     assert torch.equal(out, torch.zeros_like(out))
 
 

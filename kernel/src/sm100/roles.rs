@@ -4,7 +4,7 @@
 //! which tiles, and where each reads and writes ([`Job`]).
 
 use crate::desc::{umma_desc_scale_atom, umma_desc_sw128_k_major, umma_idesc_mxf4nvf4};
-use crate::epilogue::silu;
+use crate::epilogue::GatedProduct;
 use crate::layout::ATOM_BYTES;
 use crate::ptx::tcgen05::ACollector;
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, smem, sreg, tcgen05};
@@ -385,10 +385,9 @@ unsafe fn drain_accumulators<P: Problem, const BUFFERS: u32>(
                 // SAFETY: the chunk's outputs exist (checked inside); C's buffers hold `m × n`.
                 unsafe { store_nvfp4_chunk(&job, token, chunk, &mut scale_word, gate, up) };
             } else if P::GATED {
+                let product = GatedProduct::new(job.alpha_gate, job.alpha_up);
                 let value = |i: usize| {
-                    let g = f32::from_bits(gate[i]) * job.alpha_gate;
-                    let u = f32::from_bits(up[i]) * job.alpha_up;
-                    cvt::f32_to_f16_rn(silu(g) * u) as u32
+                    cvt::f32_to_f16_rn(product.value(f32::from_bits(gate[i]), f32::from_bits(up[i]))) as u32
                 };
                 if exists && output < job.place.columns {
                     // SAFETY: an existing token and 16 existing outputs; 32-byte aligned.
@@ -440,10 +439,9 @@ unsafe fn store_nvfp4_chunk(
         return;
     }
     if token < job.place.rows {
+        let product = GatedProduct::new(job.alpha_gate, job.alpha_up);
         let value = |i: usize| {
-            let g = f32::from_bits(gate[i]) * job.alpha_gate;
-            let u = f32::from_bits(up[i]) * job.alpha_up;
-            cvt::f32_to_f16_rn(silu(g) * u) as u32
+            cvt::f32_to_f16_rn(product.value(f32::from_bits(gate[i]), f32::from_bits(up[i]))) as u32
         };
         let p = pack_16(value);
         let (scale, words) = encode_f16_block(

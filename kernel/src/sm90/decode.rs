@@ -35,7 +35,7 @@
 //! their weights decode with that pass's codec ([`GroupedCodec`]) instead of [`Codec`].
 
 use crate::common::NVFP4_TILE_COLUMNS;
-use crate::epilogue::{NVFP4_TILE_BLOCKS, Nvfp4Tile, half_bits, silu};
+use crate::epilogue::{GatedProduct, NVFP4_TILE_BLOCKS, Nvfp4Tile, half_bits};
 use crate::fp4::{PairCodec, PermuteCodec};
 use crate::grouped::{GroupDesc, GroupedHeader, MAX_GROUPS, STATUS_OK};
 use crate::layout::{ATOM_BYTES, ATOM_LINE_BYTES, ATOM_SCALE_COLS, BlockedScales, SCALE_BLOCK_K};
@@ -834,15 +834,22 @@ fn output_position(warp: u32, tile: u32, g: u32, t: u32, i: u32) -> (u32, u32) {
     )
 }
 
-/// An output from its sums: `silu(α_gate·gate) ⊙ (α_up·up)` (dual GEMM), or `α_gate·gate`
-/// (plain GEMM: `gate` holds both halves of K, added in each CTA before its records).
+/// An output from its sums: `silu(α_gate·gate) ⊙ (α_up·up)` by `product` (dual GEMM), or
+/// `α_gate·gate` (plain GEMM: `gate` holds both halves of K, added in each CTA before its
+/// records).
 #[inline(always)]
-fn finish<const GATED: bool>(alpha_gate: f32, alpha_up: f32, gate: f32, up: f32) -> f32 {
-    if GATED {
-        silu(alpha_gate * gate) * (alpha_up * up)
-    } else {
-        alpha_gate * gate
+fn finish<const GATED: bool>(product: Option<GatedProduct>, alpha_gate: f32, gate: f32, up: f32) -> f32 {
+    match product {
+        Some(product) if GATED => product.value(gate, up),
+        _ => alpha_gate * gate,
     }
+}
+
+/// The dual GEMM's [`GatedProduct`] of scales `alpha_gate` and `alpha_up` (its constants once
+/// a thread, not once an output), `None` for the plain GEMM.
+#[inline(always)]
+fn gated_product<const GATED: bool>(alpha_gate: f32, alpha_up: f32) -> Option<GatedProduct> {
+    GATED.then(|| GatedProduct::new(alpha_gate, alpha_up))
 }
 
 macro_rules! decode_entry {
@@ -1255,10 +1262,11 @@ unsafe fn decode<
         let (gate_factor, up_factor) = unsafe { device_globals.factors() };
         (alpha_gate * gate_factor, alpha_up * up_factor)
     };
+    let product = gated_product::<GATED>(alpha_gate, alpha_up);
     // Output `i` of this thread: its token, its column in the row group and its value.
     let output = |i: u32| {
         let (token, column) = output_position(warp, tile, g, t, i);
-        let value = finish::<GATED>(alpha_gate, alpha_up, gate[i as usize], up[i as usize]);
+        let value = finish::<GATED>(product, alpha_gate, gate[i as usize], up[i as usize]);
         (token, column, value)
     };
     if !NVFP4 {
@@ -1498,9 +1506,10 @@ unsafe fn decode_whole_k<const GATED: bool, const NVFP4: bool, const BF16: bool>
             let (gate_factor, up_factor) = unsafe { device_globals.factors() };
             (alpha_gate * gate_factor, alpha_up * up_factor)
         };
+        let product = gated_product::<GATED>(alpha_gate, alpha_up);
         for i in 0..4u32 {
             let (token, column) = output_position(0, 0, g, t, i);
-            let value = finish::<GATED>(alpha_gate, alpha_up, gate[i as usize], up[i as usize]);
+            let value = finish::<GATED>(product, alpha_gate, gate[i as usize], up[i as usize]);
             if token < m {
                 if NVFP4 {
                     // SAFETY: token < m ≤ 8, column < 16: inside the staging.
@@ -1876,9 +1885,10 @@ unsafe fn grouped_out<const TILES: usize, const GATED: bool, const NVFP4: bool>(
     // SAFETY: every thread of the CTA, after its loop.
     let up = unsafe { hand_over::<_, DECODE_WARPS_PER_MATRIX>(&sums, warp, lane) };
     if warp < DECODE_WARPS_PER_MATRIX {
+        let product = gated_product::<true>(desc.alpha_gate, desc.alpha_up);
         for (tile, (gate, up)) in sums.iter().zip(&up).enumerate() {
             for i in 0..4u32 {
-                let value = finish::<true>(desc.alpha_gate, desc.alpha_up, gate[i as usize], up[i as usize]);
+                let value = finish::<true>(product, desc.alpha_gate, gate[i as usize], up[i as usize]);
                 put(matrix_warp, tile as u32, i, value);
             }
         }

@@ -13,7 +13,7 @@
 
 use crate::common::NVFP4_STAGING_PITCH;
 use crate::desc::{sw128_in_row, sw128_offset, sw128_row, wgmma_desc_sw128_k_major};
-use crate::epilogue::{Nvfp4Tile, half_bits, silu};
+use crate::epilogue::{GatedProduct, Nvfp4Tile, half_bits};
 use crate::fp4::PairCodec;
 use crate::layout::{ATOM_BYTES, ATOM_ROWS, BlockedScales, SCALE_BLOCK_K};
 use crate::ptx::{copy, cvt, fence, mbarrier, mem, reg, smem, sreg, warp, wgmma};
@@ -1885,6 +1885,7 @@ unsafe fn epilogue<const ACC: usize>(
     // lane: LLVM would otherwise compute them before the mainloop and keep them live across it.
     let (column, t) = (reg::opaque(lane.n_in_tile), lane.t);
     let rows = [0, 1].map(|e| staging + (2 * t + e) * EPILOGUE_STAGING_PITCH + 2 * column);
+    let product = GatedProduct::new(job.alpha_gate, job.alpha_up);
     unrolled32!(ACC / 4, |q| {
         for e in 0..2 {
             let at = rows[e] + 8 * q as u32 * EPILOGUE_STAGING_PITCH;
@@ -1892,7 +1893,7 @@ unsafe fn epilogue<const ACC: usize>(
             // SAFETY (all): inside the staging's tile.tokens rows; rows past the tile's tokens
             // and outputs past N are staged but never copied.
             if gated {
-                let value = silu(job.alpha_gate * gate) * (job.alpha_up * up);
+                let value = product.value(gate, up);
                 unsafe { smem::st_b16(at, half_bits(value, bf16)) };
             } else {
                 unsafe { smem::st_b16(at, half_bits(job.alpha_gate * gate, bf16)) };
@@ -1950,13 +1951,14 @@ unsafe fn nvfp4_epilogue<const ACC: usize>(
     // thread at 256 tokens, ≈ 1.6 µs a tile on an H100).
     let (column, t) = (reg::opaque(lane.n_in_tile), lane.t);
     let rows = [0, 1].map(|e| staging + Nvfp4Tile::staging_offset(2 * t + e, column));
+    let product = GatedProduct::new(job.alpha_gate, job.alpha_up);
     unrolled32!(ACC / 4, |q| {
         for e in 0..2 {
             let (gate, up) = (acc[4 * q + e], acc[4 * q + 2 + e]);
             let at = rows[e] + 8 * q as u32 * NVFP4_STAGING_PITCH;
             // SAFETY: token 8q + 2t + e < the tile's token rows, column < its 64 outputs: inside
             // the staging (a decoded slice of the tile's tokens).
-            unsafe { Nvfp4Tile::stage_at(at, silu(job.alpha_gate * gate) * (job.alpha_up * up)) };
+            unsafe { Nvfp4Tile::stage_at(at, product.value(gate, up)) };
         }
     });
     fence::named_barrier::<EPILOGUE_BARRIER, CONSUMER_THREADS>();
