@@ -375,9 +375,10 @@ def dual_gemm(a, b1, b2, a_sf, b1_sf, b2_sf, alpha1=1.0, alpha2=1.0, out=None, *
     ``a``: ``m × k/2``, ``b1``/``b2``: ``n × k/2`` packed e2m1; ``*_sf`` their blocked scales;
     ``alpha*`` the products of the operands' global (dequantization) scales: numbers, or
     float32 CUDA tensors of one element that the kernel reads when it runs (no host
-    synchronization; a CUDA graph replays with their values of the moment). ``out_dtype`` (or
-    ``out``'s dtype): float16, or bfloat16 (the kernel rounds to it: no cast pass). Any m ≥ 1,
-    n and k multiples of 64."""
+    synchronization; a CUDA graph replays with their values of the moment); on Hopper
+    ``alpha1 · alpha2`` at most 2^70 (2^126 with the kernels' 2^28 rescale of each; larger raise
+    ``ValueError``, tensors are not checked). ``out_dtype`` (or ``out``'s dtype): float16, or
+    bfloat16 (the kernel rounds to it: no cast pass). Any m ≥ 1, n and k multiples of 64."""
     (alpha1, alpha1_t), (alpha2, alpha2_t) = _alpha(alpha1), _alpha(alpha2)
     if _eager():
         if out is None:
