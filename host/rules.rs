@@ -2,8 +2,7 @@
 //! limits and dimension rules, the sm_90a operand rescale that every α carries, the device state
 //! of a stream-K plan, and the A-collector choice of the Blackwell plans.
 
-use nvfp4_kernel::common::DeviceGlobalScales;
-use nvfp4_kernel::common::GATED_ALPHA_PRODUCT_LIMIT;
+use nvfp4_kernel::common::{DeviceGlobalScales, GATED_ALPHA_PRODUCT_LIMIT};
 use nvfp4_kernel::sm90::config::{K_MULTIPLE, TILE_N};
 use nvfp4_kernel::sm100::config as sm100;
 
@@ -35,15 +34,20 @@ pub(crate) fn kernel_alpha(product: f32, rescale: f32) -> Result<f32> {
     }
 }
 
-/// The gated epilogues' scales `(α_gate, α_up)` as the kernels take them (see [`kernel_alpha`]),
-/// whose product must also be at most [`GATED_ALPHA_PRODUCT_LIMIT`] (`2¹²⁶`): the SiLU product
-/// divides by its reciprocal.
-pub(crate) fn gated_alphas(gate_product: f32, up_product: f32, rescale: f32) -> Result<(f32, f32)> {
+/// The scales `(α_gate, α_up)` of a launch's gate (or plain) and up products as the kernels take
+/// them (see [`kernel_alpha`]); for a `gated` epilogue their product must also be at most
+/// [`GATED_ALPHA_PRODUCT_LIMIT`] (`2¹²⁶`): the SiLU product divides by its reciprocal.
+pub(crate) fn kernel_alphas(
+    gate_product: f32,
+    up_product: f32,
+    rescale: f32,
+    gated: bool,
+) -> Result<(f32, f32)> {
     let (gate, up) = (
         kernel_alpha(gate_product, rescale)?,
         kernel_alpha(up_product, rescale)?,
     );
-    if gate * up <= GATED_ALPHA_PRODUCT_LIMIT {
+    if !gated || gate * up <= GATED_ALPHA_PRODUCT_LIMIT {
         Ok((gate, up))
     } else {
         Err(Error::invalid(

@@ -30,9 +30,7 @@ use crate::gpu::{
     Arch, DecodeForm, DeviceNvFp4Matrix, F16Mut, Gpu, HalfFormat, NvFp4Mut, NvFp4Ref, tensor_map,
 };
 use crate::problem::DualGemmShape;
-use crate::rules::{
-    SM90_OPERAND_RESCALE, StreamKState, device_globals, gated_alphas, kernel_alpha, set_a_collector,
-};
+use crate::rules::{SM90_OPERAND_RESCALE, StreamKState, device_globals, kernel_alphas, set_a_collector};
 
 mod sm100_plan;
 mod sm90_plan;
@@ -600,12 +598,12 @@ impl DensePlan {
         // sm_90a's fp16 operands carry 2⁻¹⁴ each (see SM90_OPERAND_RESCALE).
         // (α_gate, α_up) as the kernels take them, with the architecture's operand rescale.
         let alphas = |rescale: f32| {
-            let (gate, up) = (global(&a) * global(&b1), global(&a) * global(&b2));
-            if self.gated {
-                gated_alphas(gate, up, rescale)
-            } else {
-                Ok((kernel_alpha(gate, rescale)?, kernel_alpha(up, rescale)?))
-            }
+            kernel_alphas(
+                global(&a) * global(&b1),
+                global(&a) * global(&b2),
+                rescale,
+                self.gated,
+            )
         };
         let (m32, n32, k32) = (m as u32, n as u32, k as u32);
         let device_globals = device_globals(&a, &b1, self.gated.then_some(&b2));

@@ -70,7 +70,8 @@ impl NvFp4Ref<'_> {
     /// error. The value must be finite and positive, as a host global scale, and keep a dual
     /// GEMM's gate and up scales within the host rule on their product (at most `2¹²⁶` with the
     /// kernels' operand rescale): it is not checked (the kernels never read it back to the
-    /// host), and a NaN or infinity there makes the results so. Checks that `scale` is not null and is 4-byte aligned.
+    /// host), and a NaN or infinity there makes the results so. Checks that `scale` is not null
+    /// and is 4-byte aligned.
     ///
     /// # Safety
     /// `scale` is a device address in the GPU's context holding an f32 that stays allocated

@@ -15,7 +15,7 @@ use crate::gpu::{F16Mut, Gpu, NvFp4Ref, tensor_map};
 use crate::rules::check_dimension;
 
 use super::{Backend, GroupedLayout, GroupedPlan, Preparation, sm100_tile_for};
-use crate::rules::{gated_alphas, kernel_alpha, operand_rescale};
+use crate::rules::{kernel_alphas, operand_rescale};
 
 /// One group of a separate-convention launch. A group without tokens has `a` and `c` both
 /// `None` (it computes nothing and reads no weights). Library-owned memory enters as
@@ -180,18 +180,12 @@ impl GroupedPlan {
             } else {
                 gate_map
             };
-            let (gate_product, up_product) = (
+            let (alpha_gate, alpha_up) = kernel_alphas(
                 global_a * group.gate.global_scale().unwrap_or(1.0),
                 global_a * up.global_scale().unwrap_or(1.0),
-            );
-            let (alpha_gate, alpha_up) = if gated {
-                gated_alphas(gate_product, up_product, rescale)?
-            } else {
-                (
-                    kernel_alpha(gate_product, rescale)?,
-                    kernel_alpha(up_product, rescale)?,
-                )
-            };
+                rescale,
+                gated,
+            )?;
             let entry = nvfp4_kernel::grouped::SeparateGroup {
                 a: group.a.map_or(0, |a| a.data_address()),
                 a_scales: group.a.map_or(0, |a| a.scales_address()),
