@@ -50,6 +50,15 @@ pub fn named_barrier<const ID: u32, const COUNT: u32>() {
     unsafe { asm!("bar.sync {id}, {count};", id = const ID, count = const COUNT) };
 }
 
+/// `bar.arrive ID, COUNT`: arrives at named barrier `ID` of `COUNT` threads (whole warps)
+/// without waiting. The threads that wait there ([`named_barrier`]) see this thread's earlier
+/// shared-memory writes once the barrier completes.
+#[inline(always)]
+pub fn named_barrier_arrive<const ID: u32, const COUNT: u32>() {
+    // SAFETY: a barrier has no memory operands; callers use each ID with one thread count.
+    unsafe { asm!("bar.arrive {id}, {count};", id = const ID, count = const COUNT) };
+}
+
 /// `fence.acq_rel.gpu`: orders this thread's memory accesses at GPU scope (between CTAs).
 #[inline(always)]
 pub fn acq_rel_gpu() {

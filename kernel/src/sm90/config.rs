@@ -161,6 +161,9 @@ pub const WEIGHT_STAGES: u32 = 3;
 pub const SEGMENT_RECORDS: u32 = 8;
 /// Bytes of one segment record (three 16-byte words).
 pub const SEGMENT_RECORD_BYTES: u32 = 48;
+/// Bytes of the grouped kernels' copy-out record (`sm90::mainloop::CopyOutRecord`, two 16-byte
+/// words): the destination of the tile the consumers staged for the copy-out warps.
+pub const COPY_OUT_RECORD_BYTES: u32 = 32;
 const _: () = assert!(SEGMENT_RECORDS >= WEIGHT_STAGES + 3 && SEGMENT_RECORDS.is_power_of_two());
 /// Bytes of a weight box's row: one chunk `h` of a row's stage (see [`stage_block`]: quad
 /// lane `t` reads bytes `16t` of it), so that in shared memory rows `r` and `r + 1` (the
@@ -232,6 +235,9 @@ pub struct SharedPlan {
     /// Grouped kernels: the ring of [`SEGMENT_RECORDS`] segment records the weight producer
     /// hands the consumers (`sm90::mainloop::SegmentRecord`; empty for the dense kernel).
     pub records: u32,
+    /// Grouped kernels: where the consumers tell the copy-out warps which staged tile to copy
+    /// to C ([`COPY_OUT_RECORD_BYTES`]; empty for the dense kernel).
+    pub copy_out_record: u32,
     /// Total bytes.
     pub total: u32,
 }
@@ -393,6 +399,7 @@ impl Tile {
             RAW_STAGES * self.raw_scale_bytes(),
             0,
             0,
+            0,
         )
     }
 
@@ -414,6 +421,7 @@ impl Tile {
             0,
             GROUP_TABLE_BYTES,
             SEGMENT_RECORDS * SEGMENT_RECORD_BYTES,
+            COPY_OUT_RECORD_BYTES,
         )
     }
 
@@ -425,6 +433,7 @@ impl Tile {
         raw_scale_bytes: u32,
         table_bytes: u32,
         record_bytes: u32,
+        copy_out_bytes: u32,
     ) -> SharedPlan {
         let staging_bytes = self.tokens * EPILOGUE_STAGING_PITCH;
         let decoded = 0;
@@ -436,6 +445,7 @@ impl Tile {
         let ticket = barriers + 8 * 2 * (RAW_STAGES + DECODED_STAGES + WEIGHT_STAGES);
         let groups = (ticket + 8).next_multiple_of(16);
         let records = (groups + table_bytes).next_multiple_of(16);
+        let copy_out_record = (records + record_bytes).next_multiple_of(16);
         SharedPlan {
             decoded,
             weights,
@@ -446,7 +456,8 @@ impl Tile {
             ticket,
             groups,
             records,
-            total: records + record_bytes,
+            copy_out_record,
+            total: copy_out_record + copy_out_bytes,
         }
     }
 

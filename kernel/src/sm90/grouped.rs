@@ -223,6 +223,7 @@ impl<M: Fn() -> u64, W: Fn() -> u64, const GATED: bool, const NVFP4: bool, const
     /// Every grouped tile reads its weights through the weight ring (its consumers' own loads,
     /// [`Problem::weight_rows`], serve no launch): 2–9 % faster on prefill (perf log).
     const WEIGHT_RING: bool = true;
+    const COPY_OUT_WARPS: bool = !NVFP4;
 
     #[inline(always)]
     fn weight_source(&self, span: &TileSpan, tile: Tile) -> WeightSource {

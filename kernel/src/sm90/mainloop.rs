@@ -105,6 +105,14 @@ pub(crate) trait Problem {
     /// 128-token consumers have no registers to spare; the dense ones were 1.6–2.4 % slower on
     /// 256-token task shapes so (perf log entry 91).
     const RECOMPUTE_AFTER_MAINLOOP: bool = false;
+    /// Whether the consumers hand a finished tile's staged fp16 values to the copy-out warps
+    /// ([`copy_out_warps`]), which copy them to C while the consumers go on with the CTA's next
+    /// segment; the tile of the CTA's last segment the consumers copy themselves, as there is
+    /// nothing to overlap it with. Needs the weight ring (its next segment record, which the
+    /// consumers have read by the end of a segment's mainloop, tells them whether a segment is
+    /// the CTA's last) and pre-decoded tokens (the copy-out warps are warps that the tile's
+    /// roles leave idle).
+    const COPY_OUT_WARPS: bool = false;
     /// Whether the tiles are fitted to their groups ([`Tile::fits_groups`]): the launch's tile
     /// is the widest, and each tile runs at the narrowest of the [`FITTED_WIDTHS`] that holds
     /// its job's tokens — its slices one TMA box of that width ([`Problem::token_box`]),
@@ -362,6 +370,10 @@ impl Shared {
     pub fn groups(&self) -> u32 {
         self.base + self.plan.groups
     }
+    /// The copy-out record ([`CopyOutRecord`]).
+    fn copy_out_record(&self) -> u32 {
+        self.base + self.plan.copy_out_record
+    }
     /// The slot of the CTA's segment record `index` (its `index`-th segment, counted from 0).
     fn segment_record(&self, index: u32) -> u32 {
         self.base + self.plan.records + (index % SEGMENT_RECORDS) * SEGMENT_RECORD_BYTES
@@ -401,6 +413,16 @@ impl SegmentRecord {
         }
     }
 
+    /// Whether the record at `at` is the end record (no segment follows).
+    ///
+    /// # Safety
+    /// As [`SegmentRecord::read`].
+    #[inline(always)]
+    unsafe fn is_end(at: u32) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { smem::ld_b32(at) == 0 }
+    }
+
     /// The segment of the record at `at`, or `None` for the end record.
     ///
     /// # Safety
@@ -436,6 +458,17 @@ const EPILOGUE_BARRIER: u32 = 2;
 const CONSUMER_THREADS: u32 = config::CONSUMER_WARPGROUPS * WARPGROUP_THREADS;
 /// Named barrier of the stream-K fix-up (barrier 0 is the CTA-wide barrier of the setup).
 const FIXUP_BARRIER: u32 = 1;
+
+/// Named barrier where the consumers hand a staged tile (or the end of the CTA's tiles) to the
+/// copy-out warps ([`Problem::COPY_OUT_WARPS`]): the consumers arrive, the copy-out warps wait.
+const STAGED_BARRIER: u32 = 3;
+/// Named barrier where the copy-out warps hand the staging back once they have read it: they
+/// arrive, the consumers wait before they stage again.
+const STAGING_FREE_BARRIER: u32 = 4;
+/// Threads of the copy-out warps.
+const COPY_OUT_THREADS: u32 = 2 * 32;
+/// Threads that meet at [`STAGED_BARRIER`] and [`STAGING_FREE_BARRIER`].
+const HANDOFF_THREADS: u32 = CONSUMER_THREADS + COPY_OUT_THREADS;
 
 /// Arrivals that complete each barrier's phase.
 const RAW_FULL_ARRIVALS: u32 = 1; // the producer's arrive.expect_tx (+ the copies' bytes)
@@ -530,15 +563,33 @@ pub(crate) unsafe fn roles<
     work: &Work<P::Space>,
     mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
 ) {
+    const {
+        assert!(
+            !P::COPY_OUT_WARPS || (PREDECODED && P::WEIGHT_RING),
+            "the copy-out warps are idle decoder or producer warps, and read the segment records"
+        )
+    };
     let thread = sreg::thread_idx_x();
     let warpgroup = thread / WARPGROUP_THREADS;
-    // The producer is the CTA's last warpgroup; its first thread issues the copies.
-    let producer_warpgroup = Tile {
+    let tile = Tile {
         tokens: 2 * ACC as u32,
-    }
-    .producer_warpgroup();
+    };
+    // The producer is the CTA's last warpgroup; its first thread issues the copies.
+    let producer_warpgroup = tile.producer_warpgroup();
+    // Two idle warps of a decoder or the producer warpgroup (inside its branch: `setmaxnreg`
+    // is one instruction for the whole warpgroup).
+    let copy_out = if P::COPY_OUT_WARPS {
+        copy_out_index(tile, thread)
+    } else {
+        None
+    };
     if warpgroup == producer_warpgroup {
         reg::decrease::<PRODUCER>();
+        if let Some(index) = copy_out {
+            // SAFETY: the kernel's contract.
+            unsafe { copy_out_warps(shared, P::GATED, index) };
+            return;
+        }
         if P::WEIGHT_RING && thread == producer_warpgroup * WARPGROUP_THREADS + WEIGHT_PRODUCER_THREAD {
             fence::grid_dependency_wait();
             // SAFETY: the kernel's contract.
@@ -559,6 +610,11 @@ pub(crate) unsafe fn roles<
         }
     } else if warpgroup >= FIRST_DECODER_WARPGROUP {
         reg::decrease::<DECODER>();
+        if let Some(index) = copy_out {
+            // SAFETY: the kernel's contract.
+            unsafe { copy_out_warps(shared, P::GATED, index) };
+            return;
+        }
         if PREDECODED {
             return; // the producer loads decoded slices
         }
@@ -1407,6 +1463,7 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
     // The CTA's segments: from the weight producer's records where it writes them (`records`
     // counts those read), else walked here.
     let mut records = 0;
+    let mut staging = Staging { owned: true };
     loop {
         let next = if P::WEIGHT_RING {
             // SAFETY: this consumer waited on the weight slot the record came with (the first
@@ -1471,10 +1528,30 @@ unsafe fn consume<P: Problem, const ACC: usize, const SETS: usize>(
                 )
             }
         };
+        // Whether a tile this segment finishes goes to the copy-out warps: all but the CTA's
+        // last segment's. The mainloop read the weight slot of the next segment's first stage
+        // (or the closing slot), which came with the next record.
+        // SAFETY: that record, after the wait on its slot.
+        let hand_off = P::COPY_OUT_WARPS && !unsafe { SegmentRecord::is_end(shared.segment_record(records)) };
         // SAFETY: forwarded.
         unsafe {
-            finish_segment::<P, ACC>(problem, shared, work, lane, &segment, job, acc, &pipeline.decoded)
+            finish_segment::<P, ACC>(
+                problem,
+                shared,
+                work,
+                lane,
+                &segment,
+                job,
+                acc,
+                &pipeline.decoded,
+                &mut staging,
+                hand_off,
+            )
         };
+    }
+    if P::COPY_OUT_WARPS {
+        // SAFETY: all consumer threads, once, after their last segment.
+        unsafe { staging.finish(shared, sreg::thread_idx_x()) };
     }
 }
 
@@ -1669,7 +1746,9 @@ unsafe fn segment_mainloop<P: Problem, const W: usize, const SETS: usize>(
 /// The end of one segment of a consumer thread ([`consume`]), after its mainloop: the stream-K
 /// fix-up of a split tile, then, where the segment finishes its tile (`job`), the epilogue of
 /// its accumulators `acc`. `decoded`: the consumer's place in the decoded ring (an NVFP4
-/// epilogue stages in the segment's last slice, and releases it).
+/// epilogue stages in the segment's last slice, and releases it). `hand_off`: the 16-bit
+/// epilogue stages the tile and hands it to the copy-out warps ([`Problem::COPY_OUT_WARPS`])
+/// rather than copying it to C itself.
 ///
 /// # Safety
 /// As [`consume`]; `acc` holds the segment's sums.
@@ -1684,6 +1763,8 @@ unsafe fn finish_segment<P: Problem, const ACC: usize>(
     job: TileJob,
     mut acc: [f32; ACC],
     decoded: &RingPosition<DECODED_STAGES>,
+    staging: &mut Staging,
+    hand_off: bool,
 ) {
     let tile = shared.tile;
     let thread = sreg::thread_idx_x();
@@ -1718,12 +1799,20 @@ unsafe fn finish_segment<P: Problem, const ACC: usize>(
             unsafe { nvfp4_epilogue(&job, &acc, lane, target, staging, thread) }
         } else {
             // Likewise the staging address, from an opaque base.
-            let staging = if recompute {
+            let at = if recompute {
                 reg::opaque(shared.base) + shared.plan.staging
             } else {
                 shared.staging()
             };
-            unsafe { epilogue(&job, &acc, lane, P::GATED, P::OUT_BF16, staging, thread) }
+            if P::COPY_OUT_WARPS {
+                staging.reclaim();
+            }
+            if hand_off {
+                unsafe { stage_tile(&job, &acc, lane, P::GATED, P::OUT_BF16, at) };
+                unsafe { staging.hand_off(shared, &StagedTile::of(&job), thread) };
+            } else {
+                unsafe { epilogue(&job, &acc, lane, P::GATED, P::OUT_BF16, at, thread) }
+            }
         }
     }
     if P::NVFP4_OUT {
@@ -1859,16 +1948,16 @@ fn release_previous(shared: &Shared, position: &RingPosition<DECODED_STAGES>) {
 /// silu(α_gate · gate) · (α_up · up)`; plain: `C[token][n] = α · gate`, `C[token][n + 8] = α ·
 /// up`; each rounded to bf16 if `bf16` (a constant of the entry), else to fp16.
 ///
-/// Each thread stages its values as 16-bit words in `staging` (token rows of
-/// [`config::EPILOGUE_STAGING_PITCH`] bytes), then the consumer threads copy the tile's
-/// existing tokens and outputs to C in 16-byte runs, whole rows of C per warp instruction.
+/// Each thread stages its values as 16-bit words in `staging` ([`stage_tile`]), then the
+/// consumer threads copy the tile's existing tokens and outputs to C ([`copy_staged`]).
 /// Storing straight from the accumulator fragment took a 2-byte store per value, each warp
 /// instruction writing 16 bytes into each of four rows of C: ≈ 1.8 µs per 128 × 128 tile on an
 /// H100, longer than a 64-K slice.
 ///
 /// # Safety
-/// All consumer threads call it together; `staging` is the consumers' own (`Shared::staging`);
-/// C holds the tile's tokens × N (16-byte aligned rows, N a multiple of 64).
+/// All consumer threads call it together; `staging` is the consumers' own (`Shared::staging`)
+/// and no copy-out warp still reads it; C holds the tile's tokens × N (16-byte aligned rows, N
+/// a multiple of 64).
 #[inline(always)]
 unsafe fn epilogue<const ACC: usize>(
     job: &TileJob,
@@ -1881,6 +1970,27 @@ unsafe fn epilogue<const ACC: usize>(
 ) {
     // The previous tile's copy has read the staging.
     fence::named_barrier::<EPILOGUE_BARRIER, CONSUMER_THREADS>();
+    // SAFETY (both): the caller's contract.
+    unsafe { stage_tile(job, acc, lane, gated, bf16, staging) };
+    fence::named_barrier::<EPILOGUE_BARRIER, CONSUMER_THREADS>();
+    unsafe { copy_staged(staging, &StagedTile::of(job), gated, thread, CONSUMER_THREADS) };
+}
+
+/// This thread's values of the tile ([`epilogue`]) as 16-bit words in `staging`: token rows of
+/// [`config::EPILOGUE_STAGING_PITCH`] bytes, a row's outputs in order.
+///
+/// # Safety
+/// A consumer thread; no thread reads the staging until the consumers meet at a barrier after
+/// this.
+#[inline(always)]
+unsafe fn stage_tile<const ACC: usize>(
+    job: &TileJob,
+    acc: &[f32; ACC],
+    lane: &ConsumerLane,
+    gated: bool,
+    bf16: bool,
+    staging: u32,
+) {
     // Rows 2t and 2t + 1 (token 8q + 2t + e is 8q rows further), from an opaque copy of the
     // lane: LLVM would otherwise compute them before the mainloop and keep them live across it.
     let (column, t) = (reg::opaque(lane.n_in_tile), lane.t);
@@ -1902,24 +2012,195 @@ unsafe fn epilogue<const ACC: usize>(
             }
         }
     });
-    fence::named_barrier::<EPILOGUE_BARRIER, CONSUMER_THREADS>();
-    // 16-byte runs: a row's runs are consecutive threads, so each warp stores whole rows of C.
+}
+
+/// Where a staged tile goes in C: what [`copy_staged`] needs of its [`TileJob`].
+#[derive(Clone, Copy)]
+struct StagedTile {
+    /// C's element of the tile's first token and output 0.
+    out: *mut u16,
+    /// Elements between rows of C.
+    ldc: u32,
+    /// Tokens of the tile that exist.
+    tokens: u32,
+    /// The tile's first output.
+    n0: u32,
+    /// Outputs of the tile's problem.
+    n: u32,
+}
+
+impl StagedTile {
+    #[inline(always)]
+    fn of(job: &TileJob) -> Self {
+        Self {
+            out: job.out,
+            ldc: job.ldc,
+            tokens: job.tokens,
+            n0: job.n0,
+            n: job.n,
+        }
+    }
+}
+
+/// Copies the staged tile's existing tokens and outputs to C in 16-byte runs, thread `index` of
+/// `threads` taking runs `index`, `index + threads`, …: a row's runs are consecutive threads, so
+/// each warp stores whole rows of C.
+///
+/// # Safety
+/// `staging` holds the tile, staged by [`stage_tile`] and made visible by a barrier; C holds
+/// its tokens × N (16-byte aligned rows, N a multiple of 64); `threads` a multiple of 32.
+#[inline(always)]
+unsafe fn copy_staged(staging: u32, tile: &StagedTile, gated: bool, index: u32, threads: u32) {
     let runs_per_row = config::tile_n(gated) / 8;
-    let runs = job.tokens * runs_per_row;
-    let ldc = job.ldc as usize;
-    let mut run = thread;
+    let runs = tile.tokens * runs_per_row;
+    let ldc = tile.ldc as usize;
+    let mut run = index;
     while run < runs {
         let (token, column) = (run / runs_per_row, 8 * (run % runs_per_row));
-        if job.n0 + column < job.n {
+        if tile.n0 + column < tile.n {
             // SAFETY: a staged row and run; C's row `token` exists and output `n0 + column` + 8
             // ≤ N (N and the tile's first output are multiples of 8), 16-byte aligned.
             unsafe {
                 let words = smem::ld_v4(staging + token * EPILOGUE_STAGING_PITCH + 2 * column);
-                let at = job.out.add(token as usize * ldc + (job.n0 + column) as usize);
+                let at = tile.out.add(token as usize * ldc + (tile.n0 + column) as usize);
                 mem::st_global_v4_b32(at as *mut u32, words);
             }
         }
-        run += CONSUMER_THREADS;
+        run += threads;
+    }
+}
+
+/// The consumers' tile handed to the copy-out warps, in shared memory
+/// (`SharedPlan::copy_out_record`): `[1, tokens, ldc, n0]`, `[out (low, high), n, 0]`, or a
+/// first word 0 once the CTA has no more tiles to hand off. Written by one consumer thread
+/// before the consumers arrive at [`STAGED_BARRIER`] (after their wait at
+/// [`STAGING_FREE_BARRIER`] for the previous tile), read by the copy-out warps after their wait
+/// there.
+struct CopyOutRecord;
+
+impl CopyOutRecord {
+    /// Writes `tile`'s record (the end record for `None`) at `at`.
+    ///
+    /// # Safety
+    /// `at` is the copy-out record, which no copy-out warp reads until the next hand-off.
+    #[inline(always)]
+    unsafe fn write(at: u32, tile: Option<&StagedTile>) {
+        let Some(tile) = tile else {
+            // SAFETY: the caller's contract.
+            unsafe { smem::st_b32(at, 0) };
+            return;
+        };
+        let out = tile.out as u64;
+        // SAFETY (both): the caller's contract; 16-byte aligned words inside the record.
+        unsafe {
+            smem::st_v4(at, [1, tile.tokens, tile.ldc, tile.n0]);
+            smem::st_v4(at + 16, [out as u32, (out >> 32) as u32, tile.n, 0]);
+        }
+    }
+
+    /// The tile of the record at `at`, or `None` for the end record.
+    ///
+    /// # Safety
+    /// After the wait at [`STAGED_BARRIER`] that the record's writer arrived at.
+    #[inline(always)]
+    unsafe fn read(at: u32) -> Option<StagedTile> {
+        // SAFETY: the caller's contract.
+        let [valid, tokens, ldc, n0] = unsafe { smem::ld_v4(at) };
+        if valid == 0 {
+            return None;
+        }
+        // SAFETY: as above.
+        let [low, high, n, _] = unsafe { smem::ld_v4(at + 16) };
+        Some(StagedTile {
+            out: ((high as u64) << 32 | low as u64) as *mut u16,
+            ldc,
+            tokens,
+            n0,
+            n,
+        })
+    }
+}
+
+/// The index among the [`COPY_OUT_THREADS`] of `thread`, if it is a copy-out warp's: the first
+/// two warps of the first decoder warpgroup where the tile has decoder warpgroups (idle where
+/// tokens come pre-decoded), else the producer warpgroup's last two (its first two hold the
+/// token and weight producer threads).
+#[inline(always)]
+fn copy_out_index(tile: Tile, thread: u32) -> Option<u32> {
+    const { assert!(WEIGHT_PRODUCER_THREAD < WARPGROUP_THREADS - COPY_OUT_THREADS) };
+    let (first, warpgroup) = if tile.decoder_warpgroups() > 0 {
+        (0, FIRST_DECODER_WARPGROUP)
+    } else {
+        (WARPGROUP_THREADS - COPY_OUT_THREADS, tile.producer_warpgroup())
+    };
+    let index = thread.wrapping_sub(warpgroup * WARPGROUP_THREADS + first);
+    (index < COPY_OUT_THREADS).then_some(index)
+}
+
+/// The copy-out warps ([`Problem::COPY_OUT_WARPS`]): per tile the consumers hand off, wait at
+/// [`STAGED_BARRIER`], copy the staged tile to C ([`copy_staged`]) and arrive at
+/// [`STAGING_FREE_BARRIER`]; return at the end record.
+///
+/// # Safety
+/// The copy-out warps of a launch whose consumers hand off tiles ([`Staging`]); `index` this
+/// thread's ([`copy_out_index`]).
+#[inline(always)]
+unsafe fn copy_out_warps(shared: &Shared, gated: bool, index: u32) {
+    loop {
+        fence::named_barrier::<STAGED_BARRIER, HANDOFF_THREADS>();
+        // SAFETY: after the wait the record's writer arrived at.
+        let Some(tile) = (unsafe { CopyOutRecord::read(shared.copy_out_record()) }) else {
+            return;
+        };
+        // SAFETY: the consumers staged the tile and arrived after it.
+        unsafe { copy_staged(shared.staging(), &tile, gated, index, COPY_OUT_THREADS) };
+        fence::named_barrier_arrive::<STAGING_FREE_BARRIER, HANDOFF_THREADS>();
+    }
+}
+
+/// The consumers' side of the hand-off to the copy-out warps: whether the staging is theirs
+/// (no tile they handed off is still being copied).
+struct Staging {
+    owned: bool,
+}
+
+impl Staging {
+    /// Waits until the copy-out warps have read the tile last handed to them, if one is out.
+    #[inline(always)]
+    fn reclaim(&mut self) {
+        if !self.owned {
+            fence::named_barrier::<STAGING_FREE_BARRIER, HANDOFF_THREADS>();
+            self.owned = true;
+        }
+    }
+
+    /// Hands the staged `tile` to the copy-out warps (after [`Staging::reclaim`] and the
+    /// staging stores).
+    ///
+    /// # Safety
+    /// All consumer threads call it together.
+    #[inline(always)]
+    unsafe fn hand_off(&mut self, shared: &Shared, tile: &StagedTile, thread: u32) {
+        if thread == 0 {
+            // SAFETY: reclaimed: the copy-out warps read it only after the arrival below.
+            unsafe { CopyOutRecord::write(shared.copy_out_record(), Some(tile)) };
+        }
+        fence::named_barrier_arrive::<STAGED_BARRIER, HANDOFF_THREADS>();
+        self.owned = false;
+    }
+
+    /// Tells the copy-out warps that no tile follows (after the CTA's last segment).
+    ///
+    /// # Safety
+    /// All consumer threads call it together, once.
+    #[inline(always)]
+    unsafe fn finish(&mut self, shared: &Shared, thread: u32) {
+        self.reclaim();
+        if thread == 0 {
+            // SAFETY: reclaimed.
+            unsafe { CopyOutRecord::write(shared.copy_out_record(), None) };
+        }
+        fence::named_barrier_arrive::<STAGED_BARRIER, HANDOFF_THREADS>();
     }
 }
 
