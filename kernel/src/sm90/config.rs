@@ -397,9 +397,7 @@ impl Tile {
             0,
             RAW_STAGES * self.raw_token_bytes(),
             RAW_STAGES * self.raw_scale_bytes(),
-            0,
-            0,
-            0,
+            false,
         )
     }
 
@@ -419,22 +417,29 @@ impl Tile {
             WEIGHT_STAGES * WEIGHT_SLOT_BYTES,
             0,
             0,
-            GROUP_TABLE_BYTES,
-            SEGMENT_RECORDS * SEGMENT_RECORD_BYTES,
-            COPY_OUT_RECORD_BYTES,
+            true,
         )
     }
 
+    /// The regions in order; `grouped`: with the grouped kernels' schedule table, segment
+    /// records and copy-out record (empty for the dense kernel).
     const fn plan(
         &self,
         decoded_bytes: u32,
         weight_bytes: u32,
         raw_token_bytes: u32,
         raw_scale_bytes: u32,
-        table_bytes: u32,
-        record_bytes: u32,
-        copy_out_bytes: u32,
+        grouped: bool,
     ) -> SharedPlan {
+        let (table_bytes, record_bytes, copy_out_bytes) = if grouped {
+            (
+                GROUP_TABLE_BYTES,
+                SEGMENT_RECORDS * SEGMENT_RECORD_BYTES,
+                COPY_OUT_RECORD_BYTES,
+            )
+        } else {
+            (0, 0, 0)
+        };
         let staging_bytes = self.tokens * EPILOGUE_STAGING_PITCH;
         let decoded = 0;
         let weights = decoded + decoded_bytes;
