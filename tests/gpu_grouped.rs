@@ -741,6 +741,70 @@ fn launches_reject_inputs_that_do_not_match_the_plan() {
         plan.launch(&gpu, &missing_up, &mut c),
         Err(Error::InvalidArgument { arg: "up", .. })
     ));
+    // The separate convention's gate and up global scales whose product (times the sm_90a
+    // operand rescale) passes the SiLU product's limit of 2^126: refused before the launch, C
+    // untouched.
+    let huge = |m: &NvFp4Matrix| {
+        let m = NvFp4Matrix::from_parts(
+            m.rows(),
+            m.k(),
+            m.data().to_vec(),
+            m.scales().to_vec(),
+            Some(1e30),
+        )
+        .unwrap();
+        gpu.upload(&m).unwrap()
+    };
+    let a: Vec<DeviceNvFp4Matrix> = groups
+        .a
+        .iter()
+        .map(|a| gpu.upload(a.as_ref().unwrap()).unwrap())
+        .collect();
+    let (gate, up): (Vec<_>, Vec<_>) = (
+        groups.gate.iter().map(huge).collect(),
+        groups.up.iter().map(huge).collect(),
+    );
+    let mut c: Vec<CudaSlice<f16>> = (0..2).map(|g| poisoned(&gpu, groups.rows(g) * 256)).collect();
+    let separate = gpu
+        .plan_grouped(
+            GroupedOp::DualGemm,
+            GroupedLayout::Separate {
+                groups: 2,
+                rows: 16,
+                max_k: 256,
+            },
+            None,
+        )
+        .unwrap();
+    let stream = gpu.stream();
+    let list: Vec<SeparateGroup> = c
+        .iter_mut()
+        .enumerate()
+        .map(|(g, c)| SeparateGroup {
+            a: Some(a[g].view(stream)),
+            gate: gate[g].view(stream),
+            up: Some(up[g].view(stream)),
+            c: Some(F16Mut::of(c, stream)),
+        })
+        .collect();
+    let refused = separate.launch_separate(&gpu, &list);
+    assert!(
+        matches!(
+            refused,
+            Err(Error::InvalidArgument {
+                arg: "global scales",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    drop(list);
+    for c in &c {
+        assert!(
+            stream.clone_dtoh(c).unwrap().iter().all(|v| v.is_nan()),
+            "C written"
+        );
+    }
     for (layout, arg) in [
         (
             GroupedLayout::Separate {
