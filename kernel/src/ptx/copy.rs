@@ -48,6 +48,51 @@ pub unsafe fn bulk(dst: u32, src: *const u8, bytes: u32, bar: u32) {
     };
 }
 
+/// `cp.async.bulk.global.shared::cta.bulk_group` of `bytes` (a multiple of 16) from shared `src`
+/// to global `dst` (both 16-byte aligned), issued by lane 0 of the calling warp only (the other
+/// lanes skip it); it joins that lane's next bulk group ([`bulk_commit`]). Every lane of the warp
+/// calls it with the same operands, so that they can stay in uniform registers.
+///
+/// # Safety
+/// Both ranges must be valid; the shared bytes were written before, and made visible to the
+/// async proxy ([`crate::ptx::fence::proxy_async_shared`] and a barrier).
+#[inline(always)]
+pub unsafe fn bulk_store_lane0(dst: *mut u8, src: u32, bytes: u32, lane: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.eq.u32 p, {l}, 0; @p cp.async.bulk.global.shared::cta.bulk_group [{d}], [{s}], {n}; }}",
+            l = in(reg32) lane,
+            d = in(reg64) dst,
+            s = in(reg32) src,
+            n = in(reg32) bytes,
+        )
+    };
+}
+
+/// `cp.async.bulk.commit_group`: closes this thread's bulk group of stores issued since the last
+/// commit.
+#[inline(always)]
+pub fn bulk_commit() {
+    // SAFETY: only closes this thread's group.
+    unsafe { asm!("cp.async.bulk.commit_group;") };
+}
+
+/// `cp.async.bulk.wait_group.read 0`: waits until every bulk store this thread committed has read
+/// its shared source (the source may then be written again).
+#[inline(always)]
+pub fn bulk_wait_read_all() {
+    // SAFETY: only waits.
+    unsafe { asm!("cp.async.bulk.wait_group.read 0;", options(nostack)) };
+}
+
+/// `cp.async.bulk.wait_group 0`: waits until every bulk store this thread committed is complete.
+#[inline(always)]
+pub fn bulk_wait_all() {
+    // SAFETY: only waits.
+    unsafe { asm!("cp.async.bulk.wait_group 0;", options(nostack)) };
+}
+
 /// `prefetch.tensormap`: brings a tensor map into the cache ahead of its first use.
 ///
 /// # Safety

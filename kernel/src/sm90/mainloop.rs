@@ -2070,6 +2070,34 @@ unsafe fn copy_staged(staging: u32, tile: &StagedTile, gated: bool, index: u32, 
     }
 }
 
+/// Stores the staged tile's existing tokens to C by bulk copies (the TMA unit reads the
+/// staging and writes C: no shared loads or global stores on the SM's load/store path), one a
+/// token row of its outputs that exist (a plain tile's second half lies past N where its first
+/// output + 64 reaches N); warp `warp` of `warps` takes rows `warp`, `warp + warps`, …, its lane
+/// 0 issues them, and every lane returns once they have read the staging.
+///
+/// # Safety
+/// `staging` holds the tile, staged by [`stage_tile`] and made visible to the async proxy and
+/// to this warp (proxy fences by its writers, then a barrier); C as in [`copy_staged`]; all
+/// lanes of the warp call it with the same arguments but `lane`.
+#[inline(always)]
+unsafe fn store_staged_rows(staging: u32, tile: &StagedTile, gated: bool, warp: u32, warps: u32, lane: u32) {
+    let row_bytes = 2 * config::tile_n(gated).min(tile.n - tile.n0);
+    let ldc = tile.ldc as usize;
+    let mut token = warp;
+    while token < tile.tokens {
+        // SAFETY: a staged row; C's row `token` holds outputs n0 .. n0 + row_bytes / 2 ≤ N,
+        // 16-byte aligned (rows 16-byte aligned, n0 a multiple of 64).
+        unsafe {
+            let at = tile.out.add(token as usize * ldc + tile.n0 as usize) as *mut u8;
+            copy::bulk_store_lane0(at, staging + token * EPILOGUE_STAGING_PITCH, row_bytes, lane);
+        }
+        token += warps;
+    }
+    copy::bulk_commit();
+    copy::bulk_wait_read_all();
+}
+
 /// The consumers' tile handed to the copy-out warps, in shared memory
 /// (`SharedPlan::copy_out_record`): `[1, tokens, ldc, n0]`, `[out (low, high), n, 0]`, or a
 /// first word 0 once the CTA has no more tiles to hand off. Written by one consumer thread
@@ -2137,23 +2165,57 @@ fn copy_out_index(tile: Tile, thread: u32) -> Option<u32> {
     (index < COPY_OUT_THREADS).then_some(index)
 }
 
+/// Whether the copy-out warps of `tile` store by bulk copies ([`store_staged_rows`]) rather
+/// than 16-byte stores ([`copy_staged`]): where they are an idle decoder warpgroup's (8–128
+/// tokens), as a 16-byte copy loop there moves those kernels' schedule arithmetic off the
+/// uniform datapath (ptxas; gpumode-3/-4 1.5 % slower); the fitted tile's keep the 16-byte
+/// stores, which its short-K prefills pay less for than ≈ 12 instructions a row (perf log
+/// entry 195).
+#[inline(always)]
+const fn copy_out_by_bulk(tile: Tile) -> bool {
+    tile.decoder_warpgroups() > 0
+}
+
 /// The copy-out warps ([`Problem::COPY_OUT_WARPS`]): per tile the consumers hand off, wait at
-/// [`STAGED_BARRIER`], copy the staged tile to C ([`copy_staged`]) and arrive at
-/// [`STAGING_FREE_BARRIER`]; return at the end record.
+/// [`STAGED_BARRIER`], copy the staged tile to C ([`copy_staged`], or [`store_staged_rows`]
+/// where [`copy_out_by_bulk`]) and arrive at [`STAGING_FREE_BARRIER`]; return at the end record.
 ///
 /// # Safety
 /// The copy-out warps of a launch whose consumers hand off tiles ([`Staging`]); `index` this
 /// thread's ([`copy_out_index`]).
 #[inline(always)]
 unsafe fn copy_out_warps(shared: &Shared, gated: bool, index: u32) {
+    let bulk = copy_out_by_bulk(shared.tile);
     loop {
         fence::named_barrier::<STAGED_BARRIER, HANDOFF_THREADS>();
         // SAFETY: after the wait the record's writer arrived at.
         let Some(tile) = (unsafe { CopyOutRecord::read(shared.copy_out_record()) }) else {
+            if bulk {
+                // Every store complete before the CTA ends.
+                copy::bulk_wait_all();
+            }
             return;
         };
-        // SAFETY: the consumers staged the tile and arrived after it.
-        unsafe { copy_staged(shared.staging(), &tile, gated, index, COPY_OUT_THREADS) };
+        if bulk {
+            // The warp index from lane 0: the same in the warp, so that the stores' operands
+            // stay in uniform registers.
+            let warp = warp::shuffle_index(index / 32, 0);
+            // SAFETY: the consumers staged the tile, made it visible to the async proxy and
+            // arrived after it.
+            unsafe {
+                store_staged_rows(
+                    shared.staging(),
+                    &tile,
+                    gated,
+                    warp,
+                    COPY_OUT_THREADS / 32,
+                    index % 32,
+                )
+            };
+        } else {
+            // SAFETY: the consumers staged the tile and arrived after it.
+            unsafe { copy_staged(shared.staging(), &tile, gated, index, COPY_OUT_THREADS) };
+        }
         fence::named_barrier_arrive::<STAGING_FREE_BARRIER, HANDOFF_THREADS>();
     }
 }
@@ -2184,6 +2246,10 @@ impl Staging {
         if thread == 0 {
             // SAFETY: reclaimed: the copy-out warps read it only after the arrival below.
             unsafe { CopyOutRecord::write(shared.copy_out_record(), Some(tile)) };
+        }
+        if copy_out_by_bulk(shared.tile) {
+            // The staging's generic writes before the copy-out warps' bulk stores read them.
+            fence::proxy_async_shared();
         }
         fence::named_barrier_arrive::<STAGED_BARRIER, HANDOFF_THREADS>();
         self.owned = false;
