@@ -1,6 +1,6 @@
 //! Asynchronous bulk copies global → shared that complete on an mbarrier (`complete_tx`), bulk
-//! prefetches into L2, and the per-thread asynchronous copies (`cp.async`) that complete in
-//! groups the thread waits for.
+//! stores shared → global that complete in bulk groups, bulk prefetches into L2, and the
+//! per-thread asynchronous copies (`cp.async`) that complete in groups the thread waits for.
 //!
 //! The destination uses the `.shared::cluster` spelling (a CTA's own shared address is valid
 //! there), since `.shared::cta` destinations need PTX 8.6 and the sm_90a module is PTX 8.0.
