@@ -565,8 +565,8 @@ pub(crate) unsafe fn roles<
 ) {
     const {
         assert!(
-            !P::COPY_OUT_WARPS || (PREDECODED && P::WEIGHT_RING),
-            "the copy-out warps are idle decoder or producer warps, and read the segment records"
+            !P::COPY_OUT_WARPS || (PREDECODED && P::WEIGHT_RING && !P::NVFP4_OUT),
+            "the copy-out warps are idle decoder or producer warps, read the segment records, and copy 16-bit tiles"
         )
     };
     let thread = sreg::thread_idx_x();
