@@ -838,10 +838,10 @@ fn output_position(warp: u32, tile: u32, g: u32, t: u32, i: u32) -> (u32, u32) {
 /// `α_gate·gate` (plain GEMM: `gate` holds both halves of K, added in each CTA before its
 /// records).
 #[inline(always)]
-fn finish<const GATED: bool>(product: Option<GatedProduct>, alpha_gate: f32, gate: f32, up: f32) -> f32 {
+fn finish(product: Option<GatedProduct>, alpha_gate: f32, gate: f32, up: f32) -> f32 {
     match product {
-        Some(product) if GATED => product.value(gate, up),
-        _ => alpha_gate * gate,
+        Some(product) => product.value(gate, up),
+        None => alpha_gate * gate,
     }
 }
 
@@ -1266,7 +1266,7 @@ unsafe fn decode<
     // Output `i` of this thread: its token, its column in the row group and its value.
     let output = |i: u32| {
         let (token, column) = output_position(warp, tile, g, t, i);
-        let value = finish::<GATED>(product, alpha_gate, gate[i as usize], up[i as usize]);
+        let value = finish(product, alpha_gate, gate[i as usize], up[i as usize]);
         (token, column, value)
     };
     if !NVFP4 {
@@ -1509,7 +1509,7 @@ unsafe fn decode_whole_k<const GATED: bool, const NVFP4: bool, const BF16: bool>
         let product = gated_product::<GATED>(alpha_gate, alpha_up);
         for i in 0..4u32 {
             let (token, column) = output_position(0, 0, g, t, i);
-            let value = finish::<GATED>(product, alpha_gate, gate[i as usize], up[i as usize]);
+            let value = finish(product, alpha_gate, gate[i as usize], up[i as usize]);
             if token < m {
                 if NVFP4 {
                     // SAFETY: token < m ≤ 8, column < 16: inside the staging.
@@ -1888,7 +1888,7 @@ unsafe fn grouped_out<const TILES: usize, const GATED: bool, const NVFP4: bool>(
         let product = gated_product::<true>(desc.alpha_gate, desc.alpha_up);
         for (tile, (gate, up)) in sums.iter().zip(&up).enumerate() {
             for i in 0..4u32 {
-                let value = finish::<true>(product, desc.alpha_gate, gate[i as usize], up[i as usize]);
+                let value = finish(product, desc.alpha_gate, gate[i as usize], up[i as usize]);
                 put(matrix_warp, tile as u32, i, value);
             }
         }
