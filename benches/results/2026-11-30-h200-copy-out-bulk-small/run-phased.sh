@@ -1,7 +1,7 @@
 #!/bin/bash
 # The phased bar set on main (the copy-out warps, bulk copies for the small tiles): benches/grouped
 # every case in phases with the torch._grouped_mm baseline, and the MoE layer in phases.
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 mkdir -p /tmp/c77 && [ -d /tmp/c77/small ] || tar xzf .gpu-bundle/c77.tgz -C /tmp/c77; B=/tmp/c77
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 timeout 320 $B/small/grouped --bench --cases gpumode,decode,prefill --sets 10 --max-seconds 0.3 --results $OUT/phased > $OUT/grouped-phased.log 2>&1; echo "phased rc=$?"

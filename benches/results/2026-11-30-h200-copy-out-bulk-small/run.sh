@@ -2,7 +2,7 @@
 # Bulk copies for the 8-128-token tiles' copy-out warps (branch exp/copy-out-bulk-small) against
 # main: gpu_grouped, the MoE example and the Python grouped tests on the branch, then
 # benches/grouped A B B A.
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 mkdir -p /tmp/c77 && tar xzf .gpu-bundle/c77.tgz -C /tmp/c77; B=/tmp/c77
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 export NVFP4_TORCH_GROUPED_BASELINE=/nonexistent NVFP4_REQUIRE_GPU=1

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Copy-out warps storing by bulk copies (branch exp/copy-out-bulk) against main: gpu_grouped
 # and the MoE example on the branch, then benches/grouped A B B A.
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 mkdir -p /tmp/c76 && tar xzf .gpu-bundle/c76.tgz -C /tmp/c76; B=/tmp/c76
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 export NVFP4_TORCH_GROUPED_BASELINE=/nonexistent NVFP4_REQUIRE_GPU=1

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Copy-out warps only in launches of at least three tiles a CTA (branch exp/copy-out-threshold)
 # against main: gpu_grouped on the branch, then benches/grouped A B B A.
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 mkdir -p /tmp/c74 && tar xzf .gpu-bundle/c74.tgz -C /tmp/c74; B=/tmp/c74
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 export NVFP4_TORCH_GROUPED_BASELINE=/nonexistent NVFP4_REQUIRE_GPU=1

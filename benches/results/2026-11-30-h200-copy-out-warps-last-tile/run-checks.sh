@@ -1,5 +1,5 @@
 #!/bin/bash
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 mkdir -p /tmp/c73 && tar xzf .gpu-bundle/c73.tgz -C /tmp/c73 && B=/tmp/c73
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 export NVFP4_TORCH_GROUPED_BASELINE=/nonexistent NVFP4_REQUIRE_GPU=1

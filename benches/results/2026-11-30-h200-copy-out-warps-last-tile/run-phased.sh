@@ -1,7 +1,7 @@
 #!/bin/bash
 # The phased bar set on the copy-out warps' build: benches/grouped (every case, in phases, with
 # the torch._grouped_mm baseline) and the MoE layer (moe_layer.py, each layer in phases).
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 mkdir -p /tmp/c73 && [ -d /tmp/c73/new ] || tar xzf .gpu-bundle/c73.tgz -C /tmp/c73; B=/tmp/c73
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 timeout 320 $B/new/grouped --bench --cases gpumode,decode,prefill --sets 10 --max-seconds 0.3 --results $OUT/phased > $OUT/grouped-phased.log 2>&1; echo "phased rc=$?"

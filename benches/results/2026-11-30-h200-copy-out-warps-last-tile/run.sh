@@ -1,5 +1,5 @@
 #!/bin/bash
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 mkdir -p /tmp/c73 && [ -d /tmp/c73/new ] || tar xzf .gpu-bundle/c73.tgz -C /tmp/c73; B=/tmp/c73
 export NVFP4_TORCH_GROUPED_BASELINE=/nonexistent
 C=gpumode,qwen3-30b-prefill,gpt-oss-120b-prefill,deepseek-v3-prefill,decode
